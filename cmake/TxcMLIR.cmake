@@ -6,7 +6,10 @@
 #
 #===------------------------------------------------------------------------===#
 set(TXC_LLVM_ROOT "/usr/lib/llvm-22" CACHE PATH "LLVM/MLIR 22 install prefix")
-find_package(MLIR 22 REQUIRED CONFIG PATHS "${TXC_LLVM_ROOT}/lib/cmake/mlir" NO_DEFAULT_PATH)
+find_package(MLIR REQUIRED CONFIG PATHS "${TXC_LLVM_ROOT}/lib/cmake/mlir" NO_DEFAULT_PATH)
+if(NOT LLVM_VERSION_MAJOR EQUAL 22)
+  message(FATAL_ERROR "txc needs LLVM/MLIR 22, found ${LLVM_PACKAGE_VERSION} at ${MLIR_DIR}")
+endif()
 message(STATUS "txc: MLIR ${LLVM_PACKAGE_VERSION} from ${MLIR_DIR}")
 
 set(MLIR_LINK_MLIR_DYLIB ON)
@@ -42,3 +45,6 @@ function(txc_add_compiler_library name)
   endif()
   target_link_libraries(${name} PUBLIC ${ARG_LIBS} ${TXC_MLIR_LIBS})
 endfunction()
+
+# AddMLIR defines `mlir-doc`; it generates the dialect and pass reference,
+# which `make docs` copies into docs/.

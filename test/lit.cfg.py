@@ -7,7 +7,7 @@ import subprocess
 import lit.formats
 
 config.name = "txc"
-config.test_format = lit.formats.ShTest(execute_external=True)
+config.test_format = lit.formats.ShTest()
 config.suffixes = [".mlir", ".test", ".json"]
 config.excludes = ["Inputs", "fixtures", "unit", "gpu", "CMakeLists.txt", "lit.cfg.py"]
 config.test_source_root = os.path.dirname(__file__)

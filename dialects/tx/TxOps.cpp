@@ -1,0 +1,286 @@
+//===- TxOps.cpp - tx operation verifiers and folders -----------------------===//
+//
+// Every shape rule of the dialect lives here. A dynamic dimension (the token
+// axis) is compatible with anything; static dimensions must agree exactly.
+// Diagnostics name the operands they compare, so a frontend bug points at
+// the tensor that is wrong.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dialects/tx/TxOps.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/OpImplementation.h"
+
+#include <string>
+
+using namespace mlir;
+using namespace txc::tx;
+
+namespace {
+
+bool dimsCompatible(int64_t a, int64_t b) {
+  return ShapedType::isDynamic(a) || ShapedType::isDynamic(b) || a == b;
+}
+
+std::string dimString(int64_t d) {
+  return ShapedType::isDynamic(d) ? std::string("?") : std::to_string(d);
+}
+
+RankedTensorType tensorType(Value v) { return cast<RankedTensorType>(v.getType()); }
+
+/// Checks that `a` and `b` have the same element type, naming both.
+LogicalResult verifySameElementType(Operation *op, Value a, StringRef aName, Value b,
+                                    StringRef bName) {
+  Type ea = tensorType(a).getElementType(), eb = tensorType(b).getElementType();
+  if (ea != eb)
+    return op->emitOpError() << aName << " element type " << ea << " does not match " << bName
+                             << " element type " << eb;
+  return success();
+}
+
+/// Checks that dimension `da` of `a` equals dimension `db` of `b`.
+LogicalResult verifyDimsMatch(Operation *op, Value a, StringRef aName, unsigned da, Value b,
+                              StringRef bName, unsigned db) {
+  int64_t x = tensorType(a).getDimSize(da), y = tensorType(b).getDimSize(db);
+  if (!dimsCompatible(x, y))
+    return op->emitOpError() << aName << " dim " << da << " (" << dimString(x) << ") does not match "
+                             << bName << " dim " << db << " (" << dimString(y) << ")";
+  return success();
+}
+
+} // namespace
+
+#define GET_OP_CLASSES
+#include "dialects/tx/TxOps.cpp.inc"
+
+//===----------------------------------------------------------------------===//
+// WeightOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult WeightOp::verify() {
+  if (getName().empty())
+    return emitOpError("weight name must not be empty");
+  if (!getType().hasStaticShape())
+    return emitOpError() << "weight '" << getName() << "' must have a static shape, got "
+                         << getType();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// ConcatOp and SplitOp
+//===----------------------------------------------------------------------===//
+
+/// Shared rule of concat and split: `pieces` laid end to end along `dim`
+/// make up `whole`.
+static LogicalResult verifyPieces(Operation *op, Value whole, StringRef wholeName,
+                                  ValueRange pieces, StringRef pieceName, int64_t dim) {
+  RankedTensorType wholeType = tensorType(whole);
+  if (pieces.empty())
+    return op->emitOpError() << "needs at least one " << pieceName;
+  if (dim < 0 || dim >= wholeType.getRank())
+    return op->emitOpError() << "dim " << dim << " is out of range for " << wholeName
+                             << " of rank " << wholeType.getRank();
+  int64_t sum = 0;
+  bool sumKnown = true;
+  for (auto [i, piece] : llvm::enumerate(pieces)) {
+    RankedTensorType pieceType = tensorType(piece);
+    std::string name = (pieceName + " #" + Twine(i)).str();
+    if (pieceType.getRank() != wholeType.getRank())
+      return op->emitOpError() << name << " has rank " << pieceType.getRank() << " but "
+                               << wholeName << " has rank " << wholeType.getRank();
+    if (failed(verifySameElementType(op, piece, name, whole, wholeName)))
+      return failure();
+    for (int64_t d = 0; d < wholeType.getRank(); ++d) {
+      if (d == dim)
+        continue;
+      if (failed(verifyDimsMatch(op, piece, name, d, whole, wholeName, d)))
+        return failure();
+    }
+    if (pieceType.isDynamicDim(dim))
+      sumKnown = false;
+    else
+      sum += pieceType.getDimSize(dim);
+  }
+  if (sumKnown && !wholeType.isDynamicDim(dim) && sum != wholeType.getDimSize(dim))
+    return op->emitOpError() << pieceName << " sizes along dim " << dim << " add up to " << sum
+                             << " but " << wholeName << " has " << wholeType.getDimSize(dim);
+  return success();
+}
+
+LogicalResult ConcatOp::verify() {
+  return verifyPieces(*this, getResult(), "result", getInputs(), "input", getDim());
+}
+
+OpFoldResult ConcatOp::fold(FoldAdaptor) {
+  // concat(x) is x.
+  if (getInputs().size() == 1 && getInputs()[0].getType() == getType())
+    return getInputs()[0];
+  // concat(split(x)) over all of split's results, in order, is x.
+  auto split = getInputs()[0].getDefiningOp<SplitOp>();
+  if (!split || split.getDim() != getDim() || split.getInput().getType() != getType() ||
+      split.getNumResults() != getInputs().size())
+    return {};
+  for (auto [result, input] : llvm::zip(split.getResults(), getInputs()))
+    if (result != input)
+      return {};
+  return split.getInput();
+}
+
+LogicalResult SplitOp::verify() {
+  return verifyPieces(*this, getInput(), "input", getResults(), "result", getDim());
+}
+
+LogicalResult SplitOp::fold(FoldAdaptor, SmallVectorImpl<OpFoldResult> &results) {
+  // split(x) into one piece is x.
+  if (getNumResults() == 1 && getResult(0).getType() == getInput().getType()) {
+    results.push_back(getInput());
+    return success();
+  }
+  // split(concat(a, b, ...)) into the same pieces is a, b, ...
+  auto concat = getInput().getDefiningOp<ConcatOp>();
+  if (!concat || concat.getDim() != getDim() || concat.getInputs().size() != getNumResults())
+    return failure();
+  for (auto [input, result] : llvm::zip(concat.getInputs(), getResults()))
+    if (input.getType() != result.getType())
+      return failure();
+  for (Value input : concat.getInputs())
+    results.push_back(input);
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// EmbeddingOp, RmsNormOp, LinearOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult EmbeddingOp::verify() {
+  if (failed(verifyDimsMatch(*this, getResult(), "result", 0, getTokens(), "tokens", 0)) ||
+      failed(verifyDimsMatch(*this, getResult(), "result", 1, getTable(), "table", 1)))
+    return failure();
+  return verifySameElementType(*this, getResult(), "result", getTable(), "table");
+}
+
+LogicalResult RmsNormOp::verify() {
+  if (!(getEps().convertToDouble() > 0.0))
+    return emitOpError() << "eps must be positive, got " << getEps().convertToDouble();
+  int64_t group = tensorType(getWeight()).getDimSize(0);
+  int64_t features = getInput().getType().getDimSize(1);
+  if (ShapedType::isDynamic(group) || group == 0)
+    return emitOpError("weight must have a static, non-zero size");
+  if (!ShapedType::isDynamic(features) && features % group != 0)
+    return emitOpError() << "input dim 1 (" << features << ") is not a multiple of weight dim 0 ("
+                         << group << ")";
+  return success();
+}
+
+LogicalResult LinearOp::verify() {
+  // input [N, K] x weight [M, K] -> result [N, M]
+  if (failed(verifyDimsMatch(*this, getInput(), "input", 1, getWeight(), "weight", 1)) ||
+      failed(verifyDimsMatch(*this, getResult(), "result", 0, getInput(), "input", 0)) ||
+      failed(verifyDimsMatch(*this, getResult(), "result", 1, getWeight(), "weight", 0)) ||
+      failed(verifySameElementType(*this, getInput(), "input", getWeight(), "weight")))
+    return failure();
+  if (Value bias = getBias()) {
+    if (failed(verifyDimsMatch(*this, bias, "bias", 0, getWeight(), "weight", 0)) ||
+        failed(verifySameElementType(*this, bias, "bias", getWeight(), "weight")))
+      return failure();
+  }
+  Type resultElement = getResult().getType().getElementType();
+  if (resultElement != getInput().getType().getElementType() && !resultElement.isF32())
+    return emitOpError() << "result element type must be the input's ("
+                         << getInput().getType().getElementType() << ") or f32, got "
+                         << resultElement;
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// RotaryOp and AttentionOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult RotaryOp::verify() {
+  int64_t headDim = getHeadDim();
+  if (headDim <= 0 || headDim % 2 != 0)
+    return emitOpError() << "head_dim must be positive and even, got " << headDim;
+  int64_t features = getInput().getType().getDimSize(1);
+  if (!ShapedType::isDynamic(features) && features % headDim != 0)
+    return emitOpError() << "input dim 1 (" << features << ") is not a multiple of head_dim ("
+                         << headDim << ")";
+  if (getRope().getRotaryDim() > headDim)
+    return emitOpError() << "rope rotary_dim (" << getRope().getRotaryDim()
+                         << ") exceeds head_dim (" << headDim << ")";
+  return verifyDimsMatch(*this, getPositions(), "positions", 0, getInput(), "input", 0);
+}
+
+LogicalResult AttentionOp::verify() {
+  int64_t heads = getNumHeads(), kvHeads = getNumKvHeads(), headDim = getHeadDim();
+  if (heads <= 0 || kvHeads <= 0 || headDim <= 0)
+    return emitOpError() << "num_heads (" << heads << "), num_kv_heads (" << kvHeads
+                         << ") and head_dim (" << headDim << ") must be positive";
+  if (heads % kvHeads != 0)
+    return emitOpError() << "num_heads (" << heads << ") is not a multiple of num_kv_heads ("
+                         << kvHeads << ")";
+  auto expectWidth = [&](Value v, StringRef name, int64_t n) -> LogicalResult {
+    int64_t width = tensorType(v).getDimSize(1);
+    if (!dimsCompatible(width, n * headDim))
+      return emitOpError() << name << " dim 1 (" << dimString(width) << ") must be " << n
+                           << " heads x head_dim " << headDim << " = " << n * headDim;
+    return success();
+  };
+  if (failed(expectWidth(getQuery(), "query", heads)) ||
+      failed(expectWidth(getKey(), "key", kvHeads)) ||
+      failed(expectWidth(getValue(), "value", kvHeads)) ||
+      failed(verifyDimsMatch(*this, getKey(), "key", 0, getQuery(), "query", 0)) ||
+      failed(verifyDimsMatch(*this, getValue(), "value", 0, getQuery(), "query", 0)) ||
+      failed(verifySameElementType(*this, getKey(), "key", getQuery(), "query")) ||
+      failed(verifySameElementType(*this, getValue(), "value", getQuery(), "query")))
+    return failure();
+  if (getResult().getType() != getQuery().getType())
+    return emitOpError() << "result type " << getResult().getType()
+                         << " must equal query type " << getQuery().getType();
+
+  KvCacheType cache = getCache().getType();
+  if (cache.getKvHeads() != kvHeads)
+    return emitOpError() << "cache kv_heads (" << cache.getKvHeads()
+                         << ") does not match num_kv_heads (" << kvHeads << ")";
+  if (cache.getHeadDim() != headDim)
+    return emitOpError() << "cache head_dim (" << cache.getHeadDim()
+                         << ") does not match head_dim (" << headDim << ")";
+  if (getLayer() < 0 || getLayer() >= cache.getLayers())
+    return emitOpError() << "layer " << getLayer() << " is out of range for a cache of "
+                         << cache.getLayers() << " layers";
+  if (cache.getElementType() != getQuery().getType().getElementType())
+    return emitOpError() << "cache element type " << cache.getElementType()
+                         << " does not match query element type "
+                         << getQuery().getType().getElementType();
+
+  if (!(getScale().convertToDouble() > 0.0))
+    return emitOpError() << "scale must be positive, got " << getScale().convertToDouble();
+  if (auto window = getSlidingWindow(); window && *window <= 0)
+    return emitOpError() << "sliding_window must be positive, got " << *window;
+  if (auto cap = getLogitSoftcap(); cap && !(cap->convertToDouble() > 0.0))
+    return emitOpError() << "logit_softcap must be positive, got " << cap->convertToDouble();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// GatherLastOp and AllReduceOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult GatherLastOp::verify() {
+  if (failed(verifyDimsMatch(*this, getResult(), "result", 1, getInput(), "input", 1)))
+    return failure();
+  return verifySameElementType(*this, getResult(), "result", getInput(), "input");
+}
+
+LogicalResult AllReduceOp::verify() {
+  if (getGroupSize() < 1)
+    return emitOpError() << "group_size must be at least 1, got " << getGroupSize();
+  return success();
+}
+
+OpFoldResult AllReduceOp::fold(FoldAdaptor) {
+  // A group of one rank sums nothing.
+  if (getGroupSize() == 1)
+    return getInput();
+  return {};
+}

@@ -1,0 +1,281 @@
+//===- TxOps.td - tx operations ----------------------------*- tablegen -*-===//
+//
+// Shape rules live in each op's verifier (TxOps.cpp), and every diagnostic
+// names the operands it compares.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TXC_DIALECTS_TX_TXOPS_TD
+#define TXC_DIALECTS_TX_TXOPS_TD
+
+include "dialects/tx/TxDialect.td"
+include "dialects/tx/TxAttrs.td"
+include "dialects/tx/TxTypes.td"
+include "mlir/IR/OpBase.td"
+include "mlir/IR/CommonAttrConstraints.td"
+include "mlir/IR/OpBase.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+
+def Tx_FloatTensor : RankedTensorOf<[BF16, F16, F32]>;
+def Tx_Activation : TensorRankOf<[BF16, F16, F32], [2]>;
+def Tx_TokenIds : TensorRankOf<[I32], [1]>;
+
+//===----------------------------------------------------------------------===//
+// Weights
+//===----------------------------------------------------------------------===//
+
+def Tx_WeightOp : Tx_Op<"weight", [Pure]> {
+  let summary = "a checkpoint tensor, referenced by name";
+  let description = [{
+    Yields the tensor stored under `name` in the model's checkpoint. The
+    result type is its exact shape and dtype; the artifact writer checks it
+    against the safetensors header. Weights are never copied by the
+    compiler: the runtime maps them from the artifact's weight blob.
+
+    ```mlir
+    %w = tx.weight "model.layers.0.self_attn.q_proj.weight" : tensor<4096x4096xbf16>
+    ```
+  }];
+  let arguments = (ins StrAttr:$name);
+  let results = (outs Tx_FloatTensor:$result);
+  let assemblyFormat = "$name attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+def Tx_ConcatOp : Tx_Op<"concat", [Pure]> {
+  let summary = "concatenation along one dimension";
+  let description = [{
+    `result = concat(inputs..., dim)`. All inputs have the same rank and
+    element type and agree on every other dimension. The projection-fusion
+    pass uses it on weights, which the artifact writer then stores already
+    concatenated.
+
+    ```mlir
+    %wqkv = tx.concat %wq, %wk, %wv {dim = 0 : i64}
+        : (tensor<64x64xbf16>, tensor<32x64xbf16>, tensor<32x64xbf16>) -> tensor<128x64xbf16>
+    ```
+  }];
+  let arguments = (ins Variadic<Tx_FloatTensor>:$inputs, I64Attr:$dim);
+  let results = (outs Tx_FloatTensor:$result);
+  let assemblyFormat = "$inputs attr-dict `:` functional-type($inputs, $result)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+def Tx_SplitOp : Tx_Op<"split", [Pure]> {
+  let summary = "splitting one tensor into consecutive slices along one dimension";
+  let description = [{
+    The inverse of `tx.concat`: result `i` is the slice of `input` along
+    `dim` that starts where result `i-1` ends. The slice sizes are the
+    results' sizes along `dim` and must add up to the input's.
+
+    ```mlir
+    %q, %k, %v = tx.split %qkv {dim = 1 : i64}
+        : (tensor<?x128xbf16>) -> (tensor<?x64xbf16>, tensor<?x32xbf16>, tensor<?x32xbf16>)
+    ```
+  }];
+  let arguments = (ins Tx_FloatTensor:$input, I64Attr:$dim);
+  let results = (outs Variadic<Tx_FloatTensor>:$results);
+  let assemblyFormat = "$input attr-dict `:` functional-type($input, $results)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Embedding, normalisation, projections
+//===----------------------------------------------------------------------===//
+
+def Tx_EmbeddingOp : Tx_Op<"embedding", [Pure]> {
+  let summary = "token embedding lookup";
+  let description = [{
+    `result[t, :] = table[tokens[t], :]`.
+
+    ```mlir
+    %h = tx.embedding %tokens, %table
+        : (tensor<?xi32>, tensor<512x64xbf16>) -> tensor<?x64xbf16>
+    ```
+  }];
+  let arguments = (ins Tx_TokenIds:$tokens, TensorRankOf<[BF16, F16, F32], [2]>:$table);
+  let results = (outs Tx_Activation:$result);
+  let assemblyFormat = "$tokens `,` $table attr-dict `:` functional-type(operands, $result)";
+  let hasVerifier = 1;
+}
+
+def Tx_RmsNormOp : Tx_Op<"rms_norm", [Pure, AllTypesMatch<["input", "result"]>]> {
+  let summary = "RMSNorm over each group of the last dimension";
+  let description = [{
+    The last dimension of `input` is cut into groups of `G = dim(weight)`
+    elements (one group for a hidden state; one per head for Qwen3's q/k
+    norm on `[tokens, heads * head_dim]`). For each group `x`:
+    `y = x / sqrt(mean(x^2) + eps) * weight`, computed in fp32.
+
+    ```mlir
+    %y = tx.rms_norm %x, %w {eps = 1.0e-06 : f64} : tensor<?x64xbf16>, tensor<64xbf16>
+    ```
+  }];
+  let arguments = (ins Tx_Activation:$input, TensorRankOf<[BF16, F16, F32], [1]>:$weight,
+                       F64Attr:$eps);
+  let results = (outs Tx_Activation:$result);
+  let assemblyFormat = "$input `,` $weight attr-dict `:` type($input) `,` type($weight)";
+  let hasVerifier = 1;
+}
+
+def Tx_LinearOp : Tx_Op<"linear", [Pure]> {
+  let summary = "a projection y = x W^T (+ b)";
+  let description = [{
+    `result[t, o] = sum_i input[t, i] * weight[o, i] + bias[o]`, with the
+    weight in the checkpoint's `[out_features, in_features]` layout and the
+    bias optional. Accumulation is in fp32; the result is either the input's
+    element type or f32 (the lm_head's logits).
+
+    ```mlir
+    %q = tx.linear %x, %wq bias %bq
+        : (tensor<?x64xbf16>, tensor<64x64xbf16>, tensor<64xbf16>) -> tensor<?x64xbf16>
+    ```
+  }];
+  let arguments = (ins Tx_Activation:$input, TensorRankOf<[BF16, F16, F32], [2]>:$weight,
+                       Optional<TensorRankOf<[BF16, F16, F32], [1]>>:$bias);
+  let results = (outs Tx_Activation:$result);
+  let assemblyFormat = [{
+    $input `,` $weight (`bias` $bias^)? attr-dict `:` functional-type(operands, $result)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Rotary embedding and attention
+//===----------------------------------------------------------------------===//
+
+def Tx_RotaryOp : Tx_Op<"rotary", [Pure, AllTypesMatch<["input", "result"]>]> {
+  let summary = "rotary position embedding, applied per head";
+  let description = [{
+    `input` is `[tokens, heads * head_dim]`. For each head and each pair
+    `(x1, x2) = (x[i], x[i + R/2])` of the first `R = rotary_dim` dimensions
+    (HF's rotate-half layout), with `a = positions[t] * inv_freq[i]`:
+    `y1 = x1 cos a - x2 sin a`, `y2 = x2 cos a + x1 sin a`. The frequencies
+    and their scaling come from `rope`.
+
+    ```mlir
+    %qr = tx.rotary %q, %positions {head_dim = 16 : i64, rope = #tx.rope<theta = 1.0e+04>}
+        : tensor<?x64xbf16>, tensor<?xi32>
+    ```
+  }];
+  let arguments = (ins Tx_Activation:$input, Tx_TokenIds:$positions,
+                       I64Attr:$head_dim, Tx_RopeAttr:$rope);
+  let results = (outs Tx_Activation:$result);
+  let assemblyFormat = "$input `,` $positions attr-dict `:` type($input) `,` type($positions)";
+  let hasVerifier = 1;
+}
+
+def Tx_AttentionOp : Tx_Op<"attention"> {
+  let summary = "causal multi-head attention over a paged KV cache";
+  let description = [{
+    Appends this step's keys and values to layer `layer` of `cache`, at the
+    positions `batch` gives, then for every query token `t` of sequence `s`
+    and every head `h` (KV head `h / (num_heads / num_kv_heads)`, so GQA and
+    MQA share keys):
+
+    `result[t, h] = softmax(cap(q[t, h] . K[s, j]^T * scale) + mask) @ V[s, j]`
+
+    over the cached tokens `j` of `s`, where `cap(x) = c * tanh(x / c)` when
+    `logit_softcap = c` is set, and `mask` hides `j > pos(t)` when `causal`
+    and `j <= pos(t) - sliding_window` when `sliding_window` is set. Softmax
+    runs in fp32.
+
+    ```mlir
+    %o = tx.attention %q, %k, %v, %cache, %batch
+        {layer = 0 : i64, num_heads = 8 : i64, num_kv_heads = 4 : i64,
+         head_dim = 8 : i64, scale = 0.35355339059327373 : f64, causal}
+        : (tensor<?x64xbf16>, tensor<?x32xbf16>, tensor<?x32xbf16>,
+           !tx.kv_cache<layers = 5, kv_heads = 4, head_dim = 8, page = 16, bf16>, !tx.batch)
+        -> tensor<?x64xbf16>
+    ```
+  }];
+  let arguments = (ins Tx_Activation:$query, Tx_Activation:$key, Tx_Activation:$value,
+                       Arg<Tx_KvCacheType, "the cache appended to and read",
+                           [MemRead, MemWrite]>:$cache,
+                       Tx_BatchType:$batch,
+                       I64Attr:$layer, I64Attr:$num_heads, I64Attr:$num_kv_heads,
+                       I64Attr:$head_dim, F64Attr:$scale, UnitAttr:$causal,
+                       OptionalAttr<I64Attr>:$sliding_window,
+                       OptionalAttr<F64Attr>:$logit_softcap);
+  let results = (outs Tx_Activation:$result);
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, $result)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise
+//===----------------------------------------------------------------------===//
+
+class Tx_UnaryOp<string mnemonic, string math>
+    : Tx_Op<mnemonic, [Pure, Elementwise, SameOperandsAndResultType]> {
+  let summary = "elementwise " # mnemonic;
+  let description = "`y = " # math # "`, computed in fp32.\n\n"
+      # "```mlir\n%y = tx." # mnemonic # " %x : tensor<?x64xbf16>\n```";
+  let arguments = (ins Tx_FloatTensor:$input);
+  let results = (outs Tx_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+}
+
+def Tx_SiluOp : Tx_UnaryOp<"silu", "x * sigmoid(x)">;
+def Tx_GeluOp : Tx_UnaryOp<"gelu", "0.5 * x * (1 + erf(x / sqrt(2)))">;
+def Tx_GeluTanhOp : Tx_UnaryOp<"gelu_tanh",
+    "0.5 * x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * x^3)))">;
+
+class Tx_BinaryOp<string mnemonic, string math, list<Trait> traits = []>
+    : Tx_Op<mnemonic, !listconcat([Pure, Elementwise, SameOperandsAndResultType], traits)> {
+  let summary = "elementwise " # mnemonic;
+  let description = "`y = " # math # "`. Both operands have the result's type.\n\n"
+      # "```mlir\n%y = tx." # mnemonic # " %a, %b : tensor<?x64xbf16>\n```";
+  let arguments = (ins Tx_FloatTensor:$lhs, Tx_FloatTensor:$rhs);
+  let results = (outs Tx_FloatTensor:$result);
+  let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($result)";
+}
+
+def Tx_AddOp : Tx_BinaryOp<"add", "a + b", [Commutative]>;
+def Tx_MulOp : Tx_BinaryOp<"mul", "a * b", [Commutative]>;
+def Tx_SwigluOp : Tx_BinaryOp<"swiglu", "silu(gate) * up"> {
+  let arguments = (ins Tx_FloatTensor:$gate, Tx_FloatTensor:$up);
+  let assemblyFormat = "$gate `,` $up attr-dict `:` type($result)";
+}
+
+//===----------------------------------------------------------------------===//
+// Sequence and parallelism plumbing
+//===----------------------------------------------------------------------===//
+
+def Tx_GatherLastOp : Tx_Op<"gather_last", [Pure]> {
+  let summary = "each sequence's last token";
+  let description = [{
+    `result[s, :] = input[cu_seqlens[s + 1] - 1, :]`: the rows the lm_head
+    needs, one per sequence of `batch`.
+
+    ```mlir
+    %last = tx.gather_last %h, %batch : (tensor<?x64xbf16>, !tx.batch) -> tensor<?x64xbf16>
+    ```
+  }];
+  let arguments = (ins Tx_Activation:$input, Tx_BatchType:$batch);
+  let results = (outs Tx_Activation:$result);
+  let assemblyFormat = "$input `,` $batch attr-dict `:` functional-type(operands, $result)";
+  let hasVerifier = 1;
+}
+
+def Tx_AllReduceOp : Tx_Op<"all_reduce", [Pure, SameOperandsAndResultType]> {
+  let summary = "sum across the ranks of a tensor-parallel group";
+  let description = [{
+    `result = sum over ranks r of input_r`, over `group_size` ranks. A group
+    of one rank is the identity and folds away.
+
+    ```mlir
+    %s = tx.all_reduce %partial {group_size = 2 : i64} : tensor<?x64xbf16>
+    ```
+  }];
+  let arguments = (ins Tx_FloatTensor:$input, I64Attr:$group_size);
+  let results = (outs Tx_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+#endif // TXC_DIALECTS_TX_TXOPS_TD

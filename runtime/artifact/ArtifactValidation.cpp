@@ -1,0 +1,99 @@
+//===- ArtifactValidation.cpp - Structural checks of a parsed artifact ----===//
+//
+// A message that parses can still point outside the blob or the arena; the
+// backends index memory with these numbers, so they are checked once here
+// instead of trusted at every launch.
+//
+//===----------------------------------------------------------------------===//
+#include "txc/artifact/Artifact.h"
+
+#include <set>
+
+namespace txc::artifact {
+namespace {
+
+Status checkValueRef(const pb::ValueRef &ref, const pb::Artifact &message,
+                     const pb::Plan &plan, const std::string &where) {
+  switch (ref.ref_case()) {
+  case pb::ValueRef::kWeightIndex:
+    if (ref.weight_index() >= static_cast<uint32_t>(message.weights_size()))
+      return dataLoss(where + " refers to weight " +
+                      std::to_string(ref.weight_index()) + ", but the manifest has " +
+                      std::to_string(message.weights_size()));
+    return Status::ok();
+  case pb::ValueRef::kArena: {
+    const pb::ArenaSlot &slot = ref.arena();
+    if (slot.offset() > plan.arena_bytes() ||
+        slot.bytes() > plan.arena_bytes() - slot.offset())
+      return dataLoss(where + " uses arena bytes [" +
+                      std::to_string(slot.offset()) + ", " +
+                      std::to_string(slot.offset() + slot.bytes()) +
+                      "), beyond the arena of " +
+                      std::to_string(plan.arena_bytes()) + " bytes");
+    if (fromProtoDType(slot.dtype()) == DType::kInvalid)
+      return dataLoss(where + " has an arena slot without a valid dtype");
+    return Status::ok();
+  }
+  case pb::ValueRef::kStepInput:
+    if (ref.step_input().kind() == pb::STEP_INPUT_INVALID)
+      return dataLoss(where + " refers to an unspecified step input");
+    return Status::ok();
+  case pb::ValueRef::REF_NOT_SET:
+    return dataLoss(where + " refers to nothing");
+  }
+  return dataLoss(where + " has an unknown reference kind");
+}
+
+} // namespace
+
+Status validateArtifactMessage(const pb::Artifact &message, uint64_t blob_bytes,
+                               const std::string &path) {
+  bool embedded = message.weight_storage() == pb::WEIGHTS_EMBEDDED;
+  std::set<std::string> names;
+  for (int i = 0; i < message.weights_size(); ++i) {
+    const pb::WeightEntry &entry = message.weights(i);
+    std::string where = path + ": weight '" + entry.name() + "'";
+    if (!names.insert(entry.name()).second)
+      return dataLoss(where + " appears twice in the manifest");
+    DType dtype = fromProtoDType(entry.dtype());
+    if (dtype == DType::kInvalid)
+      return dataLoss(where + " has no valid dtype");
+    std::vector<int64_t> shape(entry.shape().begin(), entry.shape().end());
+    std::optional<uint64_t> elements = numElements(shape);
+    if (!elements || *elements * dtypeSize(dtype) != entry.bytes())
+      return dataLoss(where + ": " + std::to_string(entry.bytes()) +
+                      " bytes do not fit " + std::string(dtypeName(dtype)) + " " +
+                      formatShape(shape));
+    if (embedded) {
+      if (entry.offset() % kBlobAlignment != 0)
+        return dataLoss(where + " starts at blob offset " +
+                        std::to_string(entry.offset()) + ", not 64-aligned");
+      if (entry.offset() > blob_bytes || entry.bytes() > blob_bytes - entry.offset())
+        return dataLoss(where + " lies at blob bytes [" +
+                        std::to_string(entry.offset()) + ", " +
+                        std::to_string(entry.offset() + entry.bytes()) +
+                        "), beyond the blob of " + std::to_string(blob_bytes) +
+                        " bytes");
+    }
+  }
+
+  for (int p = 0; p < message.plans_size(); ++p) {
+    const pb::Plan &plan = message.plans(p);
+    for (int l = 0; l < plan.launches_size(); ++l) {
+      const pb::Launch &launch = plan.launches(l);
+      std::string where = path + ": plan " + std::to_string(p) + " launch " +
+                          std::to_string(l) + " (" + launch.op() + ")";
+      if (launch.op().empty())
+        return dataLoss(where + " has no op name");
+      for (int i = 0; i < launch.operands_size(); ++i)
+        TXC_RETURN_IF_ERROR(checkValueRef(launch.operands(i), message, plan,
+                                          where + " operand " + std::to_string(i)));
+      for (int i = 0; i < launch.results_size(); ++i)
+        TXC_RETURN_IF_ERROR(checkValueRef(launch.results(i), message, plan,
+                                          where + " result " + std::to_string(i)));
+    }
+  }
+  return Status::ok();
+}
+
+} // namespace txc::artifact

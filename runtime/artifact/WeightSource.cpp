@@ -1,0 +1,32 @@
+//===- WeightSource.cpp - In-memory weight source, shape formatting -------===//
+#include "txc/artifact/WeightSource.h"
+
+namespace txc::artifact {
+
+std::string formatShape(const std::vector<int64_t> &shape) {
+  std::string text = "[";
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (i > 0)
+      text += ", ";
+    text += std::to_string(shape[i]);
+  }
+  return text + "]";
+}
+
+void InMemoryWeightSource::addTensor(std::string name, DType dtype,
+                                     std::vector<int64_t> shape,
+                                     std::vector<unsigned char> bytes) {
+  tensors_[std::move(name)] = Stored{dtype, std::move(shape), std::move(bytes)};
+}
+
+std::optional<TensorView>
+InMemoryWeightSource::findTensor(std::string_view name) const {
+  auto it = tensors_.find(name);
+  if (it == tensors_.end())
+    return std::nullopt;
+  const Stored &stored = it->second;
+  return TensorView{stored.dtype, stored.shape, stored.bytes.data(),
+                    stored.bytes.size()};
+}
+
+} // namespace txc::artifact

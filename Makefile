@@ -5,7 +5,7 @@ BUILD ?= build
 CMAKE_FLAGS ?=
 JOBS ?= $(shell nproc)
 
-.PHONY: all deps configure build run test lit unit format fuzz clean
+.PHONY: all deps configure build run test lit unit format docs clean
 
 all: build
 
@@ -35,6 +35,14 @@ test: build
 
 format:
 	git ls-files '*.cpp' '*.h' '*.cu' '*.cuh' | xargs clang-format -i
+
+# Regenerates the dialect and pass reference in docs/ from the .td files.
+docs: build
+	cmake --build $(BUILD) --target mlir-doc
+	mkdir -p docs/dialects docs/passes
+	cp $(BUILD)/docs/tx/TxDialect.md docs/dialects/tx.md
+	cp $(BUILD)/docs/passes/TxcPasses.md docs/passes/passes.md
+	@if [ -f $(BUILD)/docs/txk/TxkDialect.md ]; then cp $(BUILD)/docs/txk/TxkDialect.md docs/dialects/txk.md; fi
 
 clean:
 	rm -rf $(BUILD)

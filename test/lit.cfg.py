@@ -8,7 +8,7 @@ import lit.formats
 
 config.name = "txc"
 config.test_format = lit.formats.ShTest()
-config.suffixes = [".mlir", ".test", ".json"]
+config.suffixes = [".mlir", ".test"]
 config.excludes = ["Inputs", "fixtures", "unit", "gpu", "CMakeLists.txt", "lit.cfg.py"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.txc_obj_root, "test")

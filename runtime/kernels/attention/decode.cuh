@@ -1,0 +1,326 @@
+//===- decode.cuh - Paged, GQA-aware, split-KV decode attention -----------===//
+//
+// One query token per sequence against its keys in the paged KV cache.
+//
+// Grid: (split, kv_head, sequence). A CTA streams one chunk of one sequence's
+// keys for one kv head and serves all kGroupSize query heads of that kv head
+// from the same K/V load, so the cache is read once per step (GQA-aware).
+//
+// Inside a warp, kLanesPerToken lanes share one token (16 bytes of K and V
+// each), so one warp-wide load is fully coalesced and several tokens are in
+// flight per warp. The next tile's K/V are loaded into registers before the
+// current tile is computed (register double buffering): decode is bound by
+// memory bandwidth, and that is what keeps enough bytes in flight.
+//
+// The online softmax runs in fp32, in base 2. Each token slot of each warp
+// keeps its own (max, sum, acc) state; states are merged across slots with
+// shuffles and across warps through shared memory. With num_splits > 1 the
+// CTA writes a normalized partial output and its base-2 LSE; they are merged
+// by combineSplitsKernel, or by the last CTA of the (sequence, kv head) when
+// split counters are given.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "attention/variant.cuh"
+
+namespace txc::kernels {
+
+template <typename DType_, int kHeadDim_, int kGroupSize_, int kPageSize_ = 0, int kWarps_ = 4>
+struct DecodeTraits {
+  using DType = DType_;
+  static constexpr int kHeadDim = kHeadDim_;
+  static constexpr int kGroupSize = kGroupSize_; // query heads per kv head
+  static constexpr int kPageSize = kPageSize_;   // 0: read from KVCacheView at run time
+  static constexpr int kWarps = kWarps_;
+  static constexpr int kThreads = kWarps * 32;
+  static constexpr int kVec = 16 / (int)sizeof(DType); // elements per 16-byte load
+  static constexpr int kLanesPerToken = kHeadDim / kVec;
+  static constexpr int kTokenSlots = 32 / kLanesPerToken;
+  // Loads in flight per thread and buffer; fewer for big groups, whose query
+  // and accumulator registers grow with kGroupSize.
+  static constexpr int kUnroll = kGroupSize <= 2 ? 8 : (kGroupSize <= 4 ? 4 : (kGroupSize <= 8 ? 2 : 1));
+  static constexpr int kTokensPerWarpIter = kTokenSlots * kUnroll;
+  static constexpr int kTokensPerCtaIter = kTokensPerWarpIter * kWarps;
+  static constexpr int kSmemFloats = kWarps * kGroupSize * (kHeadDim + 2);
+
+  static_assert(sizeof(DType) == 2, "decode supports 16-bit element types");
+  static_assert(kHeadDim % kVec == 0 && kLanesPerToken <= 32 && 32 % kLanesPerToken == 0,
+                "head_dim must be a power of two between 8 and 256");
+  static_assert(kGroupSize >= 1 && kGroupSize <= 16, "GQA group size must be in [1, 16]");
+  static_assert(kPageSize == 0 || (kPageSize & (kPageSize - 1)) == 0, "page size must be a power of two");
+  static_assert(kSmemFloats * 4 <= 48 * 1024, "merge buffer must fit static shared memory");
+};
+
+/// Merges the softmax state (m2, l2, acc2) into (m, l, acc); base-2 maxima.
+template <int kN>
+__device__ __forceinline__ void mergeSoftmaxState(float &m, float &l, float (&acc)[kN], float m2, float l2,
+                                                  const float (&acc2)[kN]) {
+  float m_new = fmaxf(m, m2);
+  if (m_new == -INFINITY)
+    return;
+  float a = exp2f(m - m_new), b = exp2f(m2 - m_new);
+  l = l * a + l2 * b;
+#pragma unroll
+  for (int i = 0; i < kN; ++i)
+    acc[i] = acc[i] * a + acc2[i] * b;
+  m = m_new;
+}
+
+/// Merges the num_splits partials of element `dim` of (seq, head) and writes
+/// the final output (and the natural-log LSE from dim 0).
+template <typename DType, int kHeadDim>
+__device__ __forceinline__ void combineOneElement(const DecodeParams &p, int seq, int head, int dim) {
+  const long long rows = (long long)p.batch * p.num_qo_heads;
+  const long long row = (long long)seq * p.num_qo_heads + head;
+  float max_lse = -INFINITY;
+  for (int s = 0; s < p.num_splits; ++s)
+    max_lse = fmaxf(max_lse, __ldcg(p.maybe_partial_lse + s * rows + row));
+  float weight_sum = 0.f, out = 0.f;
+  if (max_lse != -INFINITY) {
+    for (int s = 0; s < p.num_splits; ++s) {
+      float w = exp2f(__ldcg(p.maybe_partial_lse + s * rows + row) - max_lse);
+      weight_sum += w;
+      out += w * __ldcg(p.maybe_partial_o + (s * rows + row) * kHeadDim + dim);
+    }
+    out /= weight_sum;
+  }
+  DType *o = static_cast<DType *>(p.o) + seq * p.o_batch_stride + head * p.o_head_stride;
+  o[dim] = ElementOps<DType>::fromFloat(out);
+  if (p.maybe_lse != nullptr && dim == 0)
+    p.maybe_lse[row] = max_lse == -INFINITY ? -INFINITY : (max_lse + log2f(weight_sum)) * kLn2;
+}
+
+template <class Traits, class Variant>
+__global__ void __launch_bounds__(Traits::kThreads) pagedDecodeKernel(const DecodeParams params) {
+  using T = typename Traits::DType;
+  using Ops = ElementOps<T>;
+  constexpr int G = Traits::kGroupSize, VEC = Traits::kVec, L = Traits::kLanesPerToken;
+  constexpr int SLOTS = Traits::kTokenSlots, U = Traits::kUnroll, D = Traits::kHeadDim;
+  constexpr int W = Traits::kWarps;
+
+  const int split = blockIdx.x, kv_head = blockIdx.y, seq = blockIdx.z;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int slot = lane / L, dim0 = (lane % L) * VEC;
+
+  const int kv_len = params.kv_lens[seq];
+  const int query_pos = kv_len - 1;
+  const int key_begin = kv_len > 0 ? Variant::keyBegin(query_pos, params.variant) : 0;
+  const int chunk = ceilDiv(kv_len - key_begin, params.num_splits);
+  const int chunk_begin = key_begin + split * chunk;
+  const int chunk_end = min(kv_len, chunk_begin + chunk);
+
+  float q[G][VEC];
+#pragma unroll
+  for (int g = 0; g < G; ++g) {
+    const T *qp = static_cast<const T *>(params.q) + seq * params.q_batch_stride +
+                  (kv_head * G + g) * params.q_head_stride + dim0;
+    uint4 raw = *reinterpret_cast<const uint4 *>(qp);
+    unsigned words[4] = {raw.x, raw.y, raw.z, raw.w};
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      float2 f = Ops::toFloat2(words[i]);
+      q[g][2 * i] = f.x;
+      q[g][2 * i + 1] = f.y;
+    }
+  }
+
+  float m[G], l[G], acc[G][VEC];
+#pragma unroll
+  for (int g = 0; g < G; ++g) {
+    m[g] = -INFINITY;
+    l[g] = 0.f;
+#pragma unroll
+    for (int i = 0; i < VEC; ++i)
+      acc[g][i] = 0.f;
+  }
+
+  const T *k_base = static_cast<const T *>(params.kv.k) + kv_head * params.kv.head_stride + dim0;
+  const T *v_base = static_cast<const T *>(params.kv.v) + kv_head * params.kv.head_stride + dim0;
+  const int warp_token0 = warp * Traits::kTokensPerWarpIter + slot;
+
+  auto loadTile = [&](int tile_begin, uint4 (&k_regs)[U], uint4 (&v_regs)[U]) {
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      int token = tile_begin + warp_token0 + u * SLOTS;
+      if (token < chunk_end) {
+        long long row = kvRowOffset<Traits::kPageSize>(params.kv, seq, token);
+        k_regs[u] = loadGlobal16(k_base + row);
+        v_regs[u] = loadGlobal16(v_base + row);
+      } else {
+        k_regs[u] = make_uint4(0, 0, 0, 0);
+        v_regs[u] = make_uint4(0, 0, 0, 0);
+      }
+    }
+  };
+
+  uint4 k_cur[U], v_cur[U];
+  loadTile(chunk_begin, k_cur, v_cur);
+  for (int tile = chunk_begin; tile < chunk_end; tile += Traits::kTokensPerCtaIter) {
+    uint4 k_next[U], v_next[U];
+    loadTile(tile + Traits::kTokensPerCtaIter, k_next, v_next);
+
+    float s[U][G];
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      unsigned words[4] = {k_cur[u].x, k_cur[u].y, k_cur[u].z, k_cur[u].w};
+      float kf[VEC];
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        float2 f = Ops::toFloat2(words[i]);
+        kf[2 * i] = f.x;
+        kf[2 * i + 1] = f.y;
+      }
+      const bool valid = tile + warp_token0 + u * SLOTS < chunk_end;
+#pragma unroll
+      for (int g = 0; g < G; ++g) {
+        float dot = 0.f;
+#pragma unroll
+        for (int i = 0; i < VEC; ++i)
+          dot = fmaf(q[g][i], kf[i], dot);
+#pragma unroll
+        for (int offset = L / 2; offset > 0; offset /= 2)
+          dot += __shfl_xor_sync(0xffffffffu, dot, offset);
+        s[u][g] = valid ? Variant::logit(dot, params.variant) : -INFINITY;
+      }
+    }
+
+#pragma unroll
+    for (int g = 0; g < G; ++g) {
+      float m_new = m[g];
+#pragma unroll
+      for (int u = 0; u < U; ++u)
+        m_new = fmaxf(m_new, s[u][g]);
+      // A slot that has seen only masked keys keeps m = -inf; its p are 0.
+      float scale = m_new == -INFINITY ? 1.f : exp2f(m[g] - m_new);
+      l[g] *= scale;
+#pragma unroll
+      for (int i = 0; i < VEC; ++i)
+        acc[g][i] *= scale;
+      m[g] = m_new;
+#pragma unroll
+      for (int u = 0; u < U; ++u) {
+        s[u][g] = m_new == -INFINITY ? 0.f : exp2f(s[u][g] - m_new);
+        l[g] += s[u][g];
+      }
+    }
+
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      unsigned words[4] = {v_cur[u].x, v_cur[u].y, v_cur[u].z, v_cur[u].w};
+      float vf[VEC];
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        float2 f = Ops::toFloat2(words[i]);
+        vf[2 * i] = f.x;
+        vf[2 * i + 1] = f.y;
+      }
+#pragma unroll
+      for (int g = 0; g < G; ++g)
+#pragma unroll
+        for (int i = 0; i < VEC; ++i)
+          acc[g][i] = fmaf(s[u][g], vf[i], acc[g][i]);
+    }
+
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      k_cur[u] = k_next[u];
+      v_cur[u] = v_next[u];
+    }
+  }
+
+  // Merge the token slots of this warp (lanes L, 2L, ... apart).
+#pragma unroll
+  for (int offset = L; offset < 32; offset *= 2) {
+#pragma unroll
+    for (int g = 0; g < G; ++g) {
+      float m2 = __shfl_xor_sync(0xffffffffu, m[g], offset);
+      float l2 = __shfl_xor_sync(0xffffffffu, l[g], offset);
+      float acc2[VEC];
+#pragma unroll
+      for (int i = 0; i < VEC; ++i)
+        acc2[i] = __shfl_xor_sync(0xffffffffu, acc[g][i], offset);
+      mergeSoftmaxState(m[g], l[g], acc[g], m2, l2, acc2);
+    }
+  }
+
+  // Merge the warps through shared memory.
+  __shared__ float merge_buffer[Traits::kSmemFloats];
+  float *warp_acc = merge_buffer;               // [W][G][D]
+  float *warp_m = merge_buffer + W * G * D;     // [W][G]
+  float *warp_l = warp_m + W * G;               // [W][G]
+  if (slot == 0) {
+#pragma unroll
+    for (int g = 0; g < G; ++g) {
+#pragma unroll
+      for (int i = 0; i < VEC; ++i)
+        warp_acc[(warp * G + g) * D + dim0 + i] = acc[g][i];
+      if (dim0 == 0) {
+        warp_m[warp * G + g] = m[g];
+        warp_l[warp * G + g] = l[g];
+      }
+    }
+  }
+  __syncthreads();
+
+  const long long rows = (long long)params.batch * params.num_qo_heads;
+  for (int idx = threadIdx.x; idx < G * D; idx += Traits::kThreads) {
+    const int g = idx / D, dim = idx % D;
+    const int head = kv_head * G + g;
+    float max_m = -INFINITY;
+#pragma unroll
+    for (int w = 0; w < W; ++w)
+      max_m = fmaxf(max_m, warp_m[w * G + g]);
+    float sum = 0.f, out = 0.f;
+    if (max_m != -INFINITY) {
+#pragma unroll
+      for (int w = 0; w < W; ++w) {
+        float wgt = exp2f(warp_m[w * G + g] - max_m);
+        sum += warp_l[w * G + g] * wgt;
+        out += warp_acc[(w * G + g) * D + dim] * wgt;
+      }
+      out /= sum;
+    }
+    const float lse2 = max_m == -INFINITY ? -INFINITY : max_m + log2f(sum);
+    const long long row = (long long)seq * params.num_qo_heads + head;
+    if (params.num_splits == 1) {
+      T *o = static_cast<T *>(params.o) + seq * params.o_batch_stride + head * params.o_head_stride;
+      o[dim] = Ops::fromFloat(out);
+      if (params.maybe_lse != nullptr && dim == 0)
+        params.maybe_lse[row] = lse2 * kLn2;
+    } else {
+      params.maybe_partial_o[(split * rows + row) * D + dim] = out;
+      if (dim == 0)
+        params.maybe_partial_lse[split * rows + row] = lse2;
+    }
+  }
+
+  if (params.num_splits == 1 || params.maybe_split_counters == nullptr)
+    return;
+
+  // Fused combine: the last CTA of this (sequence, kv head) merges the splits.
+  __shared__ bool is_last_split;
+  __threadfence();
+  __syncthreads();
+  unsigned *counter = params.maybe_split_counters + seq * params.num_kv_heads + kv_head;
+  if (threadIdx.x == 0)
+    is_last_split = atomicAdd(counter, 1u) == (unsigned)params.num_splits - 1;
+  __syncthreads();
+  if (!is_last_split)
+    return;
+  __threadfence();
+  for (int idx = threadIdx.x; idx < G * D; idx += Traits::kThreads)
+    combineOneElement<T, D>(params, seq, kv_head * G + idx / D, idx % D);
+  if (threadIdx.x == 0)
+    *counter = 0; // ready for the next launch (and for CUDA graph replays)
+}
+
+/// Merges split partials: grid (batch * qo_heads), block kHeadDim threads.
+template <typename DType, int kHeadDim>
+__global__ void __launch_bounds__(kHeadDim) combineSplitsKernel(const DecodeParams params) {
+  const int row = blockIdx.x;
+  combineOneElement<DType, kHeadDim>(params, row / params.num_qo_heads, row % params.num_qo_heads,
+                                     threadIdx.x);
+}
+
+} // namespace txc::kernels

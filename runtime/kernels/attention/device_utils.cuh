@@ -1,0 +1,123 @@
+//===- device_utils.cuh - Small device helpers shared by the kernels ------===//
+//
+// Element-type conversions, inline PTX for the Ampere/Hopper instructions the
+// kernels use (cp.async, ldmatrix, mma.sync), and KV-cache addressing. Only
+// CUDA's own fp16/bf16 headers are included so that NVRTC can compile it.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include "attention/params.h"
+
+namespace txc::kernels {
+
+constexpr float kLog2e = 1.4426950408889634f;
+constexpr float kLn2 = 0.6931471805599453f;
+
+__host__ __device__ constexpr int ceilDiv(int a, int b) { return (a + b - 1) / b; }
+
+/// Conversions between a 16-bit storage type and fp32 pairs.
+template <typename T> struct ElementOps;
+
+template <> struct ElementOps<__nv_bfloat16> {
+  using Pair = __nv_bfloat162;
+  static constexpr bool kIsBf16 = true;
+  __device__ static float2 toFloat2(unsigned bits) {
+    Pair p = *reinterpret_cast<Pair *>(&bits);
+    return __bfloat1622float2(p);
+  }
+  __device__ static unsigned fromFloat2(float a, float b) {
+    Pair p = __floats2bfloat162_rn(a, b);
+    return *reinterpret_cast<unsigned *>(&p);
+  }
+  __device__ static __nv_bfloat16 fromFloat(float a) { return __float2bfloat16_rn(a); }
+};
+
+template <> struct ElementOps<__half> {
+  using Pair = __half2;
+  static constexpr bool kIsBf16 = false;
+  __device__ static float2 toFloat2(unsigned bits) {
+    Pair p = *reinterpret_cast<Pair *>(&bits);
+    return __half22float2(p);
+  }
+  __device__ static unsigned fromFloat2(float a, float b) {
+    Pair p = __floats2half2_rn(a, b);
+    return *reinterpret_cast<unsigned *>(&p);
+  }
+  __device__ static __half fromFloat(float a) { return __float2half_rn(a); }
+};
+
+/// Element offset of (sequence, token) in the K/V cache, without the head term.
+template <int kPageSize>
+__device__ __forceinline__ long long kvRowOffset(const KVCacheView &kv, int seq, int token) {
+  if (kv.page_table == nullptr)
+    return (long long)(kv.maybe_cu_seqlens_k[seq] + token) * kv.token_stride;
+  int page_index, in_page;
+  if constexpr (kPageSize > 0) {
+    page_index = token / kPageSize;
+    in_page = token % kPageSize;
+  } else {
+    page_index = token >> kv.page_size_log2;
+    in_page = token & (kv.page_size - 1);
+  }
+  int page = __ldg(kv.page_table + seq * kv.page_table_stride + page_index);
+  return (long long)page * kv.page_stride + (long long)in_page * kv.token_stride;
+}
+
+__device__ __forceinline__ uint4 loadGlobal16(const void *ptr) {
+  uint4 r;
+  asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0,%1,%2,%3}, [%4];"
+               : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w)
+               : "l"(ptr));
+  return r;
+}
+
+__device__ __forceinline__ unsigned smemAddress(const void *ptr) {
+  return static_cast<unsigned>(__cvta_generic_to_shared(ptr));
+}
+
+/// 16-byte async copy; when `valid` is false the destination is zero-filled,
+/// so rows past the end of a sequence hold zeros, never stale data.
+__device__ __forceinline__ void cpAsync16(void *smem, const void *gmem, bool valid) {
+  int src_bytes = valid ? 16 : 0;
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(smemAddress(smem)), "l"(gmem),
+               "r"(src_bytes));
+}
+__device__ __forceinline__ void cpAsyncCommit() { asm volatile("cp.async.commit_group;"); }
+template <int kPending> __device__ __forceinline__ void cpAsyncWait() {
+  asm volatile("cp.async.wait_group %0;" ::"n"(kPending));
+}
+
+__device__ __forceinline__ void ldmatrixX4(unsigned (&r)[4], unsigned addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(addr));
+}
+__device__ __forceinline__ void ldmatrixX4Trans(unsigned (&r)[4], unsigned addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(addr));
+}
+
+/// D = A(16x16) * B(16x8) + D, fp32 accumulation.
+template <typename T>
+__device__ __forceinline__ void mma16816(float (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
+  if constexpr (ElementOps<T>::kIsBf16) {
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, "
+                 "{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  } else {
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, "
+                 "{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  }
+}
+
+__device__ __forceinline__ float fastExp2(float x) { return exp2f(x); }
+
+} // namespace txc::kernels

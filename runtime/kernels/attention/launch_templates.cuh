@@ -1,0 +1,127 @@
+//===- launch_templates.cuh - Dispatch from run-time values to templates --===//
+//
+// Included by the per-element-type launcher files only. Every switch ends in
+// an error branch naming the unsupported value.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include <string>
+
+#include "attention/attention.h"
+#include "attention/decode.cuh"
+#include "attention/prefill.cuh"
+
+namespace txc::kernels::detail {
+
+template <typename Fn> Status withVariant(bool causal, bool window, bool softcap, Fn &&fn) {
+  // Eight combinations; each is a distinct kernel so that the common path
+  // carries no dead mask arithmetic.
+  if (causal) {
+    if (window)
+      return softcap ? fn(AttentionVariant<true, true, true>{}) : fn(AttentionVariant<true, true, false>{});
+    return softcap ? fn(AttentionVariant<true, false, true>{}) : fn(AttentionVariant<true, false, false>{});
+  }
+  if (window)
+    return softcap ? fn(AttentionVariant<false, true, true>{}) : fn(AttentionVariant<false, true, false>{});
+  return softcap ? fn(AttentionVariant<false, false, true>{}) : fn(AttentionVariant<false, false, false>{});
+}
+
+template <typename Fn> Status withHeadDim(int head_dim, Fn &&fn) {
+  switch (head_dim) {
+  case 64: return fn(std::integral_constant<int, 64>{});
+  case 128: return fn(std::integral_constant<int, 128>{});
+  case 256: return fn(std::integral_constant<int, 256>{});
+  default: return Status::unsupported("attention: unsupported head_dim " + std::to_string(head_dim) +
+                                      " (built: 64, 128, 256)");
+  }
+}
+
+template <typename Fn> Status withGroupSize(int group, Fn &&fn) {
+  switch (group) {
+  case 1: return fn(std::integral_constant<int, 1>{});
+  case 2: return fn(std::integral_constant<int, 2>{});
+  case 4: return fn(std::integral_constant<int, 4>{});
+  case 8: return fn(std::integral_constant<int, 8>{});
+  default: return Status::unsupported("decode: unsupported GQA group size " + std::to_string(group) +
+                                      " (built: 1, 2, 4, 8)");
+  }
+}
+
+inline Status checkDecodeParams(const DecodeParams &p) {
+  if (p.batch <= 0 || p.num_kv_heads <= 0 || p.num_qo_heads % p.num_kv_heads != 0)
+    return Status::invalidArgument("decode: bad head counts " + std::to_string(p.num_qo_heads) + "/" +
+                                   std::to_string(p.num_kv_heads));
+  if (p.kv.page_table == nullptr)
+    return Status::invalidArgument("decode: the KV cache must be paged (page_table is null)");
+  if (p.kv.page_size <= 0 || (p.kv.page_size & (p.kv.page_size - 1)) != 0 ||
+      (1 << p.kv.page_size_log2) != p.kv.page_size)
+    return Status::invalidArgument("decode: page size " + std::to_string(p.kv.page_size) +
+                                   " is not a power of two matching page_size_log2");
+  if (p.num_splits < 1 || p.num_splits > 65535)
+    return Status::invalidArgument("decode: num_splits " + std::to_string(p.num_splits) + " out of range");
+  if (p.num_splits > 1 && (p.maybe_partial_o == nullptr || p.maybe_partial_lse == nullptr))
+    return Status::invalidArgument("decode: num_splits > 1 needs the partial-output workspace");
+  return Status::ok();
+}
+
+template <typename T> Status launchPagedDecodeTyped(const AttentionConfig &config, const DecodeParams &p,
+                                                    cudaStream_t stream) {
+  TXC_RETURN_IF_ERROR(checkDecodeParams(p));
+  const int group = p.num_qo_heads / p.num_kv_heads;
+  return withHeadDim(config.head_dim, [&](auto dim) {
+    return withGroupSize(group, [&](auto g) {
+      return withVariant(false, p.variant.window_left >= 0, p.variant.softcap > 0.f, [&](auto variant) {
+        using Traits = DecodeTraits<T, decltype(dim)::value, decltype(g)::value>;
+        dim3 grid(p.num_splits, p.num_kv_heads, p.batch);
+        pagedDecodeKernel<Traits, decltype(variant)><<<grid, Traits::kThreads, 0, stream>>>(p);
+        TXC_CUDA_CHECK(cudaGetLastError());
+        if (p.num_splits > 1 && p.maybe_split_counters == nullptr) {
+          combineSplitsKernel<T, decltype(dim)::value>
+              <<<p.batch * p.num_qo_heads, decltype(dim)::value, 0, stream>>>(p);
+          TXC_CUDA_CHECK(cudaGetLastError());
+        }
+        return Status::ok();
+      });
+    });
+  });
+}
+
+template <typename T> Status decodeCtasPerSmTyped(const AttentionConfig &config, int group, int *out) {
+  return withHeadDim(config.head_dim, [&](auto dim) {
+    return withGroupSize(group, [&](auto g) {
+      using Traits = DecodeTraits<T, decltype(dim)::value, decltype(g)::value>;
+      TXC_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+          out, pagedDecodeKernel<Traits, AttentionVariant<false, false, false>>, Traits::kThreads, 0));
+      return Status::ok();
+    });
+  });
+}
+
+template <typename T> Status launchPrefillTyped(const AttentionConfig &config, const PrefillParams &p,
+                                                cudaStream_t stream) {
+  if (p.batch <= 0 || p.num_kv_heads <= 0 || p.num_qo_heads % p.num_kv_heads != 0)
+    return Status::invalidArgument("prefill: bad head counts " + std::to_string(p.num_qo_heads) + "/" +
+                                   std::to_string(p.num_kv_heads));
+  if (p.kv.page_table == nullptr ? p.kv.maybe_cu_seqlens_k == nullptr : p.maybe_kv_lens == nullptr)
+    return Status::invalidArgument("prefill: paged K/V need maybe_kv_lens; contiguous K/V need cu_seqlens_k");
+  if (p.kv.page_table != nullptr && (p.kv.page_size <= 0 || (1 << p.kv.page_size_log2) != p.kv.page_size))
+    return Status::invalidArgument("prefill: page size " + std::to_string(p.kv.page_size) +
+                                   " is not a power of two matching page_size_log2");
+  if (p.max_seqlen_q <= 0)
+    return Status::ok();
+  return withHeadDim(config.head_dim, [&](auto dim) {
+    return withVariant(config.causal, p.variant.window_left >= 0, p.variant.softcap > 0.f, [&](auto variant) {
+      using Traits = PrefillTraits<T, decltype(dim)::value>;
+      auto kernel = prefillKernel<Traits, decltype(variant)>;
+      TXC_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                          Traits::kSmemBytes));
+      dim3 grid(ceilDiv(p.max_seqlen_q, Traits::kBlockM), p.num_qo_heads, p.batch);
+      kernel<<<grid, Traits::kThreads, Traits::kSmemBytes, stream>>>(p);
+      TXC_CUDA_CHECK(cudaGetLastError());
+      return Status::ok();
+    });
+  });
+}
+
+} // namespace txc::kernels::detail

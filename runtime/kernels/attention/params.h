@@ -1,0 +1,85 @@
+//===- params.h - Parameter blocks of the attention kernels ---------------===//
+//
+// Plain structs shared by host code, nvcc-built kernels and NVRTC-built
+// kernels, so this header includes nothing. Every pointer comes with explicit
+// element strides; optional pointers are named maybe_*.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+namespace txc::kernels {
+
+/// Where the keys and values of sequence b, kv head h, token t live.
+///
+/// Paged (page_table != nullptr): token t of sequence b is row (t % page_size)
+/// of page page_table[b * page_table_stride + t / page_size], so the element is
+///   base + page * page_stride + h * head_stride + (t % page_size) * token_stride.
+/// Both the "HND" layout [pages, kv_heads, page_size, d] and the "NHD" layout
+/// [pages, page_size, kv_heads, d] are expressible with strides.
+///
+/// Contiguous (page_table == nullptr): a packed ragged batch, token t of
+/// sequence b is row maybe_cu_seqlens_k[b] + t:
+///   base + (cu_seqlens_k[b] + t) * token_stride + h * head_stride.
+struct KVCacheView {
+  const void *k = nullptr;
+  const void *v = nullptr;
+  const int *page_table = nullptr;
+  long long page_table_stride = 0;
+  long long page_stride = 0;
+  long long head_stride = 0;
+  long long token_stride = 0;
+  int page_size = 0;       // a power of two; used when the kernel's kPageSize is 0
+  int page_size_log2 = 0;  // log2(page_size)
+  const int *maybe_cu_seqlens_k = nullptr; // contiguous layout only
+};
+
+/// Per-variant scalars. Which ones are read is decided by the Variant type.
+struct VariantParams {
+  float sm_scale = 1.f;       // softmax scale, usually 1/sqrt(head_dim)
+  float sm_scale_log2 = 1.f;  // sm_scale * log2(e): logits are kept in base 2
+  float softcap = 0.f;        // logit soft-cap: cap * tanh(logit / cap)
+  int window_left = -1;       // keys older than query_pos - window_left are masked
+};
+
+/// One decode step: one query token per sequence, keys/values in the paged
+/// cache (the current token already appended), query position = kv_len - 1.
+struct DecodeParams {
+  const void *q = nullptr; // [batch, qo_heads, head_dim]
+  long long q_batch_stride = 0, q_head_stride = 0;
+  void *o = nullptr; // [batch, qo_heads, head_dim]
+  long long o_batch_stride = 0, o_head_stride = 0;
+  KVCacheView kv;
+  const int *kv_lens = nullptr; // [batch]
+  int batch = 0, num_qo_heads = 0, num_kv_heads = 0;
+  VariantParams variant;
+
+  // Split-KV: each sequence's keys are cut into num_splits chunks; partial
+  // outputs (normalized) and base-2 LSEs are merged by the combine step.
+  int num_splits = 1;
+  float *maybe_partial_o = nullptr;   // [num_splits, batch, qo_heads, head_dim]
+  float *maybe_partial_lse = nullptr; // [num_splits, batch, qo_heads], base 2
+  // When set, the last split to finish for a (sequence, kv head) merges the
+  // partials itself and resets its counter, saving the combine launch.
+  unsigned *maybe_split_counters = nullptr; // [batch, kv_heads], zero before first use
+  float *maybe_lse = nullptr;               // [batch, qo_heads], natural log
+};
+
+/// Prefill / chunked prefill over a ragged batch: sequence b owns query rows
+/// cu_seqlens_q[b] .. cu_seqlens_q[b+1] and kv_len(b) keys. Causal masks are
+/// aligned bottom-right: query i of a sequence sits at key position
+/// i + kv_len - q_len, which is what a cached prefix needs.
+struct PrefillParams {
+  const void *q = nullptr; // [total_q, qo_heads, head_dim]
+  long long q_token_stride = 0, q_head_stride = 0;
+  void *o = nullptr; // [total_q, qo_heads, head_dim]
+  long long o_token_stride = 0, o_head_stride = 0;
+  KVCacheView kv;
+  const int *cu_seqlens_q = nullptr; // [batch + 1]
+  const int *maybe_kv_lens = nullptr; // paged: keys per sequence; else from cu_seqlens_k
+  float *maybe_lse = nullptr;         // [total_q, qo_heads], natural log
+  int batch = 0, num_qo_heads = 0, num_kv_heads = 0;
+  int max_seqlen_q = 0;
+  VariantParams variant;
+};
+
+} // namespace txc::kernels

@@ -4,8 +4,9 @@
 #include "txc/artifact/Hash.h"
 #include "txc/artifact/RandomWeights.h"
 
-#include "MappedFile.h"
 #include "SafetensorsBinding.h"
+#include "runtime/safetensors/MappedFile.h"
+#include "runtime/safetensors/SafetensorsFile.h"
 
 #include <climits>
 #include <cstdio>
@@ -130,8 +131,9 @@ LoadedArtifact::load(const std::string &path, const LoadOptions &options) {
   artifact->path_ = path;
   TXC_ASSIGN_OR_RETURN(artifact->file_, MappedFile::open(path));
   const MappedFile &file = *artifact->file_;
+  const auto *file_bytes = reinterpret_cast<const unsigned char *>(file.data());
   TXC_ASSIGN_OR_RETURN(artifact->header_,
-                       decodeArtifactHeader(file.data(), file.size(), path));
+                       decodeArtifactHeader(file_bytes, file.size(), path));
   const ArtifactHeader &header = artifact->header_;
 
   if (header.message_bytes > static_cast<uint64_t>(INT_MAX))
@@ -139,7 +141,7 @@ LoadedArtifact::load(const std::string &path, const LoadOptions &options) {
                          std::to_string(header.message_bytes) +
                          " bytes exceeds protobuf's 2 GiB limit");
   pb::Artifact &message = artifact->message_;
-  if (!message.ParseFromArray(file.data() + header.message_offset,
+  if (!message.ParseFromArray(file_bytes + header.message_offset,
                               static_cast<int>(header.message_bytes)))
     return dataLoss(path + ": corrupt: the artifact message (" +
                     std::to_string(header.message_bytes) +
@@ -197,7 +199,8 @@ Status LoadedArtifact::bindWeights(const LoadOptions &options) {
 }
 
 Status LoadedArtifact::bindFromBlob(bool verify_checksums) {
-  const unsigned char *blob = file_->data() + header_.blob_offset;
+  const unsigned char *blob =
+      reinterpret_cast<const unsigned char *>(file_->data()) + header_.blob_offset;
   weights_.reserve(message_.weights_size());
   for (const pb::WeightEntry &entry : message_.weights()) {
     BoundWeight bound{&entry, fromProtoDType(entry.dtype()), shapeOf(entry),

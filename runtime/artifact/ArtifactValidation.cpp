@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "txc/artifact/Artifact.h"
+#include "runtime/safetensors/SafetensorsFile.h"
 
 #include <set>
 

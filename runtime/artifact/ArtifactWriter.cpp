@@ -1,6 +1,7 @@
 //===- ArtifactWriter.cpp - Lay out and write a .txm file -----------------===//
 #include "txc/artifact/ArtifactWriter.h"
 #include "txc/artifact/Hash.h"
+#include "runtime/safetensors/SafetensorsFile.h"
 
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
@@ -213,6 +214,8 @@ Status ArtifactWriter::write(const std::string &path) {
                                                 : pb::WEIGHTS_EXTERNAL);
   if (!has_blob && !random_weights_)
     message_.set_random_weights_seed(0);
+  // Refuse to write what the loader would refuse to read.
+  TXC_RETURN_IF_ERROR(validateArtifactMessage(message_, blob_bytes, path));
   message_.set_format_version(kArtifactFormatVersion);
   if (message_.txc_version().empty())
     message_.set_txc_version(txcVersionString());

@@ -1,9 +1,8 @@
-//===- SafetensorsBinding.h - A safetensors directory as a WeightSource -*- C++ -*-===//
+//===- SafetensorsBinding.h - A checkpoint as a WeightSource ---*- C++ -*-===//
 //
-// Weight-stripped artifacts bind a checkpoint directory at load. The reader
-// lives in runtime/safetensors (txc_safetensors); txc_artifact links it when
-// that library is part of the build (TXC_HAVE_SAFETENSORS), and otherwise
-// reports that this build cannot read checkpoints.
+// Weight-stripped artifacts bind a checkpoint at load (`--weights DIR`).
+// The reader is runtime/safetensors; this adapts its Checkpoint to the
+// artifact's WeightSource so binding checks stay in one place.
 //
 //===----------------------------------------------------------------------===//
 #ifndef TXC_RUNTIME_ARTIFACT_SAFETENSORSBINDING_H
@@ -17,8 +16,10 @@
 
 namespace txc::artifact {
 
+/// `path`: a model directory (model.safetensors or a sharded index), a
+/// .safetensors file, or a *.index.json file.
 StatusOr<std::shared_ptr<const WeightSource>>
-openSafetensorsWeightSource(const std::string &directory);
+openSafetensorsWeightSource(const std::string &path);
 
 } // namespace txc::artifact
 

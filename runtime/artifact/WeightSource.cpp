@@ -3,16 +3,6 @@
 
 namespace txc::artifact {
 
-std::string formatShape(const std::vector<int64_t> &shape) {
-  std::string text = "[";
-  for (size_t i = 0; i < shape.size(); ++i) {
-    if (i > 0)
-      text += ", ";
-    text += std::to_string(shape[i]);
-  }
-  return text + "]";
-}
-
 void InMemoryWeightSource::addTensor(std::string name, DType dtype,
                                      std::vector<int64_t> shape,
                                      std::vector<unsigned char> bytes) {

@@ -23,9 +23,12 @@
 #include <string_view>
 #include <vector>
 
+namespace txc {
+class MappedFile;
+} // namespace txc
+
 namespace txc::artifact {
 
-class MappedFile;
 
 DType fromProtoDType(pb::DType dtype);
 pb::DType toProtoDType(DType dtype);

@@ -30,9 +30,6 @@ struct TensorView {
   size_t bytes = 0;
 };
 
-/// "[1024, 4096]" for messages.
-std::string formatShape(const std::vector<int64_t> &shape);
-
 class WeightSource {
 public:
   virtual ~WeightSource() = default;

@@ -211,54 +211,133 @@ LogicalResult RotaryOp::verify() {
   return verifyDimsMatch(*this, getPositions(), "positions", 0, getInput(), "input", 0);
 }
 
+/// The rules every attention-shaped op shares: head counts, the query's
+/// width, the cache it reads and the masking attributes.
+static LogicalResult verifyAttentionCommon(Operation *op, Value query, KvCacheType cache,
+                                           int64_t layer, int64_t heads, int64_t kvHeads,
+                                           int64_t headDim) {
+  if (heads <= 0 || kvHeads <= 0 || headDim <= 0)
+    return op->emitOpError() << "num_heads (" << heads << "), num_kv_heads (" << kvHeads
+                             << ") and head_dim (" << headDim << ") must be positive";
+  if (heads % kvHeads != 0)
+    return op->emitOpError() << "num_heads (" << heads << ") is not a multiple of num_kv_heads ("
+                             << kvHeads << ")";
+  if (cache.getKvHeads() != kvHeads)
+    return op->emitOpError() << "cache kv_heads (" << cache.getKvHeads()
+                             << ") does not match num_kv_heads (" << kvHeads << ")";
+  if (cache.getHeadDim() != headDim)
+    return op->emitOpError() << "cache head_dim (" << cache.getHeadDim()
+                             << ") does not match head_dim (" << headDim << ")";
+  if (layer < 0 || layer >= cache.getLayers())
+    return op->emitOpError() << "layer " << layer << " is out of range for a cache of "
+                             << cache.getLayers() << " layers";
+  Type element = tensorType(query).getElementType();
+  if (cache.getElementType() != element)
+    return op->emitOpError() << "cache element type " << cache.getElementType()
+                             << " does not match query element type " << element;
+  return success();
+}
+
+/// `value` must be `[tokens, n * headDim]`.
+static LogicalResult verifyHeadsWidth(Operation *op, Value value, StringRef name, int64_t n,
+                                      int64_t headDim) {
+  int64_t width = tensorType(value).getDimSize(1);
+  if (!dimsCompatible(width, n * headDim))
+    return op->emitOpError() << name << " dim 1 (" << dimString(width) << ") must be " << n
+                             << " heads x head_dim " << headDim << " = " << n * headDim;
+  return success();
+}
+
+static LogicalResult verifyMasking(Operation *op, double scale, std::optional<int64_t> window,
+                                   std::optional<APFloat> softcap) {
+  if (!(scale > 0.0))
+    return op->emitOpError() << "scale must be positive, got " << scale;
+  if (window && *window <= 0)
+    return op->emitOpError() << "sliding_window must be positive, got " << *window;
+  if (softcap && !(softcap->convertToDouble() > 0.0))
+    return op->emitOpError() << "logit_softcap must be positive, got "
+                             << softcap->convertToDouble();
+  return success();
+}
+
+/// Q, K and V of one step: widths, token counts and element types agree.
+static LogicalResult verifyQkv(Operation *op, Value q, Value k, Value v, int64_t heads,
+                               int64_t kvHeads, int64_t headDim) {
+  if (failed(verifyHeadsWidth(op, q, "query", heads, headDim)) ||
+      failed(verifyHeadsWidth(op, k, "key", kvHeads, headDim)) ||
+      failed(verifyHeadsWidth(op, v, "value", kvHeads, headDim)) ||
+      failed(verifyDimsMatch(op, k, "key", 0, q, "query", 0)) ||
+      failed(verifyDimsMatch(op, v, "value", 0, q, "query", 0)) ||
+      failed(verifySameElementType(op, k, "key", q, "query")) ||
+      failed(verifySameElementType(op, v, "value", q, "query")))
+    return failure();
+  return success();
+}
+
 LogicalResult AttentionOp::verify() {
   int64_t heads = getNumHeads(), kvHeads = getNumKvHeads(), headDim = getHeadDim();
-  if (heads <= 0 || kvHeads <= 0 || headDim <= 0)
-    return emitOpError() << "num_heads (" << heads << "), num_kv_heads (" << kvHeads
-                         << ") and head_dim (" << headDim << ") must be positive";
-  if (heads % kvHeads != 0)
-    return emitOpError() << "num_heads (" << heads << ") is not a multiple of num_kv_heads ("
-                         << kvHeads << ")";
-  auto expectWidth = [&](Value v, StringRef name, int64_t n) -> LogicalResult {
-    int64_t width = tensorType(v).getDimSize(1);
-    if (!dimsCompatible(width, n * headDim))
-      return emitOpError() << name << " dim 1 (" << dimString(width) << ") must be " << n
-                           << " heads x head_dim " << headDim << " = " << n * headDim;
-    return success();
-  };
-  if (failed(expectWidth(getQuery(), "query", heads)) ||
-      failed(expectWidth(getKey(), "key", kvHeads)) ||
-      failed(expectWidth(getValue(), "value", kvHeads)) ||
-      failed(verifyDimsMatch(*this, getKey(), "key", 0, getQuery(), "query", 0)) ||
-      failed(verifyDimsMatch(*this, getValue(), "value", 0, getQuery(), "query", 0)) ||
-      failed(verifySameElementType(*this, getKey(), "key", getQuery(), "query")) ||
-      failed(verifySameElementType(*this, getValue(), "value", getQuery(), "query")))
+  if (failed(verifyAttentionCommon(*this, getQuery(), getCache().getType(), getLayer(), heads,
+                                   kvHeads, headDim)) ||
+      failed(verifyQkv(*this, getQuery(), getKey(), getValue(), heads, kvHeads, headDim)))
     return failure();
   if (getResult().getType() != getQuery().getType())
     return emitOpError() << "result type " << getResult().getType()
                          << " must equal query type " << getQuery().getType();
+  return verifyMasking(*this, getScale().convertToDouble(), getSlidingWindow(),
+                       getLogitSoftcap());
+}
 
-  KvCacheType cache = getCache().getType();
-  if (cache.getKvHeads() != kvHeads)
-    return emitOpError() << "cache kv_heads (" << cache.getKvHeads()
-                         << ") does not match num_kv_heads (" << kvHeads << ")";
-  if (cache.getHeadDim() != headDim)
-    return emitOpError() << "cache head_dim (" << cache.getHeadDim()
-                         << ") does not match head_dim (" << headDim << ")";
-  if (getLayer() < 0 || getLayer() >= cache.getLayers())
-    return emitOpError() << "layer " << getLayer() << " is out of range for a cache of "
-                         << cache.getLayers() << " layers";
-  if (cache.getElementType() != getQuery().getType().getElementType())
-    return emitOpError() << "cache element type " << cache.getElementType()
-                         << " does not match query element type "
-                         << getQuery().getType().getElementType();
+LogicalResult PagedAttentionOp::verify() {
+  if (failed(verifyAttentionCommon(*this, getQuery(), getCache().getType(), getLayer(),
+                                   getNumHeads(), getNumKvHeads(), getHeadDim())) ||
+      failed(verifyHeadsWidth(*this, getQuery(), "query", getNumHeads(), getHeadDim())))
+    return failure();
+  if (getResult().getType() != getQuery().getType())
+    return emitOpError() << "result type " << getResult().getType()
+                         << " must equal query type " << getQuery().getType();
+  return verifyMasking(*this, getScale().convertToDouble(), getSlidingWindow(),
+                       getLogitSoftcap());
+}
 
-  if (!(getScale().convertToDouble() > 0.0))
-    return emitOpError() << "scale must be positive, got " << getScale().convertToDouble();
-  if (auto window = getSlidingWindow(); window && *window <= 0)
-    return emitOpError() << "sliding_window must be positive, got " << *window;
-  if (auto cap = getLogitSoftcap(); cap && !(cap->convertToDouble() > 0.0))
-    return emitOpError() << "logit_softcap must be positive, got " << cap->convertToDouble();
+LogicalResult RopeAppendOp::verify() {
+  int64_t heads = getNumHeads(), kvHeads = getNumKvHeads(), headDim = getHeadDim();
+  if (failed(verifyAttentionCommon(*this, getQuery(), getCache().getType(), getLayer(), heads,
+                                   kvHeads, headDim)) ||
+      failed(verifyQkv(*this, getQuery(), getKey(), getValue(), heads, kvHeads, headDim)) ||
+      failed(verifyDimsMatch(*this, getPositions(), "positions", 0, getQuery(), "query", 0)))
+    return failure();
+  if (getResult().getType() != getQuery().getType())
+    return emitOpError() << "result type " << getResult().getType()
+                         << " must equal query type " << getQuery().getType();
+  if (bool(getQNorm()) != bool(getKNorm()))
+    return emitOpError("q_norm and k_norm must be given together");
+  if (getQNorm()) {
+    for (auto [norm, name] : {std::pair{getQNorm(), "q_norm"}, std::pair{getKNorm(), "k_norm"}})
+      if (tensorType(norm).getDimSize(0) != headDim)
+        return emitOpError() << name << " has " << tensorType(norm).getDimSize(0)
+                             << " elements, expected head_dim " << headDim;
+    if (!getNormEps() || !(getNormEps()->convertToDouble() > 0.0))
+      return emitOpError("q/k norms need a positive norm_eps");
+  }
+  if (getRope().getRotaryDim() > headDim)
+    return emitOpError() << "rope rotary_dim (" << getRope().getRotaryDim()
+                         << ") exceeds head_dim (" << headDim << ")";
+  return success();
+}
+
+LogicalResult AddRmsNormOp::verify() {
+  if (getLhs().getType() != getRhs().getType())
+    return emitOpError() << "lhs type " << getLhs().getType() << " does not match rhs type "
+                         << getRhs().getType();
+  if (getSum().getType() != getLhs().getType() || getNormed().getType() != getLhs().getType())
+    return emitOpError("sum and normed must have the operands' type");
+  if (!(getEps().convertToDouble() > 0.0))
+    return emitOpError() << "eps must be positive, got " << getEps().convertToDouble();
+  int64_t features = getLhs().getType().getDimSize(1);
+  int64_t group = tensorType(getWeight()).getDimSize(0);
+  if (ShapedType::isDynamic(group) || features != group)
+    return emitOpError() << "weight size (" << dimString(group)
+                         << ") must equal the hidden size (" << dimString(features) << ")";
   return success();
 }
 

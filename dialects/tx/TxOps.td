@@ -278,4 +278,86 @@ def Tx_AllReduceOp : Tx_Op<"all_reduce", [Pure, SameOperandsAndResultType]> {
   let hasFolder = 1;
 }
 
+//===----------------------------------------------------------------------===//
+// Fused forms, produced by the tx-fuse-* passes
+//===----------------------------------------------------------------------===//
+
+def Tx_AddRmsNormOp : Tx_Op<"add_rms_norm", [Pure]> {
+  let summary = "residual add followed by RMSNorm, with both results";
+  let description = [{
+    `sum = lhs + rhs; normed = rms_norm(sum, weight, eps)`. The residual
+    stream needs `sum`, the next projection `normed`; one kernel produces
+    both while the row is in registers.
+
+    ```mlir
+    %sum, %y = tx.add_rms_norm %h, %o, %w {eps = 1.0e-05 : f64}
+        : (tensor<?x64xf32>, tensor<?x64xf32>, tensor<64xf32>) -> (tensor<?x64xf32>, tensor<?x64xf32>)
+    ```
+  }];
+  let arguments = (ins Tx_Activation:$lhs, Tx_Activation:$rhs,
+                       TensorRankOf<[BF16, F16, F32], [1]>:$weight, F64Attr:$eps);
+  let results = (outs Tx_Activation:$sum, Tx_Activation:$normed);
+  let assemblyFormat = "$lhs `,` $rhs `,` $weight attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Tx_RopeAppendOp : Tx_Op<"rope_append", [AttrSizedOperandSegments]> {
+  let summary = "q/k norm and rotary embedding, fused with the KV-cache append";
+  let description = [{
+    Per head, optionally `q = rms_norm(q, q_norm)` and `k = rms_norm(k,
+    k_norm)` (Qwen3), then `q = rotary(q)` and `k = rotary(k)` at
+    `positions`; K and V are appended to layer `layer` of `cache` and the
+    rotated Q is returned. `tx.paged_attention` then reads the cache.
+
+    ```mlir
+    %qr = tx.rope_append %q, %k, %v, %pos, %cache, %batch
+        {layer = 0 : i64, num_heads = 8 : i64, num_kv_heads = 4 : i64, head_dim = 8 : i64,
+         rope = #tx.rope<theta = 1.0e+04>}
+        : (tensor<?x64xf32>, tensor<?x32xf32>, tensor<?x32xf32>, tensor<?xi32>,
+           !tx.kv_cache<layers = 1, kv_heads = 4, head_dim = 8, page = 16, f32>, !tx.batch)
+        -> tensor<?x64xf32>
+    ```
+  }];
+  let arguments = (ins Tx_Activation:$query, Tx_Activation:$key, Tx_Activation:$value,
+                       Tx_TokenIds:$positions,
+                       Arg<Tx_KvCacheType, "the cache appended to", [MemWrite]>:$cache,
+                       Tx_BatchType:$batch,
+                       Optional<TensorRankOf<[BF16, F16, F32], [1]>>:$q_norm,
+                       Optional<TensorRankOf<[BF16, F16, F32], [1]>>:$k_norm,
+                       I64Attr:$layer, I64Attr:$num_heads, I64Attr:$num_kv_heads,
+                       I64Attr:$head_dim, Tx_RopeAttr:$rope, OptionalAttr<F64Attr>:$norm_eps);
+  let results = (outs Tx_Activation:$result);
+  let assemblyFormat = [{
+    $query `,` $key `,` $value `,` $positions `,` $cache `,` $batch
+    (`q_norm` $q_norm^)? (`k_norm` $k_norm^)? attr-dict `:` functional-type(operands, $result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Tx_PagedAttentionOp : Tx_Op<"paged_attention"> {
+  let summary = "attention over a KV cache that already holds this step's keys";
+  let description = [{
+    `tx.attention` without the append: the math of `tx.attention`, reading
+    K and V of layer `layer` from `cache`.
+
+    ```mlir
+    %o = tx.paged_attention %qr, %cache, %batch
+        {layer = 0 : i64, num_heads = 8 : i64, num_kv_heads = 4 : i64, head_dim = 8 : i64,
+         scale = 0.35355339059327373 : f64, causal}
+        : (tensor<?x64xf32>, !tx.kv_cache<layers = 1, kv_heads = 4, head_dim = 8, page = 16, f32>, !tx.batch)
+        -> tensor<?x64xf32>
+    ```
+  }];
+  let arguments = (ins Tx_Activation:$query,
+                       Arg<Tx_KvCacheType, "the cache read", [MemRead]>:$cache,
+                       Tx_BatchType:$batch,
+                       I64Attr:$layer, I64Attr:$num_heads, I64Attr:$num_kv_heads,
+                       I64Attr:$head_dim, F64Attr:$scale, UnitAttr:$causal,
+                       OptionalAttr<I64Attr>:$sliding_window,
+                       OptionalAttr<F64Attr>:$logit_softcap);
+  let results = (outs Tx_Activation:$result);
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, $result)";
+  let hasVerifier = 1;
+}
+
 #endif // TXC_DIALECTS_TX_TXOPS_TD

@@ -10,6 +10,7 @@
 #define TXC_INITALLTXC_H
 
 #include "dialects/tx/TxDialect.h"
+#include "dialects/txk/TxkDialect.h"
 #include "passes/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -20,7 +21,7 @@ namespace txc {
 
 /// Registers every dialect a txc module may contain.
 inline void registerAllTxcDialects(mlir::DialectRegistry &registry) {
-  registry.insert<tx::TxDialect, mlir::func::FuncDialect>();
+  registry.insert<tx::TxDialect, txk::TxkDialect, mlir::func::FuncDialect>();
 }
 
 /// Registers every txc pass and pipeline, plus the upstream passes the

@@ -1,0 +1,631 @@
+//===- attention_bench.cu - Correctness and speed of the attention kernels ===//
+//
+// One program for the GPU machine. Every case draws fresh random inputs,
+// poisons the output with NaN, runs the kernel, and compares every written
+// row (or an even sample of rows on the big timed shapes) with the fp64
+// reference in attention_reference.cuh. Timed cases run after warm-up as
+// batches of back-to-back launches between two CUDA events (the median batch
+// is reported); decode rotates over enough KV-cache copies that the working
+// set is several times the 60 MB L2. The device-copy bandwidth is measured in
+// the same run and is the ceiling decode is judged against.
+//
+// Usage: attention_bench [--json FILE] [--skip-timing]
+//
+//===----------------------------------------------------------------------===//
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <numeric>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <cuda_runtime.h>
+
+#include "attention/attention.h"
+#include "attention_reference.cuh"
+
+using namespace txc::kernels;
+using txc::bench::ReferenceArgs;
+
+#define BENCH_CHECK_CUDA(call)                                                                     \
+  do {                                                                                             \
+    cudaError_t e_ = (call);                                                                       \
+    if (e_ != cudaSuccess) {                                                                       \
+      std::fprintf(stderr, "CUDA error %s at %s:%d in %s\n", cudaGetErrorString(e_), __FILE__,     \
+                   __LINE__, #call);                                                               \
+      std::exit(2);                                                                                \
+    }                                                                                              \
+  } while (0)
+
+#define BENCH_CHECK_STATUS(expr)                                                                   \
+  do {                                                                                             \
+    Status s_ = (expr);                                                                            \
+    if (!s_.isOk()) {                                                                              \
+      std::fprintf(stderr, "kernel library error: %s\n", s_.message().c_str());                   \
+      std::exit(2);                                                                                \
+    }                                                                                              \
+  } while (0)
+
+namespace {
+
+struct DeviceBuffer {
+  void *ptr = nullptr;
+  size_t bytes = 0;
+  DeviceBuffer() = default;
+  explicit DeviceBuffer(size_t n) : bytes(n) { BENCH_CHECK_CUDA(cudaMalloc(&ptr, std::max<size_t>(n, 16))); }
+  DeviceBuffer(const DeviceBuffer &) = delete;
+  DeviceBuffer(DeviceBuffer &&o) noexcept : ptr(o.ptr), bytes(o.bytes) { o.ptr = nullptr; }
+  DeviceBuffer &operator=(DeviceBuffer &&o) noexcept {
+    std::swap(ptr, o.ptr);
+    std::swap(bytes, o.bytes);
+    return *this;
+  }
+  ~DeviceBuffer() {
+    if (ptr)
+      cudaFree(ptr);
+  }
+  template <typename U> U *as() const { return static_cast<U *>(ptr); }
+};
+
+template <typename U> DeviceBuffer upload(const std::vector<U> &host) {
+  DeviceBuffer b(host.size() * sizeof(U));
+  BENCH_CHECK_CUDA(cudaMemcpy(b.ptr, host.data(), host.size() * sizeof(U), cudaMemcpyHostToDevice));
+  return b;
+}
+
+unsigned long long g_seed = 0x5eed0001ull;
+
+template <typename T> void fillRandom(const DeviceBuffer &b, long long n, float scale) {
+  g_seed = g_seed * 6364136223846793005ull + 1442695040888963407ull;
+  txc::bench::fillUniformKernel<T><<<1024, 256>>>(b.as<T>(), n, g_seed, scale);
+  BENCH_CHECK_CUDA(cudaGetLastError());
+}
+
+float toFloat(__nv_bfloat16 x) { return __bfloat162float(x); }
+float toFloat(__half x) { return __half2float(x); }
+
+// --------------------------------------------------------------------------
+// Results
+// --------------------------------------------------------------------------
+struct CheckResult {
+  std::string name;
+  double rel_err = 0, max_abs = 0;
+  long long unwritten = 0, checked_rows = 0;
+  bool pass = false;
+};
+struct TimingResult {
+  std::string kind, name, shape_json;
+  double ms = 0, tflops = 0, gbps = 0, pct_copy = 0;
+  int splits = 0;
+  std::string check;
+};
+std::vector<CheckResult> g_checks;
+std::vector<TimingResult> g_timings;
+double g_copy_gbps = 0;
+
+/// Median over batches of back-to-back launches, in ms per launch.
+double timeMedianMs(const std::function<void(int)> &launch) {
+  cudaEvent_t a, b;
+  BENCH_CHECK_CUDA(cudaEventCreate(&a));
+  BENCH_CHECK_CUDA(cudaEventCreate(&b));
+  for (int i = 0; i < 3; ++i)
+    launch(i);
+  BENCH_CHECK_CUDA(cudaEventRecord(a));
+  launch(0);
+  BENCH_CHECK_CUDA(cudaEventRecord(b));
+  BENCH_CHECK_CUDA(cudaEventSynchronize(b));
+  float probe = 0;
+  BENCH_CHECK_CUDA(cudaEventElapsedTime(&probe, a, b));
+  const int per_batch = std::clamp((int)(2.0 / std::max(probe, 1e-4f)), 1, 200);
+  std::vector<double> samples;
+  int call = 0;
+  for (int rep = 0; rep < 25; ++rep) {
+    BENCH_CHECK_CUDA(cudaEventRecord(a));
+    for (int i = 0; i < per_batch; ++i)
+      launch(call++);
+    BENCH_CHECK_CUDA(cudaEventRecord(b));
+    BENCH_CHECK_CUDA(cudaEventSynchronize(b));
+    float ms = 0;
+    BENCH_CHECK_CUDA(cudaEventElapsedTime(&ms, a, b));
+    samples.push_back(ms / per_batch);
+  }
+  BENCH_CHECK_CUDA(cudaGetLastError());
+  cudaEventDestroy(a);
+  cudaEventDestroy(b);
+  std::sort(samples.begin(), samples.end());
+  return samples[samples.size() / 2];
+}
+
+void measureCopyBandwidth() {
+  const size_t bytes = size_t(2) << 30;
+  DeviceBuffer src(bytes), dst(bytes);
+  BENCH_CHECK_CUDA(cudaMemset(src.ptr, 1, bytes));
+  double ms = timeMedianMs([&](int) { BENCH_CHECK_CUDA(cudaMemcpyAsync(dst.ptr, src.ptr, bytes, cudaMemcpyDeviceToDevice)); });
+  g_copy_gbps = 2.0 * bytes / (ms * 1e6);
+  std::printf("device copy (read+write): %.0f GB/s\n", g_copy_gbps);
+}
+
+// --------------------------------------------------------------------------
+// KV cache and reference comparison
+// --------------------------------------------------------------------------
+struct KVCache {
+  DeviceBuffer k, v, page_table, kv_lens, cu_seqlens_k;
+  KVCacheView view;
+  size_t kv_bytes = 0; // bytes of K and V that attention reads
+};
+
+int log2Exact(int x) {
+  int l = 0;
+  while ((1 << l) < x)
+    ++l;
+  return l;
+}
+
+/// Paged cache in the HND layout [pages, kv_heads, page_size, d]; pages of a
+/// sequence are scattered by a random permutation. page_size 0 = contiguous
+/// packed [total_k, kv_heads, d] with cu_seqlens_k.
+template <typename T>
+KVCache makeKVCache(const std::vector<int> &lens, int kv_heads, int head_dim, int page_size, std::mt19937 &rng) {
+  KVCache c;
+  const int batch = (int)lens.size();
+  size_t rows = 0;
+  if (page_size > 0) {
+    std::vector<int> pages_of(batch);
+    int total_pages = 0, max_pages = 1;
+    for (int b = 0; b < batch; ++b) {
+      pages_of[b] = (lens[b] + page_size - 1) / page_size;
+      total_pages += pages_of[b];
+      max_pages = std::max(max_pages, pages_of[b]);
+    }
+    std::vector<int> perm(std::max(total_pages, 1));
+    std::iota(perm.begin(), perm.end(), 0);
+    std::shuffle(perm.begin(), perm.end(), rng);
+    std::vector<int> table((size_t)batch * max_pages, 0);
+    for (int b = 0, next = 0; b < batch; ++b)
+      for (int p = 0; p < pages_of[b]; ++p)
+        table[(size_t)b * max_pages + p] = perm[next++];
+    rows = (size_t)std::max(total_pages, 1) * page_size;
+    c.page_table = upload(table);
+    c.view.page_table = c.page_table.as<int>();
+    c.view.page_table_stride = max_pages;
+    c.view.page_size = page_size;
+    c.view.page_size_log2 = log2Exact(page_size);
+    c.view.token_stride = head_dim;
+    c.view.head_stride = (long long)page_size * head_dim;
+    c.view.page_stride = (long long)kv_heads * page_size * head_dim;
+  } else {
+    std::vector<int> cu(batch + 1, 0);
+    for (int b = 0; b < batch; ++b)
+      cu[b + 1] = cu[b] + lens[b];
+    rows = std::max(cu[batch], 1);
+    c.cu_seqlens_k = upload(cu);
+    c.view.maybe_cu_seqlens_k = c.cu_seqlens_k.as<int>();
+    c.view.token_stride = (long long)kv_heads * head_dim;
+    c.view.head_stride = head_dim;
+  }
+  const long long elems = (long long)rows * kv_heads * head_dim;
+  c.k = DeviceBuffer(elems * sizeof(T));
+  c.v = DeviceBuffer(elems * sizeof(T));
+  fillRandom<T>(c.k, elems, 2.0f);
+  fillRandom<T>(c.v, elems, 1.0f);
+  c.view.k = c.k.ptr;
+  c.view.v = c.v.ptr;
+  c.kv_lens = upload(lens);
+  for (int l : lens)
+    c.kv_bytes += 2ull * l * kv_heads * head_dim * sizeof(T);
+  return c;
+}
+
+/// Compares rows `sample_tokens` of `out` ([tokens, heads, d]) with the fp64
+/// reference and counts elements still holding the NaN poison anywhere.
+template <typename T>
+CheckResult compareWithReference(const std::string &name, const ReferenceArgs &args, const std::vector<int> &cu_q,
+                                 const std::vector<int> &sample_tokens, const DeviceBuffer &out, long long out_elems,
+                                 double tolerance) {
+  std::vector<int> sample_seqs;
+  for (int t : sample_tokens)
+    sample_seqs.push_back((int)(std::upper_bound(cu_q.begin(), cu_q.end(), t) - cu_q.begin()) - 1);
+  const int n = (int)sample_tokens.size(), heads = args.num_qo_heads, d = args.head_dim;
+  DeviceBuffer d_tokens = upload(sample_tokens), d_seqs = upload(sample_seqs);
+  DeviceBuffer ref((size_t)n * heads * d * sizeof(float));
+  DeviceBuffer scratch((size_t)n * heads * std::max(args.max_kv_len, 1) * sizeof(double));
+  txc::bench::referenceAttentionKernel<T><<<dim3(n, heads), 256>>>(args, d_tokens.as<int>(), d_seqs.as<int>(),
+                                                                     ref.as<float>(), scratch.as<double>());
+  BENCH_CHECK_CUDA(cudaGetLastError());
+  BENCH_CHECK_CUDA(cudaDeviceSynchronize());
+  std::vector<float> ref_host((size_t)n * heads * d);
+  std::vector<T> out_host(out_elems);
+  BENCH_CHECK_CUDA(cudaMemcpy(ref_host.data(), ref.ptr, ref_host.size() * 4, cudaMemcpyDeviceToHost));
+  BENCH_CHECK_CUDA(cudaMemcpy(out_host.data(), out.ptr, out_elems * sizeof(T), cudaMemcpyDeviceToHost));
+  CheckResult r;
+  r.name = name;
+  for (long long i = 0; i < out_elems; ++i)
+    r.unwritten += std::isnan(toFloat(out_host[i])) ? 1 : 0;
+  double err2 = 0, ref2 = 0;
+  for (int s = 0; s < n; ++s)
+    for (int h = 0; h < heads; ++h)
+      for (int j = 0; j < d; ++j) {
+        double want = ref_host[((size_t)s * heads + h) * d + j];
+        double got = toFloat(out_host[((size_t)sample_tokens[s] * heads + h) * d + j]);
+        err2 += (got - want) * (got - want);
+        ref2 += want * want;
+        r.max_abs = std::max(r.max_abs, std::fabs(got - want));
+      }
+  r.checked_rows = n;
+  r.rel_err = std::sqrt(err2 / std::max(ref2, 1e-30));
+  r.pass = r.unwritten == 0 && r.rel_err < tolerance && std::isfinite(r.rel_err);
+  std::printf("  check %-48s rel_err %.2e max_abs %.2e unwritten %lld  %s\n", name.c_str(), r.rel_err, r.max_abs,
+              r.unwritten, r.pass ? "PASS" : "FAIL");
+  g_checks.push_back(r);
+  return r;
+}
+
+double toleranceFor(ElementType t) { return t == ElementType::kBf16 ? 1.5e-2 : 4e-3; }
+
+// --------------------------------------------------------------------------
+// Decode
+// --------------------------------------------------------------------------
+struct DecodeCase {
+  std::string name;
+  int batch, qo_heads, kv_heads, head_dim, page_size;
+  std::vector<int> lens; // per sequence; empty = all `context`
+  int context = 0;
+  int window_left = -1;
+  float softcap = 0.f;
+  int forced_splits = 0; // 0: the heuristic
+  bool fused_combine = true;
+  bool timed = false;
+};
+
+template <typename T> void runDecode(const DecodeCase &c, ElementType dtype, std::mt19937 &rng) {
+  std::vector<int> lens = c.lens.empty() ? std::vector<int>(c.batch, c.context) : c.lens;
+  const int batch = (int)lens.size();
+  const int max_len = *std::max_element(lens.begin(), lens.end());
+  AttentionConfig config{dtype, c.head_dim, false};
+
+  // Timed cases rotate over copies so the working set is well past L2.
+  KVCache first = makeKVCache<T>(lens, c.kv_heads, c.head_dim, c.page_size, rng);
+  int copies = c.timed ? (int)std::min<size_t>(16, std::max<size_t>(1, (size_t(400) << 20) / first.kv_bytes)) : 1;
+  std::vector<KVCache> caches;
+  caches.push_back(std::move(first));
+  for (int i = 1; i < copies; ++i)
+    caches.push_back(makeKVCache<T>(lens, c.kv_heads, c.head_dim, c.page_size, rng));
+
+  const long long q_elems = (long long)batch * c.qo_heads * c.head_dim;
+  DeviceBuffer q(q_elems * sizeof(T)), o(q_elems * sizeof(T));
+  fillRandom<T>(q, q_elems, 1.0f);
+
+  int splits = c.forced_splits;
+  if (splits == 0)
+    BENCH_CHECK_STATUS(planDecodeSplits(config, batch, c.qo_heads, c.kv_heads, max_len, &splits));
+  DecodeWorkspaceLayout ws = decodeWorkspaceLayout(batch, c.qo_heads, c.kv_heads, c.head_dim, splits);
+  DeviceBuffer workspace(ws.total_bytes);
+  BENCH_CHECK_CUDA(cudaMemset(workspace.ptr, 0, ws.total_bytes));
+
+  auto paramsFor = [&](const KVCache &cache) {
+    DecodeParams p;
+    p.q = q.ptr;
+    p.q_batch_stride = (long long)c.qo_heads * c.head_dim;
+    p.q_head_stride = c.head_dim;
+    p.o = o.ptr;
+    p.o_batch_stride = p.q_batch_stride;
+    p.o_head_stride = c.head_dim;
+    p.kv = cache.view;
+    p.kv_lens = cache.kv_lens.as<int>();
+    p.batch = batch;
+    p.num_qo_heads = c.qo_heads;
+    p.num_kv_heads = c.kv_heads;
+    p.variant.sm_scale = 1.f / std::sqrt((float)c.head_dim);
+    p.variant.sm_scale_log2 = p.variant.sm_scale * 1.4426950408889634f;
+    p.variant.softcap = c.softcap;
+    p.variant.window_left = c.window_left;
+    p.num_splits = splits;
+    if (splits > 1) {
+      p.maybe_partial_o = reinterpret_cast<float *>(workspace.as<char>() + ws.partial_o_offset);
+      p.maybe_partial_lse = reinterpret_cast<float *>(workspace.as<char>() + ws.partial_lse_offset);
+      if (c.fused_combine)
+        p.maybe_split_counters = reinterpret_cast<unsigned *>(workspace.as<char>() + ws.counters_offset);
+    }
+    return p;
+  };
+
+  const std::string name = c.name + " " + elementTypeName(dtype) + " splits=" + std::to_string(splits) +
+                           (splits > 1 ? (c.fused_combine ? " fused" : " combine-kernel") : "");
+  // Two launches on poisoned output: the second checks that the fused
+  // combine's counters were reset by the first.
+  for (int round = 0; round < 2; ++round) {
+    BENCH_CHECK_CUDA(cudaMemset(o.ptr, 0xFF, q_elems * sizeof(T)));
+    BENCH_CHECK_STATUS(launchPagedDecode(config, paramsFor(caches[0]), 0));
+  }
+  BENCH_CHECK_CUDA(cudaDeviceSynchronize());
+
+  ReferenceArgs ra;
+  ra.q = q.ptr;
+  ra.q_token_stride = (long long)c.qo_heads * c.head_dim;
+  ra.q_head_stride = c.head_dim;
+  ra.kv = caches[0].view;
+  std::vector<int> cu_q(batch + 1);
+  std::iota(cu_q.begin(), cu_q.end(), 0);
+  DeviceBuffer d_cu_q = upload(cu_q);
+  ra.cu_seqlens_q = d_cu_q.as<int>();
+  ra.kv_lens = caches[0].kv_lens.as<int>();
+  ra.num_qo_heads = c.qo_heads;
+  ra.num_kv_heads = c.kv_heads;
+  ra.head_dim = c.head_dim;
+  ra.window_left = c.window_left;
+  ra.softcap = c.softcap;
+  ra.sm_scale = 1.0 / std::sqrt((double)c.head_dim);
+  ra.max_kv_len = max_len;
+  std::vector<int> samples;
+  for (int b = 0; b < batch; b += std::max(1, batch / 16))
+    samples.push_back(b);
+  if (samples.back() != batch - 1)
+    samples.push_back(batch - 1);
+  CheckResult check = compareWithReference<T>("decode " + name, ra, cu_q, samples, o, q_elems, toleranceFor(dtype));
+
+  if (!c.timed)
+    return;
+  std::vector<DecodeParams> params;
+  for (auto &cache : caches)
+    params.push_back(paramsFor(cache));
+  double ms = timeMedianMs([&](int i) { BENCH_CHECK_STATUS(launchPagedDecode(config, params[i % params.size()], 0)); });
+  TimingResult t;
+  t.kind = "decode";
+  t.name = c.name;
+  t.ms = ms;
+  t.splits = splits;
+  t.gbps = caches[0].kv_bytes / (ms * 1e6);
+  t.pct_copy = 100.0 * t.gbps / g_copy_gbps;
+  t.check = check.pass ? "pass" : "FAIL";
+  char shape[256];
+  std::snprintf(shape, sizeof shape,
+                "{\"batch\": %d, \"context\": %d, \"qo_heads\": %d, \"kv_heads\": %d, \"head_dim\": %d, "
+                "\"page_size\": %d, \"dtype\": \"%s\", \"kv_copies_rotated\": %d}",
+                batch, max_len, c.qo_heads, c.kv_heads, c.head_dim, c.page_size, elementTypeName(dtype), copies);
+  t.shape_json = shape;
+  std::printf("  time  %-40s %9.4f ms %8.0f GB/s (%5.1f%% of copy) splits %d\n", c.name.c_str(), ms, t.gbps,
+              t.pct_copy, splits);
+  g_timings.push_back(t);
+}
+
+// --------------------------------------------------------------------------
+// Prefill
+// --------------------------------------------------------------------------
+struct PrefillCase {
+  std::string name;
+  int qo_heads, kv_heads, head_dim;
+  std::vector<int> q_lens, kv_lens; // kv_lens empty: same as q_lens
+  bool causal = false;
+  int page_size = 0; // 0: contiguous packed K/V
+  int window_left = -1;
+  float softcap = 0.f;
+  bool timed = false;
+};
+
+template <typename T> void runPrefill(const PrefillCase &c, ElementType dtype, std::mt19937 &rng) {
+  const std::vector<int> &q_lens = c.q_lens;
+  const std::vector<int> kv_lens = c.kv_lens.empty() ? c.q_lens : c.kv_lens;
+  const int batch = (int)q_lens.size();
+  std::vector<int> cu_q(batch + 1, 0);
+  for (int b = 0; b < batch; ++b)
+    cu_q[b + 1] = cu_q[b] + q_lens[b];
+  const int total_q = cu_q[batch];
+  const int max_q = *std::max_element(q_lens.begin(), q_lens.end());
+  const int max_kv = *std::max_element(kv_lens.begin(), kv_lens.end());
+  AttentionConfig config{dtype, c.head_dim, c.causal};
+
+  KVCache cache = makeKVCache<T>(kv_lens, c.kv_heads, c.head_dim, c.page_size, rng);
+  const long long q_elems = (long long)total_q * c.qo_heads * c.head_dim;
+  DeviceBuffer q(q_elems * sizeof(T)), o(q_elems * sizeof(T));
+  fillRandom<T>(q, q_elems, 1.0f);
+  DeviceBuffer d_cu_q = upload(cu_q);
+
+  PrefillParams p;
+  p.q = q.ptr;
+  p.q_token_stride = (long long)c.qo_heads * c.head_dim;
+  p.q_head_stride = c.head_dim;
+  p.o = o.ptr;
+  p.o_token_stride = p.q_token_stride;
+  p.o_head_stride = c.head_dim;
+  p.kv = cache.view;
+  p.cu_seqlens_q = d_cu_q.as<int>();
+  p.maybe_kv_lens = cache.kv_lens.as<int>();
+  p.batch = batch;
+  p.num_qo_heads = c.qo_heads;
+  p.num_kv_heads = c.kv_heads;
+  p.max_seqlen_q = max_q;
+  p.variant.sm_scale = 1.f / std::sqrt((float)c.head_dim);
+  p.variant.sm_scale_log2 = p.variant.sm_scale * 1.4426950408889634f;
+  p.variant.softcap = c.softcap;
+  p.variant.window_left = c.window_left;
+
+  BENCH_CHECK_CUDA(cudaMemset(o.ptr, 0xFF, q_elems * sizeof(T)));
+  BENCH_CHECK_STATUS(launchPrefill(config, p, 0));
+  BENCH_CHECK_CUDA(cudaDeviceSynchronize());
+
+  ReferenceArgs ra;
+  ra.q = q.ptr;
+  ra.q_token_stride = p.q_token_stride;
+  ra.q_head_stride = c.head_dim;
+  ra.kv = cache.view;
+  ra.cu_seqlens_q = d_cu_q.as<int>();
+  ra.kv_lens = cache.kv_lens.as<int>();
+  ra.num_qo_heads = c.qo_heads;
+  ra.num_kv_heads = c.kv_heads;
+  ra.head_dim = c.head_dim;
+  ra.causal = c.causal;
+  ra.window_left = c.window_left;
+  ra.softcap = c.softcap;
+  ra.sm_scale = 1.0 / std::sqrt((double)c.head_dim);
+  ra.max_kv_len = max_kv;
+  // Every row on small cases; on big ones an even sample plus each sequence's
+  // first and last rows (the mask edges).
+  std::vector<int> samples;
+  const int budget = 384;
+  if (total_q <= budget) {
+    samples.resize(total_q);
+    std::iota(samples.begin(), samples.end(), 0);
+  } else {
+    for (int i = 0; i < budget; ++i)
+      samples.push_back((int)((long long)i * total_q / budget) + (i * 7) % 5);
+    for (int b = 0; b < batch; ++b) {
+      samples.push_back(cu_q[b]);
+      samples.push_back(cu_q[b + 1] - 1);
+    }
+    for (int &s : samples)
+      s = std::min(s, total_q - 1);
+  }
+  const std::string name = c.name + " " + elementTypeName(dtype);
+  CheckResult check = compareWithReference<T>("prefill " + name, ra, cu_q, samples, o, q_elems, toleranceFor(dtype));
+
+  if (!c.timed)
+    return;
+  double ms = timeMedianMs([&](int) { BENCH_CHECK_STATUS(launchPrefill(config, p, 0)); });
+  double flops = 0;
+  for (int b = 0; b < batch; ++b)
+    flops += 4.0 * c.qo_heads * (double)q_lens[b] * kv_lens[b] * c.head_dim;
+  if (c.causal)
+    flops /= 2;
+  TimingResult t;
+  t.kind = "prefill";
+  t.name = c.name;
+  t.ms = ms;
+  t.tflops = flops / (ms * 1e9);
+  t.check = check.pass ? "pass" : "FAIL";
+  char shape[256];
+  std::snprintf(shape, sizeof shape,
+                "{\"batch\": %d, \"seqlen\": %d, \"qo_heads\": %d, \"kv_heads\": %d, \"head_dim\": %d, "
+                "\"causal\": %s, \"page_size\": %d, \"dtype\": \"%s\"}",
+                batch, max_q, c.qo_heads, c.kv_heads, c.head_dim, c.causal ? "true" : "false", c.page_size,
+                elementTypeName(dtype));
+  t.shape_json = shape;
+  std::printf("  time  %-40s %9.4f ms %8.1f TFLOP/s\n", c.name.c_str(), ms, t.tflops);
+  g_timings.push_back(t);
+}
+
+template <typename T> void runDecodeTyped(const DecodeCase &c, ElementType t, std::mt19937 &rng) { runDecode<T>(c, t, rng); }
+
+void writeJson(const char *path) {
+  FILE *f = std::fopen(path, "w");
+  if (!f) {
+    std::fprintf(stderr, "cannot write %s\n", path);
+    return;
+  }
+  cudaDeviceProp prop;
+  cudaGetDeviceProperties(&prop, 0);
+  std::fprintf(f, "{\n \"gpu\": \"%s\",\n \"sms\": %d,\n \"copy_GBps_rw\": %.1f,\n \"checks\": [\n", prop.name,
+               prop.multiProcessorCount, g_copy_gbps);
+  for (size_t i = 0; i < g_checks.size(); ++i) {
+    const auto &c = g_checks[i];
+    std::fprintf(f, "  {\"name\": \"%s\", \"rel_err\": %.3e, \"max_abs\": %.3e, \"unwritten\": %lld, \"rows\": %lld, \"pass\": %s}%s\n",
+                 c.name.c_str(), c.rel_err, c.max_abs, c.unwritten, c.checked_rows, c.pass ? "true" : "false",
+                 i + 1 < g_checks.size() ? "," : "");
+  }
+  std::fprintf(f, " ],\n \"timings\": [\n");
+  for (size_t i = 0; i < g_timings.size(); ++i) {
+    const auto &t = g_timings[i];
+    std::fprintf(f, "  {\"kind\": \"%s\", \"name\": \"%s\", \"shape\": %s, \"ms\": %.5f, \"tflops\": %.1f, \"GBps\": %.1f, "
+                 "\"pct_of_copy\": %.1f, \"splits\": %d, \"check\": \"%s\"}%s\n",
+                 t.kind.c_str(), t.name.c_str(), t.shape_json.c_str(), t.ms, t.tflops, t.gbps, t.pct_copy, t.splits,
+                 t.check.c_str(), i + 1 < g_timings.size() ? "," : "");
+  }
+  std::fprintf(f, " ]\n}\n");
+  std::fclose(f);
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  const char *json_path = nullptr;
+  bool timing = true;
+  for (int i = 1; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--json") && i + 1 < argc)
+      json_path = argv[++i];
+    else if (!std::strcmp(argv[i], "--skip-timing"))
+      timing = false;
+  }
+  std::mt19937 rng(20261130);
+  const auto bf16 = ElementType::kBf16, fp16 = ElementType::kFp16;
+  if (timing)
+    measureCopyBandwidth();
+
+  std::printf("== decode correctness\n");
+  std::vector<DecodeCase> decode_checks = {
+      {"gqa32/8 d128 odd lens p16", 0, 32, 8, 128, 16, {1, 17, 1000, 4097, 333}},
+      {"gqa32/8 d128 odd lens p16", 0, 32, 8, 128, 16, {1, 17, 1000, 4097, 333}, 0, -1, 0.f, 7, false},
+      {"gqa32/8 d128 odd lens p16", 0, 32, 8, 128, 16, {1, 17, 1000, 4097, 333}, 0, -1, 0.f, 1},
+      {"mha16/16 d64 p1", 0, 16, 16, 64, 1, {5, 300, 2049}},
+      {"gqa64/8 d128 p64", 0, 64, 8, 128, 64, {70, 1500, 9000}},
+      {"gqa16/8 d256 p16", 0, 16, 8, 256, 16, {3, 511, 2500}},
+      {"mqa8/1 d128 p32", 0, 8, 1, 128, 32, {100, 6000}, 0, -1, 0.f, 5},
+      {"gqa32/8 d128 window 1000 p16", 0, 32, 8, 128, 16, {50, 1001, 5000}, 0, 1000},
+      {"gqa32/8 d128 softcap 30 p16", 0, 32, 8, 128, 16, {50, 3000}, 0, -1, 30.f},
+  };
+  for (const auto &c : decode_checks)
+    runDecode<__nv_bfloat16>(c, bf16, rng);
+  runDecode<__half>(decode_checks[0], fp16, rng);
+  runDecode<__half>(decode_checks[5], fp16, rng);
+
+  std::printf("== prefill correctness\n");
+  std::vector<PrefillCase> prefill_checks = {
+      {"varlen causal gqa32/8 d128", 32, 8, 128, {1, 77, 300, 1025}, {}, true},
+      {"varlen full gqa32/8 d128", 32, 8, 128, {1, 77, 300, 1025}, {}, false},
+      {"causal mqa8/1 d64 odd", 8, 1, 64, {513, 65, 129}, {}, true},
+      {"full mha4/4 d256 odd", 4, 4, 256, {200, 33}, {}, false},
+      {"causal gqa8/2 d256", 8, 2, 256, {700}, {}, true},
+      {"paged prefix causal gqa32/8 d128 p16", 32, 8, 128, {100, 1, 257}, {1100, 40, 300}, true, 16},
+      {"paged prefix causal d64 p1", 8, 2, 64, {31, 130}, {63, 700}, true, 1},
+      {"paged full d256 p64", 8, 8, 256, {90, 300}, {500, 300}, false, 64},
+      {"window 256 causal gqa16/4 d128", 16, 4, 128, {1000, 37}, {}, true, 0, 256},
+      {"window 100 paged prefix d128 p16", 16, 4, 128, {300}, {900}, true, 16, 100},
+      {"softcap 50 causal d128", 16, 4, 128, {400, 9}, {}, true, 0, -1, 50.f},
+  };
+  for (const auto &c : prefill_checks)
+    runPrefill<__nv_bfloat16>(c, bf16, rng);
+  runPrefill<__half>(prefill_checks[0], fp16, rng);
+  runPrefill<__half>(prefill_checks[4], fp16, rng);
+
+  if (timing) {
+    std::printf("== decode timing (GQA 32/8, d128, bf16, page 16)\n");
+    const std::vector<std::pair<int, int>> decode_shapes = {{64, 4096}, {64, 16384}, {256, 2048}, {1, 32768}, {1, 4096}};
+    for (auto [batch, ctx] : decode_shapes) {
+      DecodeCase c{"b" + std::to_string(batch) + " L" + std::to_string(ctx), batch, 32, 8, 128, 16, {}, ctx};
+      c.timed = true;
+      runDecode<__nv_bfloat16>(c, bf16, rng);
+    }
+    {
+      DecodeCase c{"b1 L4096 combine-kernel", 1, 32, 8, 128, 16, {}, 4096};
+      c.timed = true;
+      c.fused_combine = false;
+      runDecode<__nv_bfloat16>(c, bf16, rng);
+    }
+
+    std::printf("== prefill timing (bf16, 16k tokens per batch, H*d = 2048)\n");
+    struct Shape { int d, seqlen; };
+    const std::vector<Shape> shapes = {{128, 1024}, {128, 4096}, {128, 16384}, {64, 4096}, {256, 4096}};
+    for (auto s : shapes)
+      for (bool causal : {true, false}) {
+        const int heads = 2048 / s.d, batch = 16384 / s.seqlen;
+        PrefillCase c{std::string(causal ? "causal" : "full") + " d" + std::to_string(s.d) + " L" +
+                          std::to_string(s.seqlen),
+                      heads, heads, s.d, std::vector<int>(batch, s.seqlen), {}, causal};
+        c.timed = true;
+        runPrefill<__nv_bfloat16>(c, bf16, rng);
+      }
+    PrefillCase paged{"causal d128 L4096 paged p16", 16, 16, 128, std::vector<int>(4, 4096), {}, true, 16};
+    paged.timed = true;
+    runPrefill<__nv_bfloat16>(paged, bf16, rng);
+  }
+
+  int failed = 0;
+  for (auto &c : g_checks)
+    failed += c.pass ? 0 : 1;
+  std::printf("\n%zu checks, %d failed\n", g_checks.size(), failed);
+  if (json_path)
+    writeJson(json_path);
+  return failed == 0 ? 0 : 1;
+}

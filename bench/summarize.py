@@ -1,0 +1,51 @@
+#!/usr/bin/env python3
+"""Merges attention_bench and torch peer JSON into one results file and prints
+the table of our figures against the issue-6 targets.
+
+usage: summarize.py ours.json torch.json COMMIT OUT_DIR
+"""
+import datetime
+import json
+import os
+import sys
+
+
+def main():
+    ours = json.load(open(sys.argv[1]))
+    peers = json.load(open(sys.argv[2])) if os.path.exists(sys.argv[2]) else {}
+    commit, out_dir = sys.argv[3], sys.argv[4]
+    date = datetime.date.today().isoformat()
+    copy = ours["copy_GBps_rw"]
+    rows = []
+    for t in ours["timings"]:
+        if t["kind"] == "prefill":
+            cudnn = peers.get(f"{t['name']} cudnn", {}).get("tflops")
+            flash = peers.get(f"{t['name']} flash", {}).get("tflops")
+            target = cudnn
+            met = target is not None and t["tflops"] >= target
+            rows.append((t["name"], f"{t['tflops']:.0f} TFLOP/s", f"flash {flash or 0:.0f} / cudnn {cudnn or 0:.0f}",
+                         f">= cudnn ({(t['tflops'] / cudnn * 100) if cudnn else 0:.0f}%)", met, t["check"]))
+            t["peer_flash_tflops"], t["peer_cudnn_tflops"] = flash, cudnn
+        else:
+            sdpa = peers.get(f"decode {t['name']} sdpa", {}).get("GBps")
+            target_pct = 50.0 if t["name"].startswith("b1 L4096") else 85.0
+            met = t["pct_of_copy"] >= target_pct
+            rows.append((t["name"], f"{t['GBps']:.0f} GB/s ({t['pct_of_copy']:.0f}% copy)", f"sdpa {sdpa or 0:.0f} GB/s",
+                         f">= {target_pct:.0f}% copy", met, t["check"]))
+            t["peer_sdpa_GBps"], t["target_pct_of_copy"] = sdpa, target_pct
+    merged = {"date": date, "gpu": ours["gpu"], "commit": commit, "copy_GBps_rw": copy,
+              "torch": peers.get("torch"), "checks": ours["checks"], "timings": ours["timings"], "peers": peers}
+    path = os.path.join(out_dir, f"{date}-h200-attention.json")
+    json.dump(merged, open(path, "w"), indent=1)
+    fails = [c["name"] for c in ours["checks"] if not c["pass"]]
+    print(f"\ncommit {commit}  gpu {ours['gpu']}  copy {copy:.0f} GB/s  checks {len(ours['checks'])} failed {len(fails)}")
+    for f in fails:
+        print("  FAILED:", f)
+    print(f"{'case':34} {'ours':26} {'peers':26} {'target':18} met check")
+    for r in rows:
+        print(f"{r[0]:34} {r[1]:26} {r[2]:26} {r[3]:18} {'yes' if r[4] else 'NO ':3} {r[5]}")
+    print("wrote", path)
+
+
+if __name__ == "__main__":
+    main()

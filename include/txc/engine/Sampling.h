@@ -1,0 +1,54 @@
+//===- Sampling.h - Choosing the next token on the CPU ---------*- C++ -*-===//
+//
+// Greedy, temperature, top-k and top-p sampling, applied in HF's order
+// (temperature, then top-k, then top-p). Randomness is counter-based: the
+// draw for generated token i of a request is a pure function of
+// (seed, i), so a request gives the same tokens whether it runs alone or
+// batched with others, in any order, on any run.
+//
+//===----------------------------------------------------------------------===//
+#ifndef TXC_ENGINE_SAMPLING_H
+#define TXC_ENGINE_SAMPLING_H
+
+#include "txc/Status.h"
+
+#include <cstdint>
+#include <vector>
+
+namespace txc::engine {
+
+struct SamplingParams {
+  /// Generation stops after this many tokens (or at a stop token, or at the
+  /// artifact's max_seq_len).
+  int32_t max_new_tokens = 16;
+  /// 0 means greedy (argmax; ties go to the lowest token id).
+  float temperature = 0.0f;
+  /// Keep the k most likely tokens; 0 keeps all.
+  int32_t top_k = 0;
+  /// Keep the smallest set of most likely tokens whose probability reaches
+  /// top_p; 1 keeps all.
+  float top_p = 1.0f;
+  /// Seeds this request's draws; equal seeds give equal outputs.
+  uint64_t seed = 0;
+  /// Tokens that end generation besides the model's EOS ids. The stop token
+  /// itself is part of the output (as in HF generate).
+  std::vector<int32_t> stop_token_ids;
+  /// Keep generating through the model's EOS ids (benchmarks).
+  bool ignore_eos = false;
+};
+
+/// Rejects values no sampler can honour, naming the field and the limit.
+Status validateSamplingParams(const SamplingParams &params, int32_t vocab_size);
+
+/// The token drawn for generated token number `step` (0-based) of a request
+/// with `params`, from one row of logits. Fails only on logits that are NaN
+/// or all -inf (a backend bug worth a message, not a crash).
+StatusOr<int32_t> sampleToken(const float *logits, int32_t vocab_size,
+                              const SamplingParams &params, uint64_t step);
+
+/// The uniform [0, 1) value sampleToken draws for (seed, step).
+double samplingUniform(uint64_t seed, uint64_t step);
+
+} // namespace txc::engine
+
+#endif // TXC_ENGINE_SAMPLING_H

@@ -23,8 +23,7 @@ bool exists(const std::string &path) {
 }
 
 bool endsWith(std::string_view text, std::string_view suffix) {
-  return text.size() >= suffix.size() &&
-         text.substr(text.size() - suffix.size()) == suffix;
+  return text.size() >= suffix.size() && text.substr(text.size() - suffix.size()) == suffix;
 }
 
 std::string directoryOf(const std::string &path) {
@@ -37,35 +36,29 @@ std::string directoryOf(const std::string &path) {
 /// Shards live beside the index; a name with a slash or a dot-dot could
 /// point anywhere on the machine.
 bool isPlainFileName(const std::string &name) {
-  return !name.empty() && name != "." && name != ".." &&
-         name.find('/') == std::string::npos &&
+  return !name.empty() && name != "." && name != ".." && name.find('/') == std::string::npos &&
          name.find('\0') == std::string::npos;
 }
 
 } // namespace
 
-StatusOr<ShardIndex> parseShardIndex(std::string_view text,
-                                     const std::string &sourceName) {
-  TXC_ASSIGN_OR_RETURN(nlohmann::json index,
-                       parseStrictJson(text, sourceName));
+StatusOr<ShardIndex> parseShardIndex(std::string_view text, const std::string &sourceName) {
+  TXC_ASSIGN_OR_RETURN(nlohmann::json index, parseStrictJson(text, sourceName));
   if (!index.is_object())
     return invalidArgument(sourceName + ": index is JSON but not an object");
   auto weightMap = index.find("weight_map");
   if (weightMap == index.end() || !weightMap->is_object())
-    return invalidArgument(sourceName +
-                           ": missing or non-object \"weight_map\"");
+    return invalidArgument(sourceName + ": missing or non-object \"weight_map\"");
   if (weightMap->empty())
     return invalidArgument(sourceName + ": \"weight_map\" lists no tensors");
   ShardIndex result;
   for (const auto &[tensorName, shard] : weightMap->items()) {
     if (!shard.is_string())
-      return invalidArgument(sourceName + ": tensor " +
-                             quoteForMessage(tensorName) +
+      return invalidArgument(sourceName + ": tensor " + quoteForMessage(tensorName) +
                              ": shard is not a string");
     const std::string &shardName = shard.get_ref<const std::string &>();
     if (!isPlainFileName(shardName))
-      return invalidArgument(sourceName + ": tensor " +
-                             quoteForMessage(tensorName) + ": shard " +
+      return invalidArgument(sourceName + ": tensor " + quoteForMessage(tensorName) + ": shard " +
                              quoteForMessage(shardName) +
                              " is not a file name in the index's directory");
     result.weightMap.emplace(tensorName, shardName);
@@ -80,8 +73,8 @@ StatusOr<Checkpoint> Checkpoint::open(const std::string &path) {
       return openSharded(directory + kSafetensorsIndexName);
     if (exists(directory + kSingleSafetensorsName))
       return openSingle(directory + kSingleSafetensorsName);
-    return notFound(path + ": neither " + kSingleSafetensorsName + " nor " +
-                    kSafetensorsIndexName + " is there");
+    return notFound(path + ": neither " + kSingleSafetensorsName + " nor " + kSafetensorsIndexName +
+                    " is there");
   }
   if (endsWith(path, ".json"))
     return openSharded(path);
@@ -89,8 +82,7 @@ StatusOr<Checkpoint> Checkpoint::open(const std::string &path) {
 }
 
 StatusOr<Checkpoint> Checkpoint::openSingle(const std::string &path) {
-  TXC_ASSIGN_OR_RETURN(std::unique_ptr<SafetensorsFile> file,
-                       SafetensorsFile::open(path));
+  TXC_ASSIGN_OR_RETURN(std::unique_ptr<SafetensorsFile> file, SafetensorsFile::open(path));
   Checkpoint checkpoint;
   checkpoint.source_ = path;
   checkpoint.files_.push_back(std::move(file));
@@ -99,14 +91,11 @@ StatusOr<Checkpoint> Checkpoint::openSingle(const std::string &path) {
 }
 
 StatusOr<Checkpoint> Checkpoint::openSharded(const std::string &indexPath) {
-  TXC_ASSIGN_OR_RETURN(std::unique_ptr<MappedFile> indexFile,
-                       MappedFile::open(indexPath));
+  TXC_ASSIGN_OR_RETURN(std::unique_ptr<MappedFile> indexFile, MappedFile::open(indexPath));
   if (indexFile->size() > kMaxSafetensorsHeaderBytes)
-    return invalidArgument(indexPath + ": " +
-                           std::to_string(indexFile->size()) +
+    return invalidArgument(indexPath + ": " + std::to_string(indexFile->size()) +
                            " bytes, more than any index needs");
-  std::string_view text(reinterpret_cast<const char *>(indexFile->data()),
-                        indexFile->size());
+  std::string_view text(reinterpret_cast<const char *>(indexFile->data()), indexFile->size());
   TXC_ASSIGN_OR_RETURN(ShardIndex index, parseShardIndex(text, indexPath));
 
   // The first tensor mapped to each shard names it in a "missing" message.
@@ -120,24 +109,20 @@ StatusOr<Checkpoint> Checkpoint::openSharded(const std::string &indexPath) {
   std::map<std::string, const SafetensorsFile *> shardByName;
   for (const auto &[shardName, tensorName] : firstTensorOfShard) {
     std::string shardPath = directory + "/" + shardName;
-    StatusOr<std::unique_ptr<SafetensorsFile>> shard =
-        SafetensorsFile::open(shardPath);
+    StatusOr<std::unique_ptr<SafetensorsFile>> shard = SafetensorsFile::open(shardPath);
     if (!shard.isOk() && shard.status().code() == StatusCode::kNotFound)
-      return notFound(indexPath + ": tensor " + quoteForMessage(tensorName) +
-                      ": its shard " + quoteForMessage(shardName) +
-                      " does not exist");
+      return notFound(indexPath + ": tensor " + quoteForMessage(tensorName) + ": its shard " +
+                      quoteForMessage(shardName) + " does not exist");
     if (!shard.isOk())
       return shard.status();
     const SafetensorsFile &file = *shard.value();
     for (const TensorInfo &tensor : file.tensors()) {
       auto mapped = index.weightMap.find(tensor.name);
       if (mapped == index.weightMap.end())
-        return failedPrecondition(shardPath + ": tensor " +
-                                  quoteForMessage(tensor.name) +
+        return failedPrecondition(shardPath + ": tensor " + quoteForMessage(tensor.name) +
                                   " is not listed in " + indexPath);
       if (mapped->second != shardName)
-        return failedPrecondition(shardPath + ": tensor " +
-                                  quoteForMessage(tensor.name) +
+        return failedPrecondition(shardPath + ": tensor " + quoteForMessage(tensor.name) +
                                   " is here but the index puts it in " +
                                   quoteForMessage(mapped->second));
     }
@@ -146,10 +131,8 @@ StatusOr<Checkpoint> Checkpoint::openSharded(const std::string &indexPath) {
   }
   for (const auto &[tensorName, shardName] : index.weightMap) {
     if (!shardByName.at(shardName)->find(tensorName))
-      return failedPrecondition(indexPath + ": tensor " +
-                                quoteForMessage(tensorName) +
-                                ": the index puts it in " +
-                                quoteForMessage(shardName) +
+      return failedPrecondition(indexPath + ": tensor " + quoteForMessage(tensorName) +
+                                ": the index puts it in " + quoteForMessage(shardName) +
                                 ", which does not hold it");
   }
   checkpoint.indexTensors();
@@ -161,18 +144,15 @@ void Checkpoint::indexTensors() {
   for (const auto &file : files_)
     for (const TensorInfo &tensor : file->tensors())
       tensors_.push_back(CheckpointTensor{&tensor, file.get()});
-  std::sort(tensors_.begin(), tensors_.end(),
-            [](const CheckpointTensor &a, const CheckpointTensor &b) {
-              return a.name() < b.name();
-            });
+  std::sort(
+      tensors_.begin(), tensors_.end(),
+      [](const CheckpointTensor &a, const CheckpointTensor &b) { return a.name() < b.name(); });
 }
 
 const CheckpointTensor *Checkpoint::find(std::string_view name) const {
-  auto it = std::lower_bound(tensors_.begin(), tensors_.end(), name,
-                             [](const CheckpointTensor &tensor,
-                                std::string_view key) {
-                               return tensor.name() < key;
-                             });
+  auto it = std::lower_bound(
+      tensors_.begin(), tensors_.end(), name,
+      [](const CheckpointTensor &tensor, std::string_view key) { return tensor.name() < key; });
   if (it == tensors_.end() || it->name() != name)
     return nullptr;
   return &*it;

@@ -20,8 +20,7 @@
 
 namespace txc {
 
-inline constexpr const char *kSafetensorsIndexName =
-    "model.safetensors.index.json";
+inline constexpr const char *kSafetensorsIndexName = "model.safetensors.index.json";
 inline constexpr const char *kSingleSafetensorsName = "model.safetensors";
 
 /// One tensor of a checkpoint and the file that holds it.
@@ -45,8 +44,7 @@ struct ShardIndex {
 };
 
 /// Validates an index file's text. Pure: the fuzzer drives it directly.
-StatusOr<ShardIndex> parseShardIndex(std::string_view text,
-                                     const std::string &sourceName);
+StatusOr<ShardIndex> parseShardIndex(std::string_view text, const std::string &sourceName);
 
 class Checkpoint {
 public:
@@ -60,9 +58,7 @@ public:
   const std::vector<CheckpointTensor> &tensors() const { return tensors_; }
   /// nullptr when absent.
   const CheckpointTensor *find(std::string_view name) const;
-  const std::vector<std::unique_ptr<SafetensorsFile>> &files() const {
-    return files_;
-  }
+  const std::vector<std::unique_ptr<SafetensorsFile>> &files() const { return files_; }
 
 private:
   static StatusOr<Checkpoint> openSingle(const std::string &path);

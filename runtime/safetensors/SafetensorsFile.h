@@ -58,8 +58,7 @@ struct SafetensorsHeader {
 
 /// Validates the whole buffer of a .safetensors file. `sourceName` starts
 /// every message. Pure: the fuzzer drives this directly.
-StatusOr<SafetensorsHeader> parseSafetensors(const std::byte *bytes,
-                                             uint64_t size,
+StatusOr<SafetensorsHeader> parseSafetensors(const std::byte *bytes, uint64_t size,
                                              const std::string &sourceName);
 
 /// "[4096, 128]": shapes in messages.
@@ -68,8 +67,7 @@ std::string formatShape(const std::vector<int64_t> &shape);
 class SafetensorsFile {
 public:
   /// Maps `path` and validates its header.
-  static StatusOr<std::unique_ptr<SafetensorsFile>>
-  open(const std::string &path);
+  static StatusOr<std::unique_ptr<SafetensorsFile>> open(const std::string &path);
 
   const std::string &path() const { return file_->path(); }
   const SafetensorsHeader &header() const { return header_; }

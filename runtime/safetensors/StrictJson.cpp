@@ -57,8 +57,7 @@ std::string quoteForMessage(std::string_view name) {
   return quoted + "'";
 }
 
-StatusOr<nlohmann::json> parseStrictJson(std::string_view text,
-                                         const std::string &sourceName) {
+StatusOr<nlohmann::json> parseStrictJson(std::string_view text, const std::string &sourceName) {
   if (nestingDepthUpTo(text, kMaxJsonDepth) > kMaxJsonDepth)
     return invalidArgument(sourceName + ": JSON nests deeper than " +
                            std::to_string(kMaxJsonDepth) + " levels");
@@ -66,16 +65,14 @@ StatusOr<nlohmann::json> parseStrictJson(std::string_view text,
   // One key set per open object; the depth bound above bounds this stack.
   std::vector<std::set<std::string>> keysPerObject;
   std::string duplicateKey;
-  auto rejectDuplicates = [&](int, nlohmann::json::parse_event_t event,
-                              nlohmann::json &parsed) {
+  auto rejectDuplicates = [&](int, nlohmann::json::parse_event_t event, nlohmann::json &parsed) {
     using Event = nlohmann::json::parse_event_t;
     if (event == Event::object_start) {
       keysPerObject.emplace_back();
     } else if (event == Event::object_end) {
       if (!keysPerObject.empty())
         keysPerObject.pop_back();
-    } else if (event == Event::key && !keysPerObject.empty() &&
-               duplicateKey.empty()) {
+    } else if (event == Event::key && !keysPerObject.empty() && duplicateKey.empty()) {
       const std::string &key = parsed.get_ref<const std::string &>();
       if (!keysPerObject.back().insert(key).second)
         duplicateKey = key;
@@ -102,8 +99,8 @@ StatusOr<nlohmann::json> parseStrictJson(std::string_view text,
     return invalidArgument(sourceName + ": invalid JSON: " + what);
   }
   if (!duplicateKey.empty())
-    return invalidArgument(sourceName + ": JSON key " +
-                           quoteForMessage(duplicateKey) + " appears twice");
+    return invalidArgument(sourceName + ": JSON key " + quoteForMessage(duplicateKey) +
+                           " appears twice");
   return value;
 }
 

@@ -23,8 +23,7 @@ namespace txc {
 inline constexpr int kMaxJsonDepth = 32;
 
 /// Parses `text`; `sourceName` (usually a path) starts every error message.
-StatusOr<nlohmann::json> parseStrictJson(std::string_view text,
-                                         const std::string &sourceName);
+StatusOr<nlohmann::json> parseStrictJson(std::string_view text, const std::string &sourceName);
 
 /// 'name' for an error message: quoted, control bytes escaped as \xNN (a
 /// tensor name may hold a newline; messages stay one line) and cut at 160

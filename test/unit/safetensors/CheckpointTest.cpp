@@ -16,29 +16,23 @@ using testing::FakeTensor;
 using testing::ScratchDirectory;
 
 const std::string kFixtures = std::string(TXC_SOURCE_DIR) + "/test/fixtures";
-const std::string kStories260K =
-    std::string(TXC_SOURCE_DIR) + "/../shared/models/stories260K";
+const std::string kStories260K = std::string(TXC_SOURCE_DIR) + "/../shared/models/stories260K";
 
 /// A two-shard set: embed + layer 0 in shard 1, layer 1 + norm in shard 2.
 struct ShardedSet {
   ScratchDirectory scratch{"sharded"};
-  std::vector<FakeTensor> shard1 = {{"embed", "BF16", {8, 4}},
-                                    {"layer0", "F16", {4, 4}}};
-  std::vector<FakeTensor> shard2 = {{"layer1", "BF16", {4, 4}},
-                                    {"norm", "F32", {4}}};
-  nlohmann::json index = {
-      {"metadata", {{"total_size", 112}}},
-      {"weight_map",
-       {{"embed", "model-00001-of-00002.safetensors"},
-        {"layer0", "model-00001-of-00002.safetensors"},
-        {"layer1", "model-00002-of-00002.safetensors"},
-        {"norm", "model-00002-of-00002.safetensors"}}}};
+  std::vector<FakeTensor> shard1 = {{"embed", "BF16", {8, 4}}, {"layer0", "F16", {4, 4}}};
+  std::vector<FakeTensor> shard2 = {{"layer1", "BF16", {4, 4}}, {"norm", "F32", {4}}};
+  nlohmann::json index = {{"metadata", {{"total_size", 112}}},
+                          {"weight_map",
+                           {{"embed", "model-00001-of-00002.safetensors"},
+                            {"layer0", "model-00001-of-00002.safetensors"},
+                            {"layer1", "model-00002-of-00002.safetensors"},
+                            {"norm", "model-00002-of-00002.safetensors"}}}};
 
   void write() {
-    testing::writeSafetensors(scratch.file("model-00001-of-00002.safetensors"),
-                              shard1);
-    testing::writeSafetensors(scratch.file("model-00002-of-00002.safetensors"),
-                              shard2);
+    testing::writeSafetensors(scratch.file("model-00001-of-00002.safetensors"), shard1);
+    testing::writeSafetensors(scratch.file("model-00002-of-00002.safetensors"), shard2);
     testing::writeBytes(scratch.file(kSafetensorsIndexName), index.dump());
   }
   std::string indexPath() const { return scratch.file(kSafetensorsIndexName); }
@@ -57,8 +51,7 @@ TEST(Checkpoint, OpensTheTinyLlamaFixture) {
   ASSERT_TRUE(checkpoint.isOk()) << checkpoint.status().toString();
   EXPECT_EQ(checkpoint->source(), kFixtures + "/tiny-llama/model.safetensors");
   EXPECT_EQ(checkpoint->tensors().size(), 21u); // 2 layers x 9 + embed, norm, head
-  const CheckpointTensor *q =
-      checkpoint->find("model.layers.1.self_attn.q_proj.weight");
+  const CheckpointTensor *q = checkpoint->find("model.layers.1.self_attn.q_proj.weight");
   ASSERT_NE(q, nullptr);
   EXPECT_EQ(q->dtype(), DType::kBF16);
   EXPECT_EQ(q->shape(), (std::vector<int64_t>{128, 64})); // 4 heads x 32
@@ -76,8 +69,7 @@ TEST(Checkpoint, OpensTheTinyLlamaFixture) {
 }
 
 TEST(Checkpoint, OpensEveryFixtureInBF16) {
-  for (const char *name :
-       {"tiny-llama", "tiny-mistral", "tiny-qwen2", "tiny-qwen3"}) {
+  for (const char *name : {"tiny-llama", "tiny-mistral", "tiny-qwen2", "tiny-qwen3"}) {
     auto checkpoint = Checkpoint::open(kFixtures + "/" + name);
     ASSERT_TRUE(checkpoint.isOk()) << checkpoint.status().toString();
     for (const CheckpointTensor &tensor : checkpoint->tensors())
@@ -127,8 +119,9 @@ TEST(Checkpoint, SurvivesBeingMoved) {
 TEST(Checkpoint, ReportsADirectoryWithoutWeights) {
   ScratchDirectory scratch("empty");
   auto checkpoint = Checkpoint::open(scratch.path());
-  EXPECT_NE(errorOf(checkpoint).find("neither model.safetensors nor "
-                                     "model.safetensors.index.json"),
+  EXPECT_NE(errorOf(checkpoint)
+                .find("neither model.safetensors nor "
+                      "model.safetensors.index.json"),
             std::string::npos);
   EXPECT_EQ(checkpoint.status().code(), StatusCode::kNotFound);
 }
@@ -136,9 +129,7 @@ TEST(Checkpoint, ReportsADirectoryWithoutWeights) {
 TEST(Checkpoint, ReportsAMissingShardWithATensorItHolds) {
   ShardedSet set;
   set.write();
-  ASSERT_EQ(std::remove(set.scratch.file("model-00002-of-00002.safetensors")
-                            .c_str()),
-            0);
+  ASSERT_EQ(std::remove(set.scratch.file("model-00002-of-00002.safetensors").c_str()), 0);
   EXPECT_NE(errorOf(Checkpoint::open(set.scratch.path()))
                 .find("model.safetensors.index.json: tensor 'layer1': its "
                       "shard 'model-00002-of-00002.safetensors' does not "
@@ -182,8 +173,7 @@ TEST(Checkpoint, ReportsAnIndexedTensorItsShardLacks) {
 TEST(Checkpoint, ReportsAShardThatIsItselfBroken) {
   ShardedSet set;
   set.write();
-  testing::writeBytes(set.scratch.file("model-00002-of-00002.safetensors"),
-                      "short");
+  testing::writeBytes(set.scratch.file("model-00002-of-00002.safetensors"), "short");
   EXPECT_NE(errorOf(Checkpoint::open(set.scratch.path()))
                 .find("model-00002-of-00002.safetensors: 5 bytes, too short"),
             std::string::npos);
@@ -207,21 +197,16 @@ TEST(ShardIndex, RejectsMalformedIndexes) {
     EXPECT_FALSE(result.isOk()) << text;
     return result.isOk() ? "" : result.status().message();
   };
-  EXPECT_NE(errorOfIndex("{\"weight_map\": {").find("index.json: invalid JSON"),
+  EXPECT_NE(errorOfIndex("{\"weight_map\": {").find("index.json: invalid JSON"), std::string::npos);
+  EXPECT_NE(errorOfIndex("[]").find("index is JSON but not an object"), std::string::npos);
+  EXPECT_NE(errorOfIndex("{\"metadata\": {}}").find("missing or non-object \"weight_map\""),
             std::string::npos);
-  EXPECT_NE(errorOfIndex("[]").find("index is JSON but not an object"),
+  EXPECT_NE(errorOfIndex("{\"weight_map\": {}}").find("lists no tensors"), std::string::npos);
+  EXPECT_NE(errorOfIndex("{\"weight_map\": {\"a\": 3}}").find("tensor 'a': shard is not a string"),
             std::string::npos);
-  EXPECT_NE(errorOfIndex("{\"metadata\": {}}")
-                .find("missing or non-object \"weight_map\""),
-            std::string::npos);
-  EXPECT_NE(errorOfIndex("{\"weight_map\": {}}").find("lists no tensors"),
-            std::string::npos);
-  EXPECT_NE(errorOfIndex("{\"weight_map\": {\"a\": 3}}")
-                .find("tensor 'a': shard is not a string"),
-            std::string::npos);
-  EXPECT_NE(errorOfIndex("{\"weight_map\": {\"a\": \"x\", \"a\": \"y\"}}")
-                .find("key 'a' appears twice"),
-            std::string::npos);
+  EXPECT_NE(
+      errorOfIndex("{\"weight_map\": {\"a\": \"x\", \"a\": \"y\"}}").find("key 'a' appears twice"),
+      std::string::npos);
 }
 
 } // namespace

@@ -12,8 +12,8 @@
 
 #include <cstdint>
 #include <cstdlib>
-#include <filesystem>
 #include <fcntl.h>
+#include <filesystem>
 #include <fstream>
 #include <stdexcept>
 #include <string>
@@ -49,9 +49,8 @@ inline nlohmann::json contiguousHeader(const std::vector<FakeTensor> &tensors) {
   uint64_t offset = 0;
   for (const FakeTensor &tensor : tensors) {
     uint64_t end = offset + fakeByteSize(tensor);
-    header[tensor.name] = {{"dtype", tensor.dtype},
-                           {"shape", tensor.shape},
-                           {"data_offsets", {offset, end}}};
+    header[tensor.name] = {
+        {"dtype", tensor.dtype}, {"shape", tensor.shape}, {"data_offsets", {offset, end}}};
     offset = end;
   }
   return header;
@@ -66,16 +65,14 @@ inline uint64_t dataSectionBytes(const nlohmann::json &header) {
 }
 
 /// The 8-byte little-endian length, then the header text as given.
-inline std::string lengthPrefixed(const std::string &headerText,
-                                  uint64_t declaredLength) {
+inline std::string lengthPrefixed(const std::string &headerText, uint64_t declaredLength) {
   std::string bytes(8, '\0');
   for (int i = 0; i < 8; ++i)
     bytes[i] = static_cast<char>((declaredLength >> (8 * i)) & 0xff);
   return bytes + headerText;
 }
 
-inline std::string safetensorsBytes(const std::string &headerText,
-                                    const std::string &data) {
+inline std::string safetensorsBytes(const std::string &headerText, const std::string &data) {
   return lengthPrefixed(headerText, headerText.size()) + data;
 }
 
@@ -88,8 +85,7 @@ inline void writeBytes(const std::string &path, const std::string &bytes) {
 
 /// A well-formed file; the data section is `fill` repeated, or a hole (a
 /// sparse file: nothing is written, so even 16 GB cost no disk) when sparse.
-inline void writeSafetensors(const std::string &path,
-                             const std::vector<FakeTensor> &tensors,
+inline void writeSafetensors(const std::string &path, const std::vector<FakeTensor> &tensors,
                              bool sparse = false, char fill = '\x01') {
   nlohmann::json header = contiguousHeader(tensors);
   uint64_t dataBytes = dataSectionBytes(header);
@@ -99,8 +95,7 @@ inline void writeSafetensors(const std::string &path,
     return;
   }
   writeBytes(path, safetensorsBytes(headerText, ""));
-  if (::truncate(path.c_str(), static_cast<off_t>(8 + headerText.size() +
-                                                  dataBytes)) != 0)
+  if (::truncate(path.c_str(), static_cast<off_t>(8 + headerText.size() + dataBytes)) != 0)
     throw std::runtime_error("cannot extend " + path);
 }
 

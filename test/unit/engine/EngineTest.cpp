@@ -1,0 +1,260 @@
+//===- EngineTest.cpp - Batched equals alone, streaming, stopping ---------===//
+#include "FakeExecutor.h"
+
+#include "txc/engine/Engine.h"
+
+#include <gtest/gtest.h>
+
+namespace txc::engine {
+namespace {
+
+using testing::FakeExecutor;
+
+constexpr int32_t kVocab = 50;
+
+SchedulerConfig generousConfig() {
+  SchedulerConfig config;
+  config.max_batch_tokens = 256;
+  config.max_num_seqs = 16;
+  config.max_seq_len = 128;
+  config.page_size = 4;
+  config.num_pages = 256;
+  return config;
+}
+
+// Six requests of different lengths, greedy and sampled, no EOS.
+std::vector<Request> mixedRequests() {
+  std::vector<Request> requests;
+  int32_t prompt_lengths[] = {1, 7, 23, 4, 40, 12};
+  int32_t new_tokens[] = {9, 5, 12, 17, 6, 10};
+  for (int i = 0; i < 6; ++i) {
+    Request request;
+    for (int32_t t = 0; t < prompt_lengths[i]; ++t)
+      request.prompt_ids.push_back((7 * i + 3 * t + 1) % kVocab);
+    request.sampling.max_new_tokens = new_tokens[i];
+    if (i % 2 == 1) {
+      request.sampling.temperature = 0.8f;
+      request.sampling.top_k = 20;
+      request.sampling.top_p = 0.9f;
+      request.sampling.seed = 1000 + i;
+    }
+    requests.push_back(request);
+  }
+  return requests;
+}
+
+struct EngineRun {
+  std::vector<RequestResult> results;
+  SchedulerStats stats;
+  std::vector<Batch> batches;
+};
+
+EngineRun runTogether(const std::vector<Request> &requests, const SchedulerConfig &config,
+                std::vector<int32_t> eos = {}) {
+  FakeExecutor executor(kVocab, config.num_pages, config.page_size);
+  auto engine = Engine::create(executor, EngineConfig{config, std::move(eos)});
+  EXPECT_TRUE(engine.isOk()) << engine.status().toString();
+  auto results = (*engine)->generate(requests);
+  EXPECT_TRUE(results.isOk()) << results.status().toString();
+  EXPECT_TRUE((*engine)->idle());
+  EXPECT_EQ((*engine)->scheduler().pages().numFreePages(), config.num_pages)
+      << "every page returns when every request is done";
+  return {results.isOk() ? *results : std::vector<RequestResult>{},
+          (*engine)->stats(), executor.batches()};
+}
+
+std::vector<std::vector<int32_t>> outputsAlone(const std::vector<Request> &requests,
+                                               std::vector<int32_t> eos = {}) {
+  std::vector<std::vector<int32_t>> outputs;
+  for (const Request &request : requests) {
+    EngineRun alone = runTogether({request}, generousConfig(), eos);
+    EXPECT_EQ(alone.stats.max_sequences_in_a_step, 1);
+    outputs.push_back(alone.results.at(0).output_ids);
+  }
+  return outputs;
+}
+
+std::vector<std::vector<int32_t>> outputsOf(const EngineRun &run) {
+  std::vector<std::vector<int32_t>> outputs;
+  for (const RequestResult &result : run.results)
+    outputs.push_back(result.output_ids);
+  return outputs;
+}
+
+TEST(EngineTest, BatchedRequestsMatchEachRunAlone) {
+  std::vector<Request> requests = mixedRequests();
+  auto alone = outputsAlone(requests);
+  EngineRun together = runTogether(requests, generousConfig());
+  EXPECT_EQ(outputsOf(together), alone);
+  EXPECT_EQ(together.stats.max_sequences_in_a_step, 6) << "all six in one batch";
+  for (size_t i = 0; i < requests.size(); ++i) {
+    EXPECT_EQ(together.results[i].output_ids.size(),
+              size_t(requests[i].sampling.max_new_tokens));
+    EXPECT_EQ(together.results[i].finish_reason, FinishReason::kLength);
+  }
+}
+
+TEST(EngineTest, StaggeredArrivalsMatchEachRunAlone) {
+  // Requests join while others decode: continuous batching.
+  std::vector<Request> requests = mixedRequests();
+  auto alone = outputsAlone(requests);
+  SchedulerConfig config = generousConfig();
+  FakeExecutor executor(kVocab, config.num_pages, config.page_size);
+  auto engine = Engine::create(executor, EngineConfig{config, {}});
+  ASSERT_TRUE(engine.isOk());
+  std::vector<std::vector<int32_t>> outputs(requests.size());
+  for (size_t i = 0; i < requests.size(); ++i) {
+    auto id = (*engine)->submit(requests[i], [&outputs, i](const TokenEvent &event) {
+      outputs[i].push_back(event.token);
+    });
+    ASSERT_TRUE(id.isOk());
+    ASSERT_TRUE((*engine)->step().isOk());
+    ASSERT_TRUE((*engine)->step().isOk());
+  }
+  ASSERT_TRUE((*engine)->runUntilIdle().isOk());
+  EXPECT_EQ(outputs, alone);
+  EXPECT_GT((*engine)->stats().mixed_steps, 0);
+}
+
+TEST(EngineTest, ChunkedPrefillUnderASmallTokenBudgetMatchesAlone) {
+  std::vector<Request> requests = mixedRequests();
+  SchedulerConfig config = generousConfig();
+  config.max_batch_tokens = 8;
+  EngineRun together = runTogether(requests, config);
+  EXPECT_EQ(outputsOf(together), outputsAlone(requests));
+  for (const Batch &batch : together.batches)
+    EXPECT_LE(batch.numTokens(), 8);
+  EXPECT_EQ(together.stats.max_tokens_in_a_step, 8);
+}
+
+TEST(EngineTest, PreemptionUnderATightPageBudgetMatchesAlone) {
+  std::vector<Request> requests = mixedRequests();
+  SchedulerConfig config = generousConfig();
+  config.num_pages = 14; // 56 slots; the longest request alone needs 12 pages
+  EngineRun together = runTogether(requests, config);
+  EXPECT_EQ(outputsOf(together), outputsAlone(requests));
+  EXPECT_GT(together.stats.preemptions, 0);
+  EXPECT_GT(together.stats.max_sequences_in_a_step, 1);
+}
+
+TEST(EngineTest, FewSequencesPerStepMatchesAlone) {
+  std::vector<Request> requests = mixedRequests();
+  SchedulerConfig config = generousConfig();
+  config.max_num_seqs = 2;
+  config.max_batch_tokens = 16;
+  EngineRun together = runTogether(requests, config);
+  EXPECT_EQ(outputsOf(together), outputsAlone(requests));
+  EXPECT_EQ(together.stats.max_sequences_in_a_step, 2);
+}
+
+TEST(EngineTest, SameSeedsSameOutputsAcrossRuns) {
+  std::vector<Request> requests = mixedRequests();
+  EXPECT_EQ(outputsOf(runTogether(requests, generousConfig())),
+            outputsOf(runTogether(requests, generousConfig())));
+  std::vector<Request> reseeded = requests;
+  reseeded[1].sampling.seed += 1;
+  EXPECT_NE(outputsOf(runTogether(reseeded, generousConfig()))[1],
+            outputsOf(runTogether(requests, generousConfig()))[1]);
+}
+
+TEST(EngineTest, StreamsEveryTokenInOrderAndMarksTheLast) {
+  SchedulerConfig config = generousConfig();
+  FakeExecutor executor(kVocab, config.num_pages, config.page_size);
+  auto engine = Engine::create(executor, EngineConfig{config, {}});
+  ASSERT_TRUE(engine.isOk());
+  std::vector<TokenEvent> events;
+  Request request = mixedRequests()[2];
+  auto id = (*engine)->submit(request, [&](const TokenEvent &e) { events.push_back(e); });
+  ASSERT_TRUE(id.isOk());
+  ASSERT_TRUE((*engine)->runUntilIdle().isOk());
+  ASSERT_EQ(events.size(), size_t(request.sampling.max_new_tokens));
+  for (size_t i = 0; i < events.size(); ++i) {
+    EXPECT_EQ(events[i].request, *id);
+    EXPECT_EQ(events[i].index, int32_t(i));
+    EXPECT_EQ(events[i].finished, i + 1 == events.size());
+  }
+  EXPECT_EQ(events.back().finish_reason, FinishReason::kLength);
+}
+
+TEST(EngineTest, StopsAtEosUnlessIgnored) {
+  Request request = mixedRequests()[4];
+  request.sampling.max_new_tokens = 30;
+  std::vector<int32_t> free_run = outputsAlone({request})[0];
+  int32_t eos = free_run[3]; // make the 4th token an EOS
+  size_t first_eos = std::find(free_run.begin(), free_run.end(), eos) - free_run.begin();
+
+  EngineRun stopped = runTogether({request}, generousConfig(), {eos});
+  EXPECT_EQ(stopped.results[0].finish_reason, FinishReason::kStop);
+  EXPECT_EQ(stopped.results[0].output_ids,
+            std::vector<int32_t>(free_run.begin(), free_run.begin() + first_eos + 1))
+      << "output ends with, and includes, the EOS";
+
+  Request ignoring = request;
+  ignoring.sampling.ignore_eos = true;
+  EngineRun ignored = runTogether({ignoring}, generousConfig(), {eos});
+  EXPECT_EQ(ignored.results[0].output_ids, free_run);
+
+  Request with_stop = request;
+  with_stop.sampling.stop_token_ids = {eos};
+  EngineRun stop_id = runTogether({with_stop}, generousConfig());
+  EXPECT_EQ(stop_id.results[0].output_ids, stopped.results[0].output_ids);
+}
+
+TEST(EngineTest, GenerationStopsAtMaxSeqLen) {
+  SchedulerConfig config = generousConfig();
+  config.max_seq_len = 20;
+  Request request;
+  request.prompt_ids.assign(15, 3);
+  request.sampling.max_new_tokens = 100;
+  EngineRun run = runTogether({request}, config);
+  EXPECT_EQ(run.results[0].output_ids.size(), 5u);
+  EXPECT_EQ(run.results[0].finish_reason, FinishReason::kLength);
+}
+
+TEST(EngineTest, RejectsBadRequestsWithTheLimitNamed) {
+  SchedulerConfig config = generousConfig();
+  FakeExecutor executor(kVocab, config.num_pages, config.page_size);
+  auto engine = Engine::create(executor, EngineConfig{config, {}});
+  ASSERT_TRUE(engine.isOk());
+  Request out_of_vocab;
+  out_of_vocab.prompt_ids = {1, 2, kVocab};
+  EXPECT_EQ((*engine)->submit(out_of_vocab).status().message(),
+            "prompt token 2 is 50, outside the vocabulary of 50");
+  Request too_long;
+  too_long.prompt_ids.assign(128, 1);
+  EXPECT_EQ((*engine)->submit(too_long).status().code(), StatusCode::kOutOfRange);
+  Request bad_sampling;
+  bad_sampling.prompt_ids = {1};
+  bad_sampling.sampling.top_p = 2.0f;
+  EXPECT_FALSE((*engine)->submit(bad_sampling).isOk());
+  EXPECT_TRUE((*engine)->idle());
+
+  EXPECT_EQ(Engine::create(executor, EngineConfig{config, {kVocab}}).status().message(),
+            "EOS token 50 is outside the vocabulary of 50");
+}
+
+TEST(EngineTest, ExecutorFailureEndsEveryRequestAndFreesPages) {
+  SchedulerConfig config = generousConfig();
+  FakeExecutor executor(kVocab, config.num_pages, config.page_size);
+  executor.failAtStep(3);
+  auto engine = Engine::create(executor, EngineConfig{config, {}});
+  ASSERT_TRUE(engine.isOk());
+  std::vector<TokenEvent> last_events(2);
+  for (int i = 0; i < 2; ++i)
+    ASSERT_TRUE((*engine)
+                    ->submit(mixedRequests()[i + 1],
+                             [&last_events, i](const TokenEvent &e) { last_events[i] = e; })
+                    .isOk());
+  Status status = (*engine)->runUntilIdle();
+  ASSERT_FALSE(status.isOk());
+  EXPECT_EQ(status.message(), "step 4 (2 sequences, 2 tokens): injected failure");
+  for (const TokenEvent &event : last_events) {
+    EXPECT_TRUE(event.finished);
+    EXPECT_EQ(event.finish_reason, FinishReason::kError);
+  }
+  EXPECT_TRUE((*engine)->idle());
+  EXPECT_EQ((*engine)->scheduler().pages().numFreePages(), config.num_pages);
+}
+
+} // namespace
+} // namespace txc::engine

@@ -9,7 +9,7 @@
 // set is several times the 60 MB L2. The device-copy bandwidth is measured in
 // the same run and is the ceiling decode is judged against.
 //
-// Usage: attention_bench [--json FILE] [--skip-timing]
+// Usage: attention_bench [--json FILE] [--skip-timing] [--decode-only]
 //
 //===----------------------------------------------------------------------===//
 #include <algorithm>
@@ -541,12 +541,14 @@ void writeJson(const char *path) {
 
 int main(int argc, char **argv) {
   const char *json_path = nullptr;
-  bool timing = true;
+  bool timing = true, prefill = true;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--json") && i + 1 < argc)
       json_path = argv[++i];
     else if (!std::strcmp(argv[i], "--skip-timing"))
       timing = false;
+    else if (!std::strcmp(argv[i], "--decode-only"))
+      prefill = false;
   }
   std::mt19937 rng(20261130);
   const auto bf16 = ElementType::kBf16, fp16 = ElementType::kFp16;
@@ -585,9 +587,12 @@ int main(int argc, char **argv) {
       {"softcap 50 causal d128", 16, 4, 128, {400, 9}, {}, true, 0, -1, 50.f},
   };
   for (const auto &c : prefill_checks)
-    runPrefill<__nv_bfloat16>(c, bf16, rng);
-  runPrefill<__half>(prefill_checks[0], fp16, rng);
-  runPrefill<__half>(prefill_checks[4], fp16, rng);
+    if (prefill)
+      runPrefill<__nv_bfloat16>(c, bf16, rng);
+  if (prefill) {
+    runPrefill<__half>(prefill_checks[0], fp16, rng);
+    runPrefill<__half>(prefill_checks[4], fp16, rng);
+  }
 
   if (timing) {
     std::printf("== decode timing (GQA 32/8, d128, bf16, page 16)\n");
@@ -604,6 +609,8 @@ int main(int argc, char **argv) {
       runDecode<__nv_bfloat16>(c, bf16, rng);
     }
 
+    if (!prefill)
+      goto done;
     std::printf("== prefill timing (bf16, 16k tokens per batch, H*d = 2048)\n");
     struct Shape { int d, seqlen; };
     const std::vector<Shape> shapes = {{128, 1024}, {128, 4096}, {128, 16384}, {64, 4096}, {256, 4096}};
@@ -621,6 +628,7 @@ int main(int argc, char **argv) {
     runPrefill<__nv_bfloat16>(paged, bf16, rng);
   }
 
+done:
   int failed = 0;
   for (auto &c : g_checks)
     failed += c.pass ? 0 : 1;

@@ -91,6 +91,67 @@ __device__ __forceinline__ void combineOneElement(const DecodeParams &p, int seq
     p.maybe_lse[row] = max_lse == -INFINITY ? -INFINITY : (max_lse + log2f(weight_sum)) * kLn2;
 }
 
+/// Shared tail of the decode kernels: merges the per-warp softmax states held
+/// in shared memory (acc [W][G][D], m and l [W][G], base-2 maxima), then writes
+/// the output (one split), or the split's partial and, when split counters are
+/// given, lets the last CTA of the (sequence, kv head) merge all splits.
+template <typename T, int G, int D, int W, int kThreads>
+__device__ __forceinline__ void decodeEpilogue(const DecodeParams &params, const float *warp_acc,
+                                               const float *warp_m, const float *warp_l, int split, int seq,
+                                               int kv_head) {
+  using Ops = ElementOps<T>;
+  const long long rows = (long long)params.batch * params.num_qo_heads;
+  for (int idx = threadIdx.x; idx < G * D; idx += kThreads) {
+    const int g = idx / D, dim = idx % D;
+    const int head = kv_head * G + g;
+    float max_m = -INFINITY;
+#pragma unroll
+    for (int w = 0; w < W; ++w)
+      max_m = fmaxf(max_m, warp_m[w * G + g]);
+    float sum = 0.f, out = 0.f;
+    if (max_m != -INFINITY) {
+#pragma unroll
+      for (int w = 0; w < W; ++w) {
+        float wgt = exp2f(warp_m[w * G + g] - max_m);
+        sum += warp_l[w * G + g] * wgt;
+        out += warp_acc[(w * G + g) * D + dim] * wgt;
+      }
+      out /= sum;
+    }
+    const float lse2 = max_m == -INFINITY ? -INFINITY : max_m + log2f(sum);
+    const long long row = (long long)seq * params.num_qo_heads + head;
+    if (params.num_splits == 1) {
+      T *o = static_cast<T *>(params.o) + seq * params.o_batch_stride + head * params.o_head_stride;
+      o[dim] = Ops::fromFloat(out);
+      if (params.maybe_lse != nullptr && dim == 0)
+        params.maybe_lse[row] = lse2 * kLn2;
+    } else {
+      params.maybe_partial_o[(split * rows + row) * D + dim] = out;
+      if (dim == 0)
+        params.maybe_partial_lse[split * rows + row] = lse2;
+    }
+  }
+
+  if (params.num_splits == 1 || params.maybe_split_counters == nullptr)
+    return;
+
+  // Fused combine: the last CTA of this (sequence, kv head) merges the splits.
+  __shared__ bool is_last_split;
+  __threadfence();
+  __syncthreads();
+  unsigned *counter = params.maybe_split_counters + seq * params.num_kv_heads + kv_head;
+  if (threadIdx.x == 0)
+    is_last_split = atomicAdd(counter, 1u) == (unsigned)params.num_splits - 1;
+  __syncthreads();
+  if (!is_last_split)
+    return;
+  __threadfence();
+  for (int idx = threadIdx.x; idx < G * D; idx += kThreads)
+    combineOneElement<T, D>(params, seq, kv_head * G + idx / D, idx % D);
+  if (threadIdx.x == 0)
+    *counter = 0; // ready for the next launch (and for CUDA graph replays)
+}
+
 template <class Traits, class Variant>
 __global__ void __launch_bounds__(Traits::kThreads) pagedDecodeKernel(const DecodeParams params) {
   using T = typename Traits::DType;
@@ -263,56 +324,7 @@ __global__ void __launch_bounds__(Traits::kThreads) pagedDecodeKernel(const Deco
   }
   __syncthreads();
 
-  const long long rows = (long long)params.batch * params.num_qo_heads;
-  for (int idx = threadIdx.x; idx < G * D; idx += Traits::kThreads) {
-    const int g = idx / D, dim = idx % D;
-    const int head = kv_head * G + g;
-    float max_m = -INFINITY;
-#pragma unroll
-    for (int w = 0; w < W; ++w)
-      max_m = fmaxf(max_m, warp_m[w * G + g]);
-    float sum = 0.f, out = 0.f;
-    if (max_m != -INFINITY) {
-#pragma unroll
-      for (int w = 0; w < W; ++w) {
-        float wgt = exp2f(warp_m[w * G + g] - max_m);
-        sum += warp_l[w * G + g] * wgt;
-        out += warp_acc[(w * G + g) * D + dim] * wgt;
-      }
-      out /= sum;
-    }
-    const float lse2 = max_m == -INFINITY ? -INFINITY : max_m + log2f(sum);
-    const long long row = (long long)seq * params.num_qo_heads + head;
-    if (params.num_splits == 1) {
-      T *o = static_cast<T *>(params.o) + seq * params.o_batch_stride + head * params.o_head_stride;
-      o[dim] = Ops::fromFloat(out);
-      if (params.maybe_lse != nullptr && dim == 0)
-        params.maybe_lse[row] = lse2 * kLn2;
-    } else {
-      params.maybe_partial_o[(split * rows + row) * D + dim] = out;
-      if (dim == 0)
-        params.maybe_partial_lse[split * rows + row] = lse2;
-    }
-  }
-
-  if (params.num_splits == 1 || params.maybe_split_counters == nullptr)
-    return;
-
-  // Fused combine: the last CTA of this (sequence, kv head) merges the splits.
-  __shared__ bool is_last_split;
-  __threadfence();
-  __syncthreads();
-  unsigned *counter = params.maybe_split_counters + seq * params.num_kv_heads + kv_head;
-  if (threadIdx.x == 0)
-    is_last_split = atomicAdd(counter, 1u) == (unsigned)params.num_splits - 1;
-  __syncthreads();
-  if (!is_last_split)
-    return;
-  __threadfence();
-  for (int idx = threadIdx.x; idx < G * D; idx += Traits::kThreads)
-    combineOneElement<T, D>(params, seq, kv_head * G + idx / D, idx % D);
-  if (threadIdx.x == 0)
-    *counter = 0; // ready for the next launch (and for CUDA graph replays)
+  decodeEpilogue<T, G, D, W, Traits::kThreads>(params, warp_acc, warp_m, warp_l, split, seq, kv_head);
 }
 
 /// Merges split partials: grid (batch * qo_heads), block kHeadDim threads.

@@ -10,9 +10,15 @@
 
 #include "attention/attention.h"
 #include "attention/decode.cuh"
+#include "attention/decode_mma.cuh"
 #include "attention/prefill.cuh"
 
 namespace txc::kernels::detail {
+
+/// GQA groups of at least this size decode on tensor cores (decode_mma.cuh):
+/// below it the padding of the 16 MMA rows wastes more than the CUDA-core
+/// kernel spends.
+constexpr int kMinGroupForMmaDecode = 2;
 
 template <typename Fn> Status withVariant(bool causal, bool window, bool softcap, Fn &&fn) {
   // Eight combinations; each is a distinct kernel so that the common path
@@ -72,9 +78,18 @@ template <typename T> Status launchPagedDecodeTyped(const AttentionConfig &confi
   return withHeadDim(config.head_dim, [&](auto dim) {
     return withGroupSize(group, [&](auto g) {
       return withVariant(false, p.variant.window_left >= 0, p.variant.softcap > 0.f, [&](auto variant) {
-        using Traits = DecodeTraits<T, decltype(dim)::value, decltype(g)::value>;
+        constexpr int kDim = decltype(dim)::value, kGroup = decltype(g)::value;
         dim3 grid(p.num_splits, p.num_kv_heads, p.batch);
-        pagedDecodeKernel<Traits, decltype(variant)><<<grid, Traits::kThreads, 0, stream>>>(p);
+        if constexpr (kGroup >= kMinGroupForMmaDecode) {
+          using Traits = DecodeMmaTraits<T, kDim, kGroup>;
+          auto kernel = pagedDecodeMmaKernel<Traits, decltype(variant)>;
+          TXC_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                              Traits::kSmemBytes));
+          kernel<<<grid, Traits::kThreads, Traits::kSmemBytes, stream>>>(p);
+        } else {
+          using Traits = DecodeTraits<T, kDim, kGroup>;
+          pagedDecodeKernel<Traits, decltype(variant)><<<grid, Traits::kThreads, 0, stream>>>(p);
+        }
         TXC_CUDA_CHECK(cudaGetLastError());
         if (p.num_splits > 1 && p.maybe_split_counters == nullptr) {
           combineSplitsKernel<T, decltype(dim)::value>
@@ -90,9 +105,19 @@ template <typename T> Status launchPagedDecodeTyped(const AttentionConfig &confi
 template <typename T> Status decodeCtasPerSmTyped(const AttentionConfig &config, int group, int *out) {
   return withHeadDim(config.head_dim, [&](auto dim) {
     return withGroupSize(group, [&](auto g) {
-      using Traits = DecodeTraits<T, decltype(dim)::value, decltype(g)::value>;
-      TXC_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-          out, pagedDecodeKernel<Traits, AttentionVariant<false, false, false>>, Traits::kThreads, 0));
+      constexpr int kDim = decltype(dim)::value, kGroup = decltype(g)::value;
+      if constexpr (kGroup >= kMinGroupForMmaDecode) {
+        using Traits = DecodeMmaTraits<T, kDim, kGroup>;
+        auto kernel = pagedDecodeMmaKernel<Traits, AttentionVariant<false, false, false>>;
+        TXC_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                            Traits::kSmemBytes));
+        TXC_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(out, kernel, Traits::kThreads,
+                                                                     Traits::kSmemBytes));
+      } else {
+        using Traits = DecodeTraits<T, kDim, kGroup>;
+        TXC_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+            out, pagedDecodeKernel<Traits, AttentionVariant<false, false, false>>, Traits::kThreads, 0));
+      }
       return Status::ok();
     });
   });

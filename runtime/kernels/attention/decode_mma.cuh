@@ -1,0 +1,215 @@
+//===- decode_mma.cuh - Tensor-core paged decode for GQA ------------------===//
+//
+// Decode for GQA groups of 2..16 query heads. On the H200 the CUDA-core
+// decode (decode.cuh) is issue-bound at group 4: each key costs about 96 warp
+// instructions (q.k and p.v FMAs, lane reductions) while the memory system
+// delivers a key every 32 cycles per SM, so it stalls near half of the copy
+// bandwidth. Here the group's query heads are packed as the M rows of an
+// m16n8k16 MMA (rows past the group are zero), so a 16-key slice costs about
+// 35 warp instructions.
+//
+// Grid: (split, kv_head, sequence), 4 warps. K/V tiles of kBlockN keys are
+// gathered row by row from the paged cache with cp.async into XOR-swizzled
+// shared memory, kStages deep; each warp owns 16 keys of every tile and keeps
+// its own online-softmax state; states merge through shared memory in
+// decodeEpilogue (shared with decode.cuh), which also writes split partials
+// and runs the fused combine.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "attention/decode.cuh"
+#include "attention/prefill.cuh"
+
+namespace txc::kernels {
+
+template <typename DType_, int kHeadDim_, int kGroupSize_, int kPageSize_ = 0> struct DecodeMmaTraits {
+  using DType = DType_;
+  static constexpr int kHeadDim = kHeadDim_;
+  static constexpr int kGroupSize = kGroupSize_;
+  static constexpr int kPageSize = kPageSize_;
+  static constexpr int kWarps = 4;
+  static constexpr int kThreads = kWarps * 32;
+  static constexpr int kRows = 16; // MMA M: the group's heads, zero-padded
+  static constexpr int kBlockN = 16 * kWarps;
+  // About 64 KB of K/V in flight per CTA and two CTAs per SM.
+  static constexpr int kStages = kHeadDim <= 64 ? 6 : (kHeadDim <= 128 ? 3 : 2);
+  static constexpr int kChunksPerRow = kHeadDim / 8;
+  static constexpr int kQElems = kRows * kHeadDim;
+  static constexpr int kKVElems = kBlockN * kHeadDim;
+  static constexpr int kPipelineBytes = (kQElems + 2 * kStages * kKVElems) * (int)sizeof(DType);
+  static constexpr int kMergeBytes = (kWarps * kGroupSize * (kHeadDim + 2)) * (int)sizeof(float);
+  static constexpr int kSmemBytes = kPipelineBytes > kMergeBytes ? kPipelineBytes : kMergeBytes;
+
+  static_assert(sizeof(DType) == 2, "decode supports 16-bit element types");
+  static_assert(kGroupSize >= 1 && kGroupSize <= kRows, "GQA group must fit the 16 MMA rows");
+  static_assert(kHeadDim == 64 || kHeadDim == 128 || kHeadDim == 256, "head_dim must be 64, 128 or 256");
+  static_assert(kSmemBytes <= 227 * 1024, "shared memory over the sm_90 limit");
+};
+
+template <class Traits, class Variant>
+__global__ void __launch_bounds__(Traits::kThreads) pagedDecodeMmaKernel(const DecodeParams params) {
+  using T = typename Traits::DType;
+  constexpr int G = Traits::kGroupSize, D = Traits::kHeadDim, BN = Traits::kBlockN;
+  constexpr int CPR = Traits::kChunksPerRow, STAGES = Traits::kStages, W = Traits::kWarps;
+  constexpr int kOTiles = D / 8;
+
+  extern __shared__ __align__(128) unsigned char smem_raw[];
+  T *smem_q = reinterpret_cast<T *>(smem_raw);
+  T *smem_k = smem_q + Traits::kQElems;
+  T *smem_v = smem_k + STAGES * Traits::kKVElems;
+
+  const int split = blockIdx.x, kv_head = blockIdx.y, seq = blockIdx.z;
+  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+  const int group = lane / 4, quad = lane % 4;
+
+  const int kv_len = params.kv_lens[seq];
+  const int key_begin = kv_len > 0 ? Variant::keyBegin(kv_len - 1, params.variant) : 0;
+  const int chunk = ceilDiv(kv_len - key_begin, params.num_splits);
+  const int chunk_begin = key_begin + split * chunk;
+  const int chunk_end = min(kv_len, chunk_begin + chunk);
+  const int num_tiles = chunk_end > chunk_begin ? ceilDiv(chunk_end - chunk_begin, BN) : 0;
+
+  const T *q_base = static_cast<const T *>(params.q) + seq * params.q_batch_stride;
+  for (int idx = tid; idx < Traits::kRows * CPR; idx += Traits::kThreads) {
+    const int r = idx / CPR, c = idx % CPR;
+    const bool valid = r < G;
+    const T *src = q_base + (valid ? (kv_head * G + r) * params.q_head_stride + c * 8 : 0);
+    cpAsync16(smem_q + swizzled<D>(r, c), src, valid);
+  }
+
+  const KVCacheView &kv = params.kv;
+  const T *k_base = static_cast<const T *>(kv.k) + kv_head * kv.head_stride;
+  const T *v_base = static_cast<const T *>(kv.v) + kv_head * kv.head_stride;
+  auto loadTile = [&](int tile, int stage) {
+    T *sk = smem_k + stage * Traits::kKVElems;
+    T *sv = smem_v + stage * Traits::kKVElems;
+    constexpr int kRowsPerPass = Traits::kThreads / CPR;
+    const int c = tid % CPR;
+#pragma unroll
+    for (int r = tid / CPR; r < BN; r += kRowsPerPass) {
+      const int key = chunk_begin + tile * BN + r;
+      const bool valid = key < chunk_end;
+      const long long row = valid ? kvRowOffset<Traits::kPageSize>(kv, seq, key) + c * 8 : 0;
+      cpAsync16(sk + swizzled<D>(r, c), k_base + row, valid);
+      cpAsync16(sv + swizzled<D>(r, c), v_base + row, valid);
+    }
+  };
+
+#pragma unroll
+  for (int s = 0; s < STAGES - 1; ++s) {
+    if (s < num_tiles)
+      loadTile(s, s);
+    cpAsyncCommit(); // the first group also carries Q
+  }
+
+  float o_acc[kOTiles][4];
+#pragma unroll
+  for (int j = 0; j < kOTiles; ++j)
+#pragma unroll
+    for (int e = 0; e < 4; ++e)
+      o_acc[j][e] = 0.f;
+  float row_max[2] = {-INFINITY, -INFINITY};
+  float row_sum[2] = {0.f, 0.f};
+  unsigned q_frag[D / 16][4];
+
+  for (int tile = 0; tile < num_tiles; ++tile) {
+    cpAsyncWait<STAGES - 2>();
+    __syncthreads();
+    if (tile + STAGES - 1 < num_tiles)
+      loadTile(tile + STAGES - 1, (tile + STAGES - 1) % STAGES);
+    cpAsyncCommit();
+    if (tile == 0) {
+#pragma unroll
+      for (int kk = 0; kk < D / 16; ++kk)
+        ldmatrixX4(q_frag[kk], smemAddress(smem_q) + 2 * swizzled<D>(lane % 16, kk * 2 + lane / 16));
+    }
+
+    const int stage = tile % STAGES;
+    const unsigned sk_addr = smemAddress(smem_k + stage * Traits::kKVElems);
+    const unsigned sv_addr = smemAddress(smem_v + stage * Traits::kKVElems);
+    const int warp_key0 = warp * 16;
+
+    float s[2][4] = {{0.f, 0.f, 0.f, 0.f}, {0.f, 0.f, 0.f, 0.f}};
+#pragma unroll
+    for (int kk = 0; kk < D / 16; ++kk) {
+      unsigned b[4];
+      ldmatrixX4(b, sk_addr + 2 * swizzled<D>(warp_key0 + lane % 8 + (lane / 16) * 8, kk * 2 + (lane / 8) % 2));
+      mma16816<T>(s[0], q_frag[kk], b[0], b[1]);
+      mma16816<T>(s[1], q_frag[kk], b[2], b[3]);
+    }
+
+    const int key0 = chunk_begin + tile * BN + warp_key0;
+#pragma unroll
+    for (int j = 0; j < 2; ++j)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int key = key0 + j * 8 + quad * 2 + (e & 1);
+        s[j][e] = key < chunk_end ? Variant::logit(s[j][e], params.variant) : -INFINITY;
+      }
+
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      float block_max = fmaxf(row_max[r], fmaxf(fmaxf(s[0][2 * r], s[0][2 * r + 1]), fmaxf(s[1][2 * r], s[1][2 * r + 1])));
+      block_max = fmaxf(block_max, __shfl_xor_sync(0xffffffffu, block_max, 1));
+      block_max = fmaxf(block_max, __shfl_xor_sync(0xffffffffu, block_max, 2));
+      const float safe_max = block_max == -INFINITY ? 0.f : block_max;
+      const float rescale = exp2f(row_max[r] - safe_max);
+      row_max[r] = block_max;
+      row_sum[r] *= rescale;
+#pragma unroll
+      for (int j = 0; j < kOTiles; ++j) {
+        o_acc[j][2 * r] *= rescale;
+        o_acc[j][2 * r + 1] *= rescale;
+      }
+#pragma unroll
+      for (int j = 0; j < 2; ++j) {
+        s[j][2 * r] = exp2f(s[j][2 * r] - safe_max);
+        s[j][2 * r + 1] = exp2f(s[j][2 * r + 1] - safe_max);
+        row_sum[r] += s[j][2 * r] + s[j][2 * r + 1];
+      }
+    }
+
+    unsigned p[4];
+    p[0] = ElementOps<T>::fromFloat2(s[0][0], s[0][1]);
+    p[1] = ElementOps<T>::fromFloat2(s[0][2], s[0][3]);
+    p[2] = ElementOps<T>::fromFloat2(s[1][0], s[1][1]);
+    p[3] = ElementOps<T>::fromFloat2(s[1][2], s[1][3]);
+#pragma unroll
+    for (int dd = 0; dd < D / 16; ++dd) {
+      unsigned b[4];
+      ldmatrixX4Trans(b, sv_addr + 2 * swizzled<D>(warp_key0 + lane % 8 + ((lane / 8) % 2) * 8, dd * 2 + lane / 16));
+      mma16816<T>(o_acc[2 * dd], p, b[0], b[1]);
+      mma16816<T>(o_acc[2 * dd + 1], p, b[2], b[3]);
+    }
+  }
+
+  // Per-warp states to shared memory (the pipeline buffers are free now).
+  cpAsyncWait<0>();
+  __syncthreads();
+  float *warp_acc = reinterpret_cast<float *>(smem_raw); // [W][G][D]
+  float *warp_m = warp_acc + W * G * D;                   // [W][G]
+  float *warp_l = warp_m + W * G;                         // [W][G]
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    float sum = row_sum[r];
+    sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+    sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+    const int row = group + r * 8;
+    if (row < G) {
+#pragma unroll
+      for (int j = 0; j < kOTiles; ++j) {
+        warp_acc[(warp * G + row) * D + j * 8 + quad * 2] = o_acc[j][2 * r];
+        warp_acc[(warp * G + row) * D + j * 8 + quad * 2 + 1] = o_acc[j][2 * r + 1];
+      }
+      if (quad == 0) {
+        warp_m[warp * G + row] = row_max[r];
+        warp_l[warp * G + row] = sum;
+      }
+    }
+  }
+  __syncthreads();
+  decodeEpilogue<T, G, D, W, Traits::kThreads>(params, warp_acc, warp_m, warp_l, split, seq, kv_head);
+}
+
+} // namespace txc::kernels

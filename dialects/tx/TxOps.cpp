@@ -64,6 +64,13 @@ LogicalResult WeightOp::verify() {
   if (!getType().hasStaticShape())
     return emitOpError() << "weight '" << getName() << "' must have a static shape, got "
                          << getType();
+  if (bool(getShardDim()) != bool(getShardParts()))
+    return emitOpError() << "weight '" << getName() << "' needs shard_dim and shard_parts together";
+  if (getShardDim() && (*getShardDim() < 0 || *getShardDim() >= getType().getRank() ||
+                        *getShardParts() < 1))
+    return emitOpError() << "weight '" << getName() << "' has shard_dim " << *getShardDim()
+                         << " and shard_parts " << *getShardParts()
+                         << "; need 0 <= shard_dim < rank and shard_parts >= 1";
   return success();
 }
 

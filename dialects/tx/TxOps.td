@@ -33,11 +33,19 @@ def Tx_WeightOp : Tx_Op<"weight", [Pure]> {
     against the safetensors header. Weights are never copied by the
     compiler: the runtime maps them from the artifact's weight blob.
 
+    Under tensor parallelism (`tx-shard`) a weight may be a slice:
+    `shard_dim` and `shard_parts` cut the checkpoint tensor into equal parts
+    along one dimension, and rank `r` of `tp` reads part
+    `r * shard_parts / tp` (so fewer parts than ranks replicate).
+
     ```mlir
     %w = tx.weight "model.layers.0.self_attn.q_proj.weight" : tensor<4096x4096xbf16>
+    %wk = tx.weight "model.layers.0.self_attn.k_proj.weight" {shard_dim = 0 : i64, shard_parts = 2 : i64}
+        : tensor<512x4096xbf16>
     ```
   }];
-  let arguments = (ins StrAttr:$name);
+  let arguments = (ins StrAttr:$name, OptionalAttr<I64Attr>:$shard_dim,
+                       OptionalAttr<I64Attr>:$shard_parts);
   let results = (outs Tx_FloatTensor:$result);
   let assemblyFormat = "$name attr-dict `:` type($result)";
   let hasVerifier = 1;

@@ -64,21 +64,33 @@ LogicalResult GemmOp::verify() {
   return success();
 }
 
-LogicalResult RopeAppendOp::verify() {
-  int64_t heads = getNumHeads(), kvHeads = getNumKvHeads(), headDim = getHeadDim();
-  if (!compatible(dim(getQkv(), 1), (heads + 2 * kvHeads) * headDim))
-    return emitOpError() << "qkv dim 1 (" << dim(getQkv(), 1) << ") must be (" << heads
-                         << " + 2 x " << kvHeads << ") heads x head_dim " << headDim;
-  if (!compatible(dim(getResult(), 1), heads * headDim))
-    return emitOpError() << "result dim 1 must be num_heads x head_dim = " << heads * headDim;
-  if (bool(getQNorm()) != bool(getKNorm()))
-    return emitOpError("q_norm and k_norm come together");
-  if (getQNorm() && (dim(getQNorm(), 0) != headDim || dim(getKNorm(), 0) != headDim))
-    return emitOpError() << "q_norm and k_norm must have head_dim (" << headDim << ") elements";
-  if (getQNorm() && !getNormEps())
-    return emitOpError("q/k norms need norm_eps");
-  tx::KvCacheType cache = getCache().getType();
+/// Shared by rope_append and gemm_rope_append: `qkvWidth` packs Q, K, V.
+template <typename OpTy>
+static LogicalResult verifyRopeAppend(OpTy op, int64_t qkvWidth) {
+  int64_t heads = op.getNumHeads(), kvHeads = op.getNumKvHeads(), headDim = op.getHeadDim();
+  if (!compatible(qkvWidth, (heads + 2 * kvHeads) * headDim))
+    return op.emitOpError() << "qkv width (" << qkvWidth << ") must be (" << heads << " + 2 x "
+                            << kvHeads << ") heads x head_dim " << headDim;
+  if (!compatible(dim(op.getResult(), 1), heads * headDim))
+    return op.emitOpError() << "result dim 1 must be num_heads x head_dim = " << heads * headDim;
+  if (bool(op.getQNorm()) != bool(op.getKNorm()))
+    return op.emitOpError("q_norm and k_norm come together");
+  if (op.getQNorm() && (dim(op.getQNorm(), 0) != headDim || dim(op.getKNorm(), 0) != headDim))
+    return op.emitOpError() << "q_norm and k_norm must have head_dim (" << headDim
+                            << ") elements";
+  if (op.getQNorm() && !op.getNormEps())
+    return op.emitOpError("q/k norms need norm_eps");
+  txc::tx::KvCacheType cache = op.getCache().getType();
   if (cache.getKvHeads() != kvHeads || cache.getHeadDim() != headDim)
-    return emitOpError("cache kv_heads/head_dim do not match the op's");
+    return op.emitOpError("cache kv_heads/head_dim do not match the op's");
   return success();
+}
+
+LogicalResult RopeAppendOp::verify() { return verifyRopeAppend(*this, dim(getQkv(), 1)); }
+
+LogicalResult GemmRopeAppendOp::verify() {
+  if (!compatible(dim(getInput(), 1), dim(getWeight(), 1)))
+    return emitOpError() << "input dim 1 (" << dim(getInput(), 1)
+                         << ") does not match weight dim 1 (" << dim(getWeight(), 1) << ")";
+  return verifyRopeAppend(*this, dim(getWeight(), 0));
 }

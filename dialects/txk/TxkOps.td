@@ -76,6 +76,10 @@ def Txk_GemmOp : Txk_Op<"gemm", [Pure, AttrSizedOperandSegments]> {
     `silu(acc[:, :n/2]) * acc[:, n/2:]`. The tactic (`algo`: `cublaslt`,
     `gemv` or `cpu`; tile sizes) is chosen per target by convert-tx-to-txk.
 
+    Under tensor parallelism a row-parallel GEMM produces partial sums that
+    an all_reduce adds up; `residual_on_first_rank` makes only rank 0 add
+    the residual, so the reduced sum holds it once.
+
     ```mlir
     %h1 = txk.gemm %o, %wo residual %h {epilogue = #txk.epilogue<residual_add>, algo = "cpu"}
         : (tensor<?x64xf32>, tensor<64x64xf32>, tensor<?x64xf32>) -> tensor<?x64xf32>
@@ -83,7 +87,8 @@ def Txk_GemmOp : Txk_Op<"gemm", [Pure, AttrSizedOperandSegments]> {
   }];
   let arguments = (ins Txk_Matrix:$input, Txk_Matrix:$weight, Optional<Txk_Vector>:$bias,
                        Optional<Txk_Matrix>:$residual, Txk_GemmEpilogueAttr:$epilogue,
-                       StrAttr:$algo, OptionalAttr<DenseI64ArrayAttr>:$tile);
+                       StrAttr:$algo, OptionalAttr<DenseI64ArrayAttr>:$tile,
+                       UnitAttr:$residual_on_first_rank);
   let results = (outs Txk_Matrix:$result);
   let assemblyFormat = [{
     $input `,` $weight (`bias` $bias^)? (`residual` $residual^)? attr-dict `:`
@@ -119,6 +124,41 @@ def Txk_RopeAppendOp : Txk_Op<"rope_append", [AttrSizedOperandSegments]> {
   let assemblyFormat = [{
     $qkv `,` $positions `,` $cache `,` $batch (`q_norm` $q_norm^)? (`k_norm` $k_norm^)?
     attr-dict `:` functional-type(operands, $result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Txk_GemmRopeAppendOp : Txk_Op<"gemm_rope_append", [AttrSizedOperandSegments]> {
+  let summary = "the QKV projection with rope_append as its epilogue";
+  let description = [{
+    `qkv = input @ weight^T (+ bias)`, then exactly `txk.rope_append` on
+    `qkv` (q/k norms, rotary, K/V into the cache), returning rotated Q. A
+    decode step is one launch: the GEMV's output tile holds whole heads, so
+    the rotation and the cache write happen before anything leaves
+    registers. With `algo = "cublaslt"` a prefill step runs the GEMM in
+    cuBLASLt and the epilogue as its own kernel.
+
+    ```mlir
+    %q = txk.gemm_rope_append %x, %wqkv, %pos, %cache, %batch
+        {algo = "cpu", layer = 0 : i64, num_heads = 8 : i64, num_kv_heads = 4 : i64,
+         head_dim = 8 : i64, rope = #tx.rope<theta = 1.0e+04>}
+        : (tensor<?x64xf32>, tensor<128x64xf32>, tensor<?xi32>,
+           !tx.kv_cache<layers = 1, kv_heads = 4, head_dim = 8, page = 16, f32>, !tx.batch)
+        -> tensor<?x64xf32>
+    ```
+  }];
+  let arguments = (ins Txk_Matrix:$input, Txk_Matrix:$weight, Optional<Txk_Vector>:$bias,
+                       Txk_TokenIds:$positions,
+                       Arg<Tx_KvCacheType, "the cache appended to", [MemWrite]>:$cache,
+                       Tx_BatchType:$batch,
+                       Optional<Txk_Vector>:$q_norm, Optional<Txk_Vector>:$k_norm,
+                       StrAttr:$algo,
+                       I64Attr:$layer, I64Attr:$num_heads, I64Attr:$num_kv_heads,
+                       I64Attr:$head_dim, Tx_RopeAttr:$rope, OptionalAttr<F64Attr>:$norm_eps);
+  let results = (outs Txk_Matrix:$result);
+  let assemblyFormat = [{
+    $input `,` $weight (`bias` $bias^)? `,` $positions `,` $cache `,` $batch
+    (`q_norm` $q_norm^)? (`k_norm` $k_norm^)? attr-dict `:` functional-type(operands, $result)
   }];
   let hasVerifier = 1;
 }

@@ -28,6 +28,7 @@ inline void registerAllTxcDialects(mlir::DialectRegistry &registry) {
 /// pipelines use, with the global pass registry.
 inline void registerAllTxcPasses() {
   registerTxcPasses();
+  registerTxcPipelines();
   mlir::registerCanonicalizerPass();
   mlir::registerCSEPass();
 }

@@ -2,6 +2,7 @@
 #include "ArtifactTestUtil.h"
 
 #include "txc/artifact/Artifact.h"
+#include "txc/artifact/ArtifactSummary.h"
 
 #include <gtest/gtest.h>
 
@@ -173,6 +174,25 @@ TEST(ArtifactValidationTest, ArenaSlotsMustLieInsideTheArena) {
   EXPECT_EQ(status.message(), "m.txm: plan 0 launch 1 (txk.rms_norm) result 0 "
                               "uses arena bytes [2048, 4096), beyond the arena "
                               "of 3000 bytes");
+}
+
+TEST(ArtifactSummaryTest, NamesModelPlanKernelsAndWeights) {
+  std::string path = tempPath("summary.txm");
+  ASSERT_TRUE(writeEmbeddedArtifact(path).isOk());
+  auto loaded = LoadedArtifact::load(path);
+  ASSERT_TRUE(loaded.isOk());
+  std::string summary =
+      summarizeArtifact((*loaded)->message(), (*loaded)->header(), /*max=*/2);
+  for (const char *expected :
+       {"model: Qwen3ForCausalLM (qwen3), 1 layers, hidden 8",
+        "scaling yarn x4", "qk-norm", "compiled for sm_90a, tp 1",
+        "plan 0: 2 launches, arena 4.00 KiB", "  1 x txk.rms_norm",
+        "kernels for sm_90a: 1 modules, 1 entry points",
+        "weights: 3 tensors, 336 B, embedded",
+        "  model.embed_tokens.weight BF16 [16, 8]", "  ... 1 more",
+        "tokenizer: 40 B of tokenizer.json"})
+    EXPECT_NE(summary.find(expected), std::string::npos)
+        << "missing \"" << expected << "\" in:\n" << summary;
 }
 
 } // namespace

@@ -126,7 +126,8 @@ def TxkPlanMemoryPass : Pass<"txk-plan-memory", "mlir::func::FuncOp"> {
     `txk.gather_last`). Buffers whose live ranges (definition to last use,
     in program order) do not overlap share memory; offsets are assigned
     largest first, first fit, aligned to 256 bytes. `txk.all_reduce` works
-    in place. Each op gets `arena_offsets`; the function gets
+    in place. Each op gets `arena_offsets` and `arena_bytes` (the room each
+    result may fill); the function gets
     `txk.arena_size`, `txk.max_batch_tokens` and `txk.max_seqs`.
   }];
   let options = [

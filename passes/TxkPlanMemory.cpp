@@ -123,10 +123,13 @@ struct TxkPlanMemoryPass : txc::impl::TxkPlanMemoryPassBase<TxkPlanMemoryPass> {
     for (Operation &op : body) {
       if (!isa<txk::TxkDialect>(op.getDialect()) || op.getNumResults() == 0)
         continue;
-      SmallVector<int64_t> offsets;
-      for (Value result : op.getResults())
+      SmallVector<int64_t> offsets, sizes;
+      for (Value result : op.getResults()) {
         offsets.push_back(buffers[bufferOf[result]].offset);
+        sizes.push_back(buffers[bufferOf[result]].bytes);
+      }
       op.setAttr("arena_offsets", builder.getDenseI64ArrayAttr(offsets));
+      op.setAttr("arena_bytes", builder.getDenseI64ArrayAttr(sizes));
     }
     func->setAttr("txk.arena_size", builder.getI64IntegerAttr(arenaSize));
     func->setAttr("txk.max_batch_tokens", builder.getI64IntegerAttr(maxBatchTokens));

@@ -202,6 +202,10 @@ Status parseRope(const Fields &root, const ArchitectureSpec &spec, int64_t maxPo
   } else if (type == "linear" || type == "dynamic") {
     rope.scaling = type == "linear" ? RopeScalingType::kLinear : RopeScalingType::kDynamic;
     TXC_ASSIGN_OR_RETURN(rope.factor, requiredPositive(fields, "factor", type));
+    // transformers' dynamic NTK stretches relative to max_position_embeddings
+    // and ignores any original_max_position_embeddings.
+    if (rope.scaling == RopeScalingType::kDynamic)
+      rope.originalMaxPositionEmbeddings = maxPositionEmbeddings;
   } else if (type == "llama3") {
     rope.scaling = RopeScalingType::kLlama3;
     TXC_ASSIGN_OR_RETURN(rope.factor, requiredPositive(fields, "factor", type));

@@ -28,7 +28,8 @@ struct RopeConfig {
   RopeScalingType scaling = RopeScalingType::kDefault;
   /// linear, dynamic, llama3, yarn: how much the context was stretched.
   double factor = 1.0;
-  /// llama3, yarn: the context length of pretraining.
+  /// llama3, yarn: the context length of pretraining; dynamic:
+  /// max_position_embeddings, the length past which it stretches.
   int64_t originalMaxPositionEmbeddings = 0;
   /// llama3: wavelengths between original/low and original/high are blended.
   double lowFreqFactor = 0.0;

@@ -181,6 +181,7 @@ TEST(ConfigParser, ReadsTheOldTypeKeyForRopeScaling) {
   auto dynamic = parse(config);
   ASSERT_TRUE(dynamic.isOk()) << dynamic.status().toString();
   EXPECT_EQ(dynamic->rope.scaling, RopeScalingType::kDynamic);
+  EXPECT_EQ(dynamic->rope.originalMaxPositionEmbeddings, 2048); // Llama's default
 }
 
 TEST(ConfigParser, ReadsYarnInTheQwen25Style) {

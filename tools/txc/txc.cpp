@@ -1,0 +1,21 @@
+//===- txc.cpp - the txc command-line driver -----------------------------===//
+//
+// `txc <command> ...`: one binary for the compiler's user-facing steps.
+// Each command is a file of its own (Commands.h).
+//
+//===----------------------------------------------------------------------===//
+
+#include "tools/txc/Commands.h"
+
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/raw_ostream.h"
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM init(argc, argv);
+  llvm::cl::ParseCommandLineOptions(
+      argc, argv, "txc: compile Hugging Face transformer models for the txc runtime\n");
+  if (txc::tools::importCommand)
+    return txc::tools::runImport();
+  llvm::errs() << "txc: name a command (txc --help lists them)\n";
+  return 1;
+}

@@ -148,7 +148,7 @@ struct TxShardPass : txc::impl::TxShardPassBase<TxShardPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
     if (tp < 1) {
-      module.emitError() << "tx-shard: tp must be at least 1, got " << tp;
+      module.emitError() << "tx-shard: tp must be at least 1, got " << tp.getValue();
       return signalPassFailure();
     }
     module->setAttr("tx.tp", Builder(module).getI64IntegerAttr(tp));

@@ -42,8 +42,8 @@ struct TxkPlanMemoryPass : txc::impl::TxkPlanMemoryPassBase<TxkPlanMemoryPass> {
   void runOnOperation() override {
     func::FuncOp func = getOperation();
     if (maxBatchTokens <= 0 || maxSeqs <= 0 || maxSeqs > maxBatchTokens) {
-      func.emitError() << "txk-plan-memory: need 0 < max-seqs (" << maxSeqs
-                       << ") <= max-batch-tokens (" << maxBatchTokens << ")";
+      func.emitError() << "txk-plan-memory: need 0 < max-seqs (" << maxSeqs.getValue()
+                       << ") <= max-batch-tokens (" << maxBatchTokens.getValue() << ")";
       return signalPassFailure();
     }
     if (!func.getBody().hasOneBlock()) {

@@ -79,6 +79,8 @@ template <typename U> DeviceBuffer upload(const std::vector<U> &host) {
 
 unsigned long long g_seed = 0x5eed0001ull;
 
+__global__ void emptyKernel() {}
+
 template <typename T> void fillRandom(const DeviceBuffer &b, long long n, float scale) {
   g_seed = g_seed * 6364136223846793005ull + 1442695040888963407ull;
   txc::bench::fillUniformKernel<T><<<1024, 256>>>(b.as<T>(), n, g_seed, scale);
@@ -102,6 +104,7 @@ struct TimingResult {
   double ms = 0, tflops = 0, gbps = 0, pct_copy = 0;
   int splits = 0;
   std::string check;
+  bool diagnostic = false; // a measurement that explains a limit, not a target
 };
 std::vector<CheckResult> g_checks;
 std::vector<TimingResult> g_timings;
@@ -279,6 +282,7 @@ struct DecodeCase {
   int forced_splits = 0; // 0: the heuristic
   bool fused_combine = true;
   bool timed = false;
+  bool l2_resident = false; // diagnostic: one KV copy, re-read from L2
 };
 
 template <typename T> void runDecode(const DecodeCase &c, ElementType dtype, std::mt19937 &rng) {
@@ -289,7 +293,7 @@ template <typename T> void runDecode(const DecodeCase &c, ElementType dtype, std
 
   // Timed cases rotate over copies so the working set is well past L2.
   KVCache first = makeKVCache<T>(lens, c.kv_heads, c.head_dim, c.page_size, rng);
-  int copies = c.timed ? (int)std::min<size_t>(16, std::max<size_t>(1, (size_t(400) << 20) / first.kv_bytes)) : 1;
+  int copies = c.timed && !c.l2_resident ? (int)std::min<size_t>(16, std::max<size_t>(1, (size_t(400) << 20) / first.kv_bytes)) : 1;
   std::vector<KVCache> caches;
   caches.push_back(std::move(first));
   for (int i = 1; i < copies; ++i)
@@ -376,6 +380,7 @@ template <typename T> void runDecode(const DecodeCase &c, ElementType dtype, std
   TimingResult t;
   t.kind = "decode";
   t.name = c.name;
+  t.diagnostic = c.l2_resident || c.name.find("diag") != std::string::npos;
   t.ms = ms;
   t.splits = splits;
   t.gbps = caches[0].kv_bytes / (ms * 1e6);
@@ -529,9 +534,9 @@ void writeJson(const char *path) {
   for (size_t i = 0; i < g_timings.size(); ++i) {
     const auto &t = g_timings[i];
     std::fprintf(f, "  {\"kind\": \"%s\", \"name\": \"%s\", \"shape\": %s, \"ms\": %.5f, \"tflops\": %.1f, \"GBps\": %.1f, "
-                 "\"pct_of_copy\": %.1f, \"splits\": %d, \"check\": \"%s\"}%s\n",
+                 "\"pct_of_copy\": %.1f, \"splits\": %d, \"check\": \"%s\", \"diagnostic\": %s}%s\n",
                  t.kind.c_str(), t.name.c_str(), t.shape_json.c_str(), t.ms, t.tflops, t.gbps, t.pct_copy, t.splits,
-                 t.check.c_str(), i + 1 < g_timings.size() ? "," : "");
+                 t.check.c_str(), t.diagnostic ? "true" : "false", i + 1 < g_timings.size() ? "," : "");
   }
   std::fprintf(f, " ]\n}\n");
   std::fclose(f);
@@ -602,11 +607,39 @@ int main(int argc, char **argv) {
       c.timed = true;
       runDecode<__nv_bfloat16>(c, bf16, rng);
     }
-    {
-      DecodeCase c{"b1 L4096 combine-kernel", 1, 32, 8, 128, 16, {}, 4096};
+    // What bounds batch 1: the same path with the merge as a second launch,
+    // with the KV cache left in L2, and with almost no keys (fixed cost), plus
+    // the back-to-back interval of an empty kernel (launch floor).
+    for (int variant = 0; variant < 4; ++variant) {
+      DecodeCase c{"", 1, 32, 8, 128, 16, {}, 4096};
       c.timed = true;
-      c.fused_combine = false;
+      if (variant == 0) {
+        c.name = "diag b1 L4096 combine-kernel";
+        c.fused_combine = false;
+      } else if (variant == 1) {
+        c.name = "diag b1 L4096 L2-resident";
+        c.l2_resident = true;
+      } else if (variant == 2) {
+        c.name = "diag b1 L64 fixed cost";
+        c.context = 64;
+      } else {
+        c.name = "diag b1 L32768 combine-kernel";
+        c.context = 32768;
+        c.fused_combine = false;
+      }
       runDecode<__nv_bfloat16>(c, bf16, rng);
+    }
+    {
+      double ms = timeMedianMs([](int) { emptyKernel<<<1, 32>>>(); });
+      TimingResult t;
+      t.kind = "launch";
+      t.name = "diag empty kernel back-to-back";
+      t.ms = ms;
+      t.diagnostic = true;
+      t.shape_json = "{}";
+      t.check = "n/a";
+      std::printf("  time  %-40s %9.4f ms\n", t.name.c_str(), ms);
+      g_timings.push_back(t);
     }
 
     if (!prefill)

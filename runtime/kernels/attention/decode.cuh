@@ -67,6 +67,10 @@ __device__ __forceinline__ void mergeSoftmaxState(float &m, float &l, float (&ac
   m = m_new;
 }
 
+/// The fused combine stages split weights in shared memory; more splits than
+/// this use the combine kernel.
+constexpr int kMaxFusedSplits = 128;
+
 /// Merges the num_splits partials of element `dim` of (seq, head) and writes
 /// the final output (and the natural-log LSE from dim 0).
 template <typename DType, int kHeadDim>
@@ -146,8 +150,44 @@ __device__ __forceinline__ void decodeEpilogue(const DecodeParams &params, const
   if (!is_last_split)
     return;
   __threadfence();
-  for (int idx = threadIdx.x; idx < G * D; idx += kThreads)
-    combineOneElement<T, D>(params, seq, kv_head * G + idx / D, idx % D);
+  // The split weights of the G heads are staged in shared memory once, so the
+  // element loop below issues only independent loads of the partials.
+  __shared__ float split_weight[G * kMaxFusedSplits];
+  __shared__ float head_lse[G], head_weight_sum[G];
+  const int num_splits = params.num_splits;
+  for (int i = threadIdx.x; i < G * num_splits; i += kThreads) {
+    const int g = i / num_splits, sp = i % num_splits;
+    split_weight[i] = __ldcg(params.maybe_partial_lse + sp * rows + (long long)seq * params.num_qo_heads + kv_head * G + g);
+  }
+  __syncthreads();
+  if (threadIdx.x < G) {
+    float *w = split_weight + threadIdx.x * num_splits;
+    float max_lse = -INFINITY;
+    for (int sp = 0; sp < num_splits; ++sp)
+      max_lse = fmaxf(max_lse, w[sp]);
+    float sum = 0.f;
+    for (int sp = 0; sp < num_splits; ++sp) {
+      w[sp] = max_lse == -INFINITY ? 0.f : exp2f(w[sp] - max_lse);
+      sum += w[sp];
+    }
+    head_lse[threadIdx.x] = max_lse == -INFINITY ? -INFINITY : (max_lse + log2f(sum)) * kLn2;
+    head_weight_sum[threadIdx.x] = sum;
+  }
+  __syncthreads();
+  for (int idx = threadIdx.x; idx < G * D; idx += kThreads) {
+    const int g = idx / D, dim = idx % D, head = kv_head * G + g;
+    const long long row = (long long)seq * params.num_qo_heads + head;
+    const float *w = split_weight + g * num_splits;
+    float out = 0.f;
+#pragma unroll 8
+    for (int sp = 0; sp < num_splits; ++sp)
+      out += w[sp] * __ldcg(params.maybe_partial_o + (sp * rows + row) * D + dim);
+    const float sum = head_weight_sum[g];
+    T *o = static_cast<T *>(params.o) + seq * params.o_batch_stride + head * params.o_head_stride;
+    o[dim] = Ops::fromFloat(sum > 0.f ? out / sum : 0.f);
+    if (params.maybe_lse != nullptr && dim == 0)
+      params.maybe_lse[row] = head_lse[g];
+  }
   if (threadIdx.x == 0)
     *counter = 0; // ready for the next launch (and for CUDA graph replays)
 }

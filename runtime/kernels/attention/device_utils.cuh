@@ -12,6 +12,11 @@
 
 #include "attention/params.h"
 
+// NVRTC compiles without the C math headers that define INFINITY.
+#ifndef INFINITY
+#define INFINITY __int_as_float(0x7f800000)
+#endif
+
 namespace txc::kernels {
 
 constexpr float kLog2e = 1.4426950408889634f;

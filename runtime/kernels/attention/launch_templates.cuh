@@ -15,11 +15,6 @@
 
 namespace txc::kernels::detail {
 
-/// GQA groups of at least this size decode on tensor cores (decode_mma.cuh):
-/// below it the padding of the 16 MMA rows wastes more than the CUDA-core
-/// kernel spends.
-constexpr int kMinGroupForMmaDecode = 2;
-
 template <typename Fn> Status withVariant(bool causal, bool window, bool softcap, Fn &&fn) {
   // Eight combinations; each is a distinct kernel so that the common path
   // carries no dead mask arithmetic.
@@ -66,6 +61,9 @@ inline Status checkDecodeParams(const DecodeParams &p) {
                                    " is not a power of two matching page_size_log2");
   if (p.num_splits < 1 || p.num_splits > 65535)
     return Status::invalidArgument("decode: num_splits " + std::to_string(p.num_splits) + " out of range");
+  if (p.maybe_split_counters != nullptr && p.num_splits > kMaxFusedSplits)
+    return Status::invalidArgument("decode: the fused combine takes at most " + std::to_string(kMaxFusedSplits) +
+                                   " splits, got " + std::to_string(p.num_splits));
   if (p.num_splits > 1 && (p.maybe_partial_o == nullptr || p.maybe_partial_lse == nullptr))
     return Status::invalidArgument("decode: num_splits > 1 needs the partial-output workspace");
   return Status::ok();

@@ -9,6 +9,11 @@
 
 namespace txc::kernels {
 
+/// GQA groups of at least this size decode on tensor cores (decode_mma.cuh);
+/// below it the zero padding of the 16 MMA rows costs more than the CUDA-core
+/// kernel (decode.cuh) spends. Shared by the launchers and the codegen.
+constexpr int kMinGroupForMmaDecode = 2;
+
 /// Where the keys and values of sequence b, kv head h, token t live.
 ///
 /// Paged (page_table != nullptr): token t of sequence b is row (t % page_size)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs the attention test/benchmark program and the torch peers in one call on
+# Runs the NVRTC kernel test, the attention test/benchmark program and the torch peers in one call on
 # the GPU machine, then prints the comparison table and writes
 # $OUT/attention-<date>.json (results/ format). Usage, from the repo root:
 #   TXC_COMMIT=<sha> bench/gpu_check.sh <dir holding attention_bench>
@@ -8,8 +8,11 @@ BIN_DIR=${1:-build-kernels/bin}
 OUT=${OUT:-/tmp/txc-out}
 mkdir -p "$OUT"
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv | tee "$OUT/gpu.txt"
+"$BIN_DIR/nvrtc_attention_test" 2>&1 | tee "$OUT/nvrtc.log"
+nvrtc_rc=${PIPESTATUS[0]}
 "$BIN_DIR/attention_bench" --json "$OUT/ours.json" 2>&1 | tee "$OUT/bench.log"
 bench_rc=${PIPESTATUS[0]}
 PYTHONUNBUFFERED=1 python3 bench/torch_attention_peers.py "$OUT/torch.json" 2>&1 | tee "$OUT/torch.log"
 python3 bench/summarize.py "$OUT/ours.json" "$OUT/torch.json" "${TXC_COMMIT:-unknown}" "$OUT"
-exit $bench_rc
+echo "attention_bench rc=$bench_rc nvrtc_attention_test rc=$nvrtc_rc"
+[ "$bench_rc" = 0 ] && [ "$nvrtc_rc" = 0 ]

@@ -15,13 +15,18 @@
 
 namespace txc::kernels::detail {
 
-template <typename Fn> Status withVariant(bool causal, bool window, bool softcap, Fn &&fn) {
+/// kCanBeCausal = false (decode) keeps the causal kernels from being built.
+template <bool kCanBeCausal = true, typename Fn> Status withVariant(bool causal, bool window, bool softcap, Fn &&fn) {
   // Eight combinations; each is a distinct kernel so that the common path
   // carries no dead mask arithmetic.
-  if (causal) {
-    if (window)
-      return softcap ? fn(AttentionVariant<true, true, true>{}) : fn(AttentionVariant<true, true, false>{});
-    return softcap ? fn(AttentionVariant<true, false, true>{}) : fn(AttentionVariant<true, false, false>{});
+  if constexpr (kCanBeCausal) {
+    if (causal) {
+      if (window)
+        return softcap ? fn(AttentionVariant<true, true, true>{}) : fn(AttentionVariant<true, true, false>{});
+      return softcap ? fn(AttentionVariant<true, false, true>{}) : fn(AttentionVariant<true, false, false>{});
+    }
+  } else if (causal) {
+    return Status::invalidArgument("decode: the causal variant is implied; build it without the flag");
   }
   if (window)
     return softcap ? fn(AttentionVariant<false, true, true>{}) : fn(AttentionVariant<false, true, false>{});
@@ -75,7 +80,7 @@ template <typename T> Status launchPagedDecodeTyped(const AttentionConfig &confi
   const int group = p.num_qo_heads / p.num_kv_heads;
   return withHeadDim(config.head_dim, [&](auto dim) {
     return withGroupSize(group, [&](auto g) {
-      return withVariant(false, p.variant.window_left >= 0, p.variant.softcap > 0.f, [&](auto variant) {
+      return withVariant<false>(false, p.variant.window_left >= 0, p.variant.softcap > 0.f, [&](auto variant) {
         constexpr int kDim = decltype(dim)::value, kGroup = decltype(g)::value;
         dim3 grid(p.num_splits, p.num_kv_heads, p.batch);
         if constexpr (kGroup >= kMinGroupForMmaDecode) {

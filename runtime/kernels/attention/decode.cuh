@@ -174,18 +174,30 @@ __device__ __forceinline__ void decodeEpilogue(const DecodeParams &params, const
     head_weight_sum[threadIdx.x] = sum;
   }
   __syncthreads();
-  for (int idx = threadIdx.x; idx < G * D; idx += kThreads) {
-    const int g = idx / D, dim = idx % D, head = kv_head * G + g;
+  // 16-byte loads, many in flight per thread: this loop is the serial tail
+  // of the launch, so it is latency that counts here, not bandwidth.
+  constexpr int kQuads = D / 4;
+  for (int idx = threadIdx.x; idx < G * kQuads; idx += kThreads) {
+    const int g = idx / kQuads, quad4 = idx % kQuads, head = kv_head * G + g;
     const long long row = (long long)seq * params.num_qo_heads + head;
     const float *w = split_weight + g * num_splits;
-    float out = 0.f;
-#pragma unroll 8
-    for (int sp = 0; sp < num_splits; ++sp)
-      out += w[sp] * __ldcg(params.maybe_partial_o + (sp * rows + row) * D + dim);
+    const float4 *partial = reinterpret_cast<const float4 *>(params.maybe_partial_o) + row * kQuads + quad4;
+    const long long split_stride = rows * kQuads;
+    float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
+#pragma unroll 16
+    for (int sp = 0; sp < num_splits; ++sp) {
+      const float4 v = __ldcg(partial + sp * split_stride);
+      acc.x += w[sp] * v.x;
+      acc.y += w[sp] * v.y;
+      acc.z += w[sp] * v.z;
+      acc.w += w[sp] * v.w;
+    }
     const float sum = head_weight_sum[g];
-    T *o = static_cast<T *>(params.o) + seq * params.o_batch_stride + head * params.o_head_stride;
-    o[dim] = Ops::fromFloat(sum > 0.f ? out / sum : 0.f);
-    if (params.maybe_lse != nullptr && dim == 0)
+    const float inv = sum > 0.f ? 1.f / sum : 0.f;
+    T *o = static_cast<T *>(params.o) + seq * params.o_batch_stride + head * params.o_head_stride + quad4 * 4;
+    const unsigned lo = Ops::fromFloat2(acc.x * inv, acc.y * inv), hi = Ops::fromFloat2(acc.z * inv, acc.w * inv);
+    *reinterpret_cast<uint2 *>(o) = make_uint2(lo, hi);
+    if (params.maybe_lse != nullptr && quad4 == 0)
       params.maybe_lse[row] = head_lse[g];
   }
   if (threadIdx.x == 0)

@@ -64,6 +64,11 @@ inline Status checkDecodeParams(const DecodeParams &p) {
       (1 << p.kv.page_size_log2) != p.kv.page_size)
     return Status::invalidArgument("decode: page size " + std::to_string(p.kv.page_size) +
                                    " is not a power of two matching page_size_log2");
+  const unsigned long long addresses = (unsigned long long)p.q | (unsigned long long)p.o |
+                                       (unsigned long long)p.kv.k | (unsigned long long)p.kv.v;
+  if (addresses % 16 != 0 || (p.q_batch_stride | p.q_head_stride | p.o_batch_stride | p.o_head_stride |
+                              p.kv.page_stride | p.kv.head_stride | p.kv.token_stride) % 8 != 0)
+    return Status::invalidArgument("decode: q, o, k, v and their strides must be 16-byte aligned (16-byte loads)");
   if (p.num_splits < 1 || p.num_splits > 65535)
     return Status::invalidArgument("decode: num_splits " + std::to_string(p.num_splits) + " out of range");
   if (p.maybe_split_counters != nullptr && p.num_splits > kMaxFusedSplits)

@@ -2,7 +2,8 @@
 //
 // Plain structs shared by host code, nvcc-built kernels and NVRTC-built
 // kernels, so this header includes nothing. Every pointer comes with explicit
-// element strides; optional pointers are named maybe_*.
+// element strides; optional pointers are named maybe_*. The kernels move
+// 16 bytes at a time: q, o, k, v and every stride must be 16-byte aligned.
 //
 //===----------------------------------------------------------------------===//
 #pragma once

@@ -283,7 +283,10 @@ struct DecodeCase {
   bool fused_combine = true;
   bool timed = false;
   bool l2_resident = false; // diagnostic: one KV copy, re-read from L2
+  bool cuda_graph = false;  // diagnostic: time replays of a graph of kGraphLaunches launches
 };
+
+constexpr int kGraphLaunches = 20;
 
 template <typename T> void runDecode(const DecodeCase &c, ElementType dtype, std::mt19937 &rng) {
   std::vector<int> lens = c.lens.empty() ? std::vector<int>(c.batch, c.context) : c.lens;
@@ -376,7 +379,26 @@ template <typename T> void runDecode(const DecodeCase &c, ElementType dtype, std
   std::vector<DecodeParams> params;
   for (auto &cache : caches)
     params.push_back(paramsFor(cache));
-  double ms = timeMedianMs([&](int i) { BENCH_CHECK_STATUS(launchPagedDecode(config, params[i % params.size()], 0)); });
+  double ms = 0;
+  if (c.cuda_graph) {
+    // Replaying a captured graph removes the host launch path, which leaves
+    // the GPU-side time of the kernels and the gaps between them.
+    cudaStream_t stream;
+    BENCH_CHECK_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    cudaGraph_t graph;
+    cudaGraphExec_t exec;
+    BENCH_CHECK_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
+    for (int i = 0; i < kGraphLaunches; ++i)
+      BENCH_CHECK_STATUS(launchPagedDecode(config, params[i % params.size()], stream));
+    BENCH_CHECK_CUDA(cudaStreamEndCapture(stream, &graph));
+    BENCH_CHECK_CUDA(cudaGraphInstantiate(&exec, graph, 0));
+    ms = timeMedianMs([&](int) { BENCH_CHECK_CUDA(cudaGraphLaunch(exec, 0)); }) / kGraphLaunches;
+    cudaGraphExecDestroy(exec);
+    cudaGraphDestroy(graph);
+    cudaStreamDestroy(stream);
+  } else {
+    ms = timeMedianMs([&](int i) { BENCH_CHECK_STATUS(launchPagedDecode(config, params[i % params.size()], 0)); });
+  }
   TimingResult t;
   t.kind = "decode";
   t.name = c.name;
@@ -610,6 +632,18 @@ int main(int argc, char **argv) {
     // What bounds batch 1: the same path with the merge as a second launch,
     // with the KV cache left in L2, and with almost no keys (fixed cost), plus
     // the back-to-back interval of an empty kernel (launch floor).
+    for (int splits : {8, 16, 64, 128}) {
+      DecodeCase c{"diag b1 L4096 splits=" + std::to_string(splits), 1, 32, 8, 128, 16, {}, 4096};
+      c.timed = true;
+      c.forced_splits = splits;
+      runDecode<__nv_bfloat16>(c, bf16, rng);
+    }
+    for (int ctx : {4096, 32768}) {
+      DecodeCase c{"diag b1 L" + std::to_string(ctx) + " cuda-graph", 1, 32, 8, 128, 16, {}, ctx};
+      c.timed = true;
+      c.cuda_graph = true;
+      runDecode<__nv_bfloat16>(c, bf16, rng);
+    }
     for (int variant = 0; variant < 4; ++variant) {
       DecodeCase c{"", 1, 32, 8, 128, 16, {}, 4096};
       c.timed = true;
@@ -630,7 +664,7 @@ int main(int argc, char **argv) {
       runDecode<__nv_bfloat16>(c, bf16, rng);
     }
     {
-      double ms = timeMedianMs([](int) { emptyKernel<<<1, 32>>>(); });
+      double ms = timeMedianMs([](int) { emptyKernel<<<1, 32>>>(); BENCH_CHECK_CUDA(cudaGetLastError()); });
       TimingResult t;
       t.kind = "launch";
       t.name = "diag empty kernel back-to-back";

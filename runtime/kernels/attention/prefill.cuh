@@ -126,11 +126,6 @@ __global__ void __launch_bounds__(Traits::kThreads) prefillKernel(const PrefillP
   const int group = lane / 4, quad = lane % 4;
   const int warp_row0 = warp * 16;
   const unsigned smem_q_addr = smemAddress(smem_q);
-  // Up to d128 the warp's Q fragments (32 registers) stay in registers for
-  // the whole key loop instead of being re-read from shared memory per block.
-  constexpr bool kQInRegisters = D <= 128;
-  constexpr int kQFrags = kQInRegisters ? D / 16 : 1;
-  unsigned q_frag[kQFrags][4];
 
   for (int n_block = n_first; n_block < n_end; ++n_block) {
     const int stage = (n_block - n_first) & 1;
@@ -150,17 +145,10 @@ __global__ void __launch_bounds__(Traits::kThreads) prefillKernel(const PrefillP
 #pragma unroll
       for (int e = 0; e < 4; ++e)
         s[j][e] = 0.f;
-    if (kQInRegisters && n_block == n_first) {
-#pragma unroll
-      for (int kk = 0; kk < kQFrags; ++kk)
-        ldmatrixX4(q_frag[kk], smem_q_addr + 2 * swizzled<D>(warp_row0 + lane % 16, kk * 2 + lane / 16));
-    }
 #pragma unroll
     for (int kk = 0; kk < D / 16; ++kk) {
-      unsigned a_smem[4];
-      if constexpr (!kQInRegisters)
-        ldmatrixX4(a_smem, smem_q_addr + 2 * swizzled<D>(warp_row0 + lane % 16, kk * 2 + lane / 16));
-      const unsigned(&a)[4] = kQInRegisters ? q_frag[kQInRegisters ? kk : 0] : a_smem;
+      unsigned a[4];
+      ldmatrixX4(a, smem_q_addr + 2 * swizzled<D>(warp_row0 + lane % 16, kk * 2 + lane / 16));
 #pragma unroll
       for (int nn = 0; nn < BN / 16; ++nn) {
         unsigned b[4];

@@ -1,0 +1,252 @@
+//===- TxRun.cpp - tx-run: generate from a compiled artifact --------------===//
+//
+// Loads model.txm, builds the backend's StepExecutor, submits every prompt
+// to one Engine (so they are batched together) and prints the results: one
+// JSON object per request with --json, text otherwise.
+//
+//===----------------------------------------------------------------------===//
+#include "Tokenizer.h"
+
+#include "runtime/backends/cpu/CpuExecutor.h"
+#include "runtime/backends/cpu/LogitsRecorder.h"
+#include "txc/artifact/Artifact.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cerrno>
+#include <cstdlib>
+#include <iostream>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace {
+
+const char *kUsage = R"(usage: tx-run MODEL.txm [options]
+
+Generates from a compiled txc artifact. Every prompt is one request; all of
+them run batched together in one engine.
+
+Prompts (at least one):
+  --prompt-ids 1,2,3      token ids, comma-separated (repeat for more requests)
+  --prompt TEXT           text, encoded with the artifact's tokenizer.json
+                          (repeatable; needs a tokenizer with BPE merges)
+Generation:
+  --max-new-tokens N      tokens to generate per request (default 16)
+  --temperature T         0 = greedy (default 0)
+  --top-k K               keep the K most likely tokens (0 = all)
+  --top-p P               nucleus sampling threshold (default 1)
+  --seed S                sampling seed (default 0)
+  --ignore-eos            keep generating through EOS tokens
+Model and backend:
+  --device cpu|cuda       backend (default cpu; cuda needs the CUDA backend)
+  --weights DIR           bind a weight-stripped artifact to safetensors in DIR
+  --random-weights SEED   use seeded random weights instead of the artifact's
+  --threads N             CPU threads (default: all cores)
+  --kv-pages N            KV-cache pages per layer (default: from a 1 GiB budget)
+Output:
+  --json                  one JSON object per request: request, prompt_ids,
+                          output_ids, finish_reason (and text with a tokenizer)
+  --return-logits         add "logits": the fp32 logits of every generated token
+  --help                  this text
+)";
+
+struct Options {
+  std::string model;
+  std::string device = "cpu";
+  std::vector<std::vector<int32_t>> prompt_ids;
+  std::vector<std::string> prompts;
+  txc::engine::SamplingParams sampling;
+  std::string weights_dir;
+  std::optional<uint64_t> random_weights_seed;
+  int threads = 0;
+  int32_t kv_pages = 0;
+  bool json = false;
+  bool return_logits = false;
+};
+
+/// Exits with a one-line message naming the flag.
+[[noreturn]] void fail(const std::string &message) {
+  std::cerr << "tx-run: " << message << "\n";
+  std::exit(2);
+}
+
+int64_t parseInteger(const std::string &flag, const std::string &text,
+                     int64_t min_value, int64_t max_value) {
+  errno = 0;
+  char *end = nullptr;
+  long long value = std::strtoll(text.c_str(), &end, 10);
+  if (text.empty() || *end != '\0' || errno == ERANGE || value < min_value ||
+      value > max_value)
+    fail(flag + ": expected an integer in [" + std::to_string(min_value) + ", " +
+         std::to_string(max_value) + "], got '" + text + "'");
+  return value;
+}
+
+double parseNumber(const std::string &flag, const std::string &text) {
+  char *end = nullptr;
+  double value = std::strtod(text.c_str(), &end);
+  if (text.empty() || *end != '\0' || !(value == value))
+    fail(flag + ": expected a number, got '" + text + "'");
+  return value;
+}
+
+std::vector<int32_t> parseIds(const std::string &text) {
+  std::vector<int32_t> ids;
+  std::stringstream stream(text);
+  std::string item;
+  while (std::getline(stream, item, ','))
+    ids.push_back(static_cast<int32_t>(
+        parseInteger("--prompt-ids", item, 0, INT32_MAX)));
+  if (ids.empty())
+    fail("--prompt-ids: expected comma-separated token ids, got '" + text + "'");
+  return ids;
+}
+
+Options parseArguments(int argc, char **argv) {
+  Options options;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc)
+        fail(arg + ": missing value");
+      return argv[++i];
+    };
+    if (arg == "--help" || arg == "-h") {
+      std::cout << kUsage;
+      std::exit(0);
+    } else if (arg == "--device") {
+      options.device = value();
+      if (options.device != "cpu" && options.device != "cuda")
+        fail("--device: expected cpu or cuda, got '" + options.device + "'");
+    } else if (arg == "--prompt-ids") {
+      options.prompt_ids.push_back(parseIds(value()));
+    } else if (arg == "--prompt") {
+      options.prompts.push_back(value());
+    } else if (arg == "--max-new-tokens") {
+      options.sampling.max_new_tokens =
+          static_cast<int32_t>(parseInteger(arg, value(), 1, INT32_MAX));
+    } else if (arg == "--temperature") {
+      options.sampling.temperature = static_cast<float>(parseNumber(arg, value()));
+    } else if (arg == "--top-k") {
+      options.sampling.top_k = static_cast<int32_t>(parseInteger(arg, value(), 0, INT32_MAX));
+    } else if (arg == "--top-p") {
+      options.sampling.top_p = static_cast<float>(parseNumber(arg, value()));
+    } else if (arg == "--seed") {
+      options.sampling.seed = static_cast<uint64_t>(parseInteger(arg, value(), 0, INT64_MAX));
+    } else if (arg == "--ignore-eos") {
+      options.sampling.ignore_eos = true;
+    } else if (arg == "--weights") {
+      options.weights_dir = value();
+    } else if (arg == "--random-weights") {
+      options.random_weights_seed =
+          static_cast<uint64_t>(parseInteger(arg, value(), 0, INT64_MAX));
+    } else if (arg == "--threads") {
+      options.threads = static_cast<int>(parseInteger(arg, value(), 1, 4096));
+    } else if (arg == "--kv-pages") {
+      options.kv_pages = static_cast<int32_t>(parseInteger(arg, value(), 1, INT32_MAX));
+    } else if (arg == "--json") {
+      options.json = true;
+    } else if (arg == "--return-logits") {
+      options.return_logits = true;
+    } else if (!arg.empty() && arg[0] == '-') {
+      fail(arg + ": unknown option (see tx-run --help)");
+    } else if (options.model.empty()) {
+      options.model = arg;
+    } else {
+      fail(arg + ": unexpected argument; the model is already '" + options.model + "'");
+    }
+  }
+  if (options.model.empty())
+    fail("missing MODEL.txm (see tx-run --help)");
+  if (options.prompt_ids.empty() && options.prompts.empty())
+    fail("no prompt: pass --prompt-ids 1,2,3 or --prompt TEXT");
+  return options;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  Options options = parseArguments(argc, argv);
+  if (options.device == "cuda")
+    fail("--device cuda: this build has no CUDA backend yet "
+         "(runtime/backends/cuda); use --device cpu");
+
+  txc::artifact::LoadOptions load_options;
+  load_options.weights_dir = options.weights_dir;
+  load_options.random_weights_seed = options.random_weights_seed;
+  auto artifact = txc::artifact::LoadedArtifact::load(options.model, load_options);
+  if (!artifact.isOk())
+    fail(artifact.status().message());
+
+  std::optional<txc::tools::Tokenizer> tokenizer;
+  const std::string &tokenizer_json = (*artifact)->message().tokenizer_json();
+  if (!tokenizer_json.empty()) {
+    auto parsed = txc::tools::Tokenizer::fromJson(tokenizer_json, options.model);
+    if (!parsed.isOk())
+      fail(parsed.status().message());
+    tokenizer = std::move(*parsed);
+  }
+
+  std::vector<std::vector<int32_t>> prompts = options.prompt_ids;
+  for (const std::string &text : options.prompts) {
+    if (!tokenizer)
+      fail("--prompt: " + options.model + " carries no tokenizer; use --prompt-ids");
+    auto ids = tokenizer->encode(text, (*artifact)->config());
+    if (!ids.isOk())
+      fail("--prompt: " + ids.status().message());
+    prompts.push_back(*ids);
+  }
+
+  txc::cpu::CpuExecutorOptions executor_options;
+  executor_options.num_threads = options.threads;
+  executor_options.num_kv_pages = options.kv_pages;
+  auto executor = txc::cpu::CpuExecutor::create(**artifact, executor_options);
+  if (!executor.isOk())
+    fail(executor.status().message());
+  txc::cpu::LogitsRecorder recorder(**executor);
+  auto engine = txc::engine::Engine::create(recorder, (*executor)->engineConfig());
+  if (!engine.isOk())
+    fail(engine.status().message());
+
+  std::vector<txc::engine::Request> requests;
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    requests.push_back({prompts[i], options.sampling});
+    recorder.expectRequest(static_cast<txc::engine::RequestId>(i),
+                           static_cast<int32_t>(prompts[i].size()));
+  }
+  auto results = (*engine)->generate(requests);
+  if (!results.isOk())
+    fail(results.status().message());
+
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    const txc::engine::RequestResult &result = (*results)[i];
+    std::string text;
+    if (tokenizer)
+      text = tokenizer->decode(result.output_ids);
+    if (options.json) {
+      nlohmann::json object;
+      object["request"] = i;
+      object["prompt_ids"] = prompts[i];
+      object["output_ids"] = result.output_ids;
+      object["finish_reason"] = txc::engine::finishReasonName(result.finish_reason);
+      if (tokenizer)
+        object["text"] = text;
+      if (options.return_logits)
+        object["logits"] = recorder.rows(static_cast<txc::engine::RequestId>(i));
+      std::cout << object.dump(-1, ' ', false,
+                               nlohmann::json::error_handler_t::replace)
+                << "\n";
+    } else if (tokenizer) {
+      std::vector<int32_t> all = prompts[i];
+      all.insert(all.end(), result.output_ids.begin(), result.output_ids.end());
+      std::cout << tokenizer->decode(all) << "\n";
+    } else {
+      for (size_t k = 0; k < result.output_ids.size(); ++k)
+        std::cout << (k ? " " : "") << result.output_ids[k];
+      std::cout << "\n";
+    }
+  }
+  return 0;
+}

@@ -1,8 +1,9 @@
 //===- prefill.cuh - Prefill attention over a ragged, paged batch ---------===//
 //
-// FlashAttention-2-style forward kernel built on mma.sync (m16n8k16, fp32
-// accumulation), the correct baseline the Hopper warp-specialized kernel is
-// measured against.
+// FlashAttention-2-style forward kernel: S = Q K^T on wgmma (m64nBNk16, both
+// operands in swizzled shared memory), O += P V on mma.sync (m16n8k16) with P
+// from registers, fp32 accumulation. Not yet the FA3 structure (no TMA, no
+// producer/consumer warpgroups, no GEMM/softmax overlap).
 //
 // Grid: (query block, query head, sequence); query blocks run longest-first
 // (reversed) so causal tails do not end the launch alone. Each of the four
@@ -19,6 +20,7 @@
 #pragma once
 
 #include "attention/variant.cuh"
+#include "attention/wgmma.cuh"
 
 namespace txc::kernels {
 
@@ -50,6 +52,23 @@ template <int kHeadDim> __device__ __forceinline__ int swizzled(int row, int chu
   return row * kHeadDim + ((chunk ^ (row & 7)) << 3);
 }
 
+/// S += A B^T for one k16 step, both operands K-major in shared memory.
+template <typename T, int kN>
+__device__ __forceinline__ void wgmmaQK(float (&s)[kN / 8][4], unsigned long long desc_a, unsigned long long desc_b) {
+  static_assert(kN == 32 || kN == 64, "key block of 32 or 64");
+  if constexpr (kN == 64) {
+    if constexpr (ElementOps<T>::kIsBf16)
+      wgmmaSS_m64n64k16_bf16(s, desc_a, desc_b, 1);
+    else
+      wgmmaSS_m64n64k16_f16(s, desc_a, desc_b, 1);
+  } else {
+    if constexpr (ElementOps<T>::kIsBf16)
+      wgmmaSS_m64n32k16_bf16(s, desc_a, desc_b, 1);
+    else
+      wgmmaSS_m64n32k16_f16(s, desc_a, desc_b, 1);
+  }
+}
+
 template <class Traits, class Variant>
 __global__ void __launch_bounds__(Traits::kThreads) prefillKernel(const PrefillParams params) {
   using T = typename Traits::DType;
@@ -59,7 +78,7 @@ __global__ void __launch_bounds__(Traits::kThreads) prefillKernel(const PrefillP
   constexpr int kSTiles = BN / 8; // n8 tiles of S per warp
   constexpr int kOTiles = D / 8;  // n8 tiles of O per warp
 
-  extern __shared__ __align__(128) unsigned char smem_raw[];
+  extern __shared__ __align__(1024) unsigned char smem_raw[];
   T *smem_q = reinterpret_cast<T *>(smem_raw);
   T *smem_k = smem_q + Traits::kQElems;                      // [stage][BN][D]
   T *smem_v = smem_k + Traits::kStages * Traits::kKVElems;   // [stage][BN][D]
@@ -90,7 +109,7 @@ __global__ void __launch_bounds__(Traits::kThreads) prefillKernel(const PrefillP
     const int r = idx / CPR, c = idx % CPR;
     const bool valid = m0 + r < q_len;
     const T *src = q_base + (valid ? (long long)(q_start + m0 + r) * params.q_token_stride + c * 8 : 0);
-    cpAsync16(smem_q + swizzled<D>(r, c), src, valid);
+    cpAsync16(smem_q + wgmmaTileOffset(BM, r, c), src, valid);
   }
 
   const T *k_base = static_cast<const T *>(kv.k) + kv_head * kv.head_stride;
@@ -105,7 +124,7 @@ __global__ void __launch_bounds__(Traits::kThreads) prefillKernel(const PrefillP
       const int key = n_block * BN + r;
       const bool valid = key < kv_len;
       const long long row = valid ? kvRowOffset<Traits::kPageSize>(kv, seq, key) + c * 8 : 0;
-      cpAsync16(sk + swizzled<D>(r, c), k_base + row, valid);
+      cpAsync16(sk + wgmmaTileOffset(BN, r, c), k_base + row, valid);
       cpAsync16(sv + swizzled<D>(r, c), v_base + row, valid);
     }
   };
@@ -133,30 +152,33 @@ __global__ void __launch_bounds__(Traits::kThreads) prefillKernel(const PrefillP
       loadKV(n_block + 1, stage ^ 1);
     cpAsyncCommit();
     cpAsyncWait<1>();
+    fenceProxyAsyncShared(); // wgmma reads what cp.async wrote
     __syncthreads();
 
     const unsigned sk_addr = smemAddress(smem_k + stage * Traits::kKVElems);
     const unsigned sv_addr = smemAddress(smem_v + stage * Traits::kKVElems);
 
-    // S = Q K^T for this warp's 16 rows and BN keys.
+    // S = Q K^T on the tensor cores' warpgroup path: the CTA is one
+    // warpgroup, so one m64nBNk16 wgmma per 16 columns of d covers the block;
+    // each warp receives its 16 rows in the mma.sync fragment order.
     float s[kSTiles][4];
 #pragma unroll
     for (int j = 0; j < kSTiles; ++j)
 #pragma unroll
       for (int e = 0; e < 4; ++e)
         s[j][e] = 0.f;
+    pinRegisters(s);
+    wgmmaFence();
 #pragma unroll
     for (int kk = 0; kk < D / 16; ++kk) {
-      unsigned a[4];
-      ldmatrixX4(a, smem_q_addr + 2 * swizzled<D>(warp_row0 + lane % 16, kk * 2 + lane / 16));
-#pragma unroll
-      for (int nn = 0; nn < BN / 16; ++nn) {
-        unsigned b[4];
-        ldmatrixX4(b, sk_addr + 2 * swizzled<D>(nn * 16 + lane % 8 + (lane / 16) * 8, kk * 2 + (lane / 8) % 2));
-        mma16816<T>(s[2 * nn], a, b[0], b[1]);
-        mma16816<T>(s[2 * nn + 1], a, b[2], b[3]);
-      }
+      // 64-column block kk / 4 (rows x 128 bytes each), then 32 bytes per k16.
+      const unsigned q_byte = (kk / 4) * BM * 128 + (kk % 4) * 32;
+      const unsigned k_byte = (kk / 4) * BN * 128 + (kk % 4) * 32;
+      wgmmaQK<T, BN>(s, wgmmaDescriptorK128(smem_q_addr + q_byte), wgmmaDescriptorK128(sk_addr + k_byte));
     }
+    wgmmaCommit();
+    wgmmaWaitAll();
+    pinRegisters(s);
 
     // Logits and masks. A block needs the element test only where it crosses
     // the end of the keys, the causal diagonal or the window's left edge.

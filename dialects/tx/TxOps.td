@@ -47,6 +47,13 @@ def Tx_WeightOp : Tx_Op<"weight", [Pure]> {
   let arguments = (ins StrAttr:$name, OptionalAttr<I64Attr>:$shard_dim,
                        OptionalAttr<I64Attr>:$shard_parts);
   let results = (outs Tx_FloatTensor:$result);
+  let builders = [
+    // A whole checkpoint tensor: what the frontend builds.
+    OpBuilder<(ins "::mlir::Type":$type, "::llvm::StringRef":$name), [{
+      build($_builder, $_state, type, $_builder.getStringAttr(name), ::mlir::IntegerAttr(),
+            ::mlir::IntegerAttr());
+    }]>
+  ];
   let assemblyFormat = "$name attr-dict `:` type($result)";
   let hasVerifier = 1;
 }

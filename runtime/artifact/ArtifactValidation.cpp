@@ -86,9 +86,14 @@ Status validateArtifactMessage(const pb::Artifact &message, uint64_t blob_bytes,
                           std::to_string(l) + " (" + launch.op() + ")";
       if (launch.op().empty())
         return dataLoss(where + " has no op name");
-      for (int i = 0; i < launch.operands_size(); ++i)
+      for (int i = 0; i < launch.operands_size(); ++i) {
+        // An empty operand is an absent optional one (FORMAT.md); a
+        // result always refers to something.
+        if (launch.operands(i).ref_case() == pb::ValueRef::REF_NOT_SET)
+          continue;
         TXC_RETURN_IF_ERROR(checkValueRef(launch.operands(i), message, plan,
                                           where + " operand " + std::to_string(i)));
+      }
       for (int i = 0; i < launch.results_size(); ++i)
         TXC_RETURN_IF_ERROR(checkValueRef(launch.results(i), message, plan,
                                           where + " result " + std::to_string(i)));

@@ -16,6 +16,14 @@ namespace txc::tools {
 extern llvm::cl::SubCommand importCommand;
 int runImport();
 
+/// `txc compile MODEL -o model.txm`: the pipeline, then the artifact.
+extern llvm::cl::SubCommand compileCommand;
+int runCompile();
+
+/// `txc inspect model.txm`: what an artifact holds.
+extern llvm::cl::SubCommand inspectCommand;
+int runInspect();
+
 } // namespace txc::tools
 
 #endif // TXC_TOOLS_TXC_COMMANDS_H

@@ -16,6 +16,10 @@ int main(int argc, char **argv) {
       argc, argv, "txc: compile Hugging Face transformer models for the txc runtime\n");
   if (txc::tools::importCommand)
     return txc::tools::runImport();
+  if (txc::tools::compileCommand)
+    return txc::tools::runCompile();
+  if (txc::tools::inspectCommand)
+    return txc::tools::runInspect();
   llvm::errs() << "txc: name a command (txc --help lists them)\n";
   return 1;
 }

@@ -1,0 +1,203 @@
+//===- CompileCommand.cpp - txc compile MODEL -o model.txm ---------------------===//
+//
+// Imports a Hugging Face model directory (or reads a tx module from a .mlir
+// file), runs the txc pipeline for the target, and writes one artifact.
+// Progress goes to stderr, one line per phase, with timings.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tools/txc/Commands.h"
+
+#include "lib/compiler/ConfigProto.h"
+#include "lib/frontend/ConfigParser.h"
+#include "lib/frontend/Importer.h"
+#include "runtime/artifact/artifact.pb.h"
+#include "txc/Compiler.h"
+#include "txc/InitAllTxc.h"
+
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <chrono>
+#include <fstream>
+#include <sstream>
+
+namespace txc::tools {
+
+llvm::cl::SubCommand compileCommand("compile",
+                                    "Compile a Hugging Face model directory into a .txm artifact");
+
+namespace {
+
+namespace cl = llvm::cl;
+
+cl::opt<std::string> modelPath(cl::Positional, cl::Required,
+                               cl::desc("<model directory, or a tx .mlir file>"),
+                               cl::sub(compileCommand));
+cl::opt<std::string> outputPath("o", cl::desc("Artifact to write (required unless --emit)"),
+                                cl::value_desc("model.txm"), cl::sub(compileCommand));
+cl::opt<std::string> target("target", cl::desc("cpu or sm_90a (default cpu)"), cl::init("cpu"),
+                            cl::sub(compileCommand));
+cl::opt<int64_t> tensorParallel("tp", cl::desc("Tensor-parallel ranks (default 1)"), cl::init(1),
+                                cl::sub(compileCommand));
+cl::opt<int64_t> maxBatchTokens("max-batch-tokens",
+                                cl::desc("Most tokens in one step (default 2048)"),
+                                cl::init(2048), cl::sub(compileCommand));
+cl::opt<int64_t> maxSeqs("max-seqs", cl::desc("Most sequences in one step (default 256)"),
+                         cl::init(256), cl::sub(compileCommand));
+cl::opt<int64_t> maxSeqLen("max-seq-len", cl::desc("Longest sequence served (default 4096)"),
+                           cl::init(4096), cl::sub(compileCommand));
+cl::opt<int64_t> pageSize("kv-page-size", cl::desc("Tokens per KV-cache page (default 16)"),
+                          cl::init(16), cl::sub(compileCommand));
+cl::opt<bool> noWeights("no-weights",
+                        cl::desc("Leave weights out; tx-run binds them with --weights DIR"),
+                        cl::sub(compileCommand));
+cl::opt<uint64_t> randomWeights("random-weights",
+                                cl::desc("Leave weights out; the runtime generates them from "
+                                         "this seed (benchmarks of real shapes)"),
+                                cl::sub(compileCommand));
+cl::opt<std::string> weightsDir("weights",
+                                cl::desc("Checkpoint directory for a .mlir input (default: the "
+                                         "model directory)"),
+                                cl::sub(compileCommand));
+cl::opt<std::string> emit("emit", cl::desc("Print the IR instead of writing: tx (fused and "
+                                           "sharded) or txk (lowered and planned)"),
+                          cl::sub(compileCommand));
+cl::opt<bool> stats("stats", cl::desc("Print launches per decoder layer, arena size and weight "
+                                      "bytes"),
+                    cl::sub(compileCommand));
+cl::opt<bool> verifyEach("verify-each", cl::desc("Verify the IR after every pass"),
+                         cl::sub(compileCommand));
+
+using Clock = std::chrono::steady_clock;
+
+struct Progress {
+  Clock::time_point start = Clock::now();
+  void operator()(const std::string &line) const {
+    double ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+    llvm::errs() << llvm::format("txc compile [%7.1f ms] ", ms) << line << "\n";
+  }
+};
+
+int fail(const std::string &message) {
+  llvm::errs() << "txc compile: error: " << message << "\n";
+  return 1;
+}
+
+bool isMlirFile(const std::string &path) { return llvm::sys::path::extension(path) == ".mlir"; }
+
+} // namespace
+
+int runCompile() {
+  if (outputPath.empty() && emit.empty() && !stats)
+    return fail("name the artifact with -o (or ask for --emit=tx|txk or --stats)");
+  if (!emit.empty() && emit != "tx" && emit != "txk")
+    return fail("--emit must be tx or txk, got '" + emit + "'");
+  if (noWeights && randomWeights.getNumOccurrences())
+    return fail("--no-weights and --random-weights exclude each other");
+  Progress progress;
+
+  mlir::DialectRegistry registry;
+  registerAllTxcDialects(registry);
+  mlir::MLIRContext context(registry);
+  context.loadAllAvailableDialects();
+
+  // 1. The tx module and the model's config.
+  std::string checkpointDir = weightsDir.empty() ? modelPath.getValue() : weightsDir.getValue();
+  if (isMlirFile(modelPath) && weightsDir.empty())
+    checkpointDir.clear();
+  mlir::OwningOpRef<mlir::ModuleOp> module;
+  if (isMlirFile(modelPath)) {
+    llvm::SourceMgr sources;
+    module = mlir::parseSourceFile<mlir::ModuleOp>(modelPath, sources, &context);
+    if (!module)
+      return fail(modelPath + ": not a valid tx module");
+  } else {
+    frontend::ImportOptions options;
+    options.kvPageSize = pageSize;
+    std::vector<Status> problems;
+    auto imported = frontend::importModel(context, modelPath, options, &problems);
+    if (!imported.isOk()) {
+      for (const Status &problem : problems)
+        llvm::errs() << "txc compile: error: " << problem.message() << "\n";
+      return 1;
+    }
+    module = std::move(imported.value());
+  }
+  artifact::pb::Artifact message;
+  if (!checkpointDir.empty()) {
+    auto config = frontend::loadModelConfig(checkpointDir + "/config.json");
+    if (!config.isOk())
+      return fail(config.status().message());
+    *message.mutable_config() = toProto(*config);
+    std::ifstream tokenizer(checkpointDir + "/tokenizer.json", std::ios::binary);
+    if (tokenizer) {
+      std::stringstream text;
+      text << tokenizer.rdbuf();
+      message.set_tokenizer_json(text.str());
+    }
+  }
+  progress("imported " + modelPath);
+
+  // 2. The pipeline.
+  CompileOptions options;
+  options.target = target;
+  options.tensorParallel = tensorParallel;
+  options.maxBatchTokens = maxBatchTokens;
+  options.maxSeqs = maxSeqs;
+  options.maxSeqLen = maxSeqLen;
+  options.kvPageSize = pageSize;
+  options.verifyEach = verifyEach;
+  if (emit == "tx") {
+    // Fusion and sharding only: everything the pipeline does before lowering.
+    CompileOptions txOnly = options;
+    if (Status status = runTxPipeline(*module, txOnly); !status.isOk())
+      return fail(status.message());
+    module->print(llvm::outs());
+    llvm::outs() << "\n";
+    return 0;
+  }
+  if (Status status = runPipeline(*module, options); !status.isOk())
+    return fail(status.message());
+  progress("ran " + std::string(target == "cpu" ? "txc-to-cpu" : "txc-to-cuda") +
+           " (tp=" + std::to_string(tensorParallel) + ")");
+  if (emit == "txk") {
+    module->print(llvm::outs());
+    llvm::outs() << "\n";
+    return 0;
+  }
+  if (stats) {
+    auto planStats = computePlanStats(*module);
+    if (!planStats.isOk())
+      return fail(planStats.status().message());
+    llvm::outs() << "layers: " << planStats->layers << "\n"
+                 << "launches per decoder layer: " << planStats->launchesPerLayer << "\n"
+                 << "launches per step: " << planStats->launches << "\n"
+                 << "arena bytes: " << planStats->arenaBytes << "\n"
+                 << "weight bytes per rank: " << planStats->weightBytes << "\n";
+    if (outputPath.empty())
+      return 0;
+  }
+
+  // 3. The artifact.
+  WeightOptions weights;
+  weights.checkpoint = checkpointDir;
+  weights.stripped = noWeights || randomWeights.getNumOccurrences() || checkpointDir.empty();
+  if (randomWeights.getNumOccurrences())
+    weights.randomSeed = randomWeights.getValue();
+  if (checkpointDir.empty() && !noWeights && !randomWeights.getNumOccurrences())
+    return fail("a .mlir input needs --weights DIR, --no-weights or --random-weights SEED");
+  if (Status status = writeArtifact(*module, std::move(message), options, weights, outputPath,
+                                    progress);
+      !status.isOk())
+    return fail(status.message());
+  progress("done");
+  return 0;
+}
+
+} // namespace txc::tools

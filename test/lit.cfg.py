@@ -3,6 +3,7 @@
 import os
 import shutil
 import subprocess
+import sys
 
 import lit.formats
 
@@ -17,6 +18,10 @@ config.environment["PATH"] = os.pathsep.join(
     [config.txc_tools_dir, config.llvm_tools_dir, config.environment.get("PATH", "")])
 
 config.substitutions.append(("%txc_src", config.txc_src_root))
+config.substitutions.append(("%python", sys.executable))
+config.substitutions.append(("%tx_run", os.path.join(config.txc_tools_dir, "tx-run")))
+config.substitutions.append(("%check_goldens",
+                             os.path.join(config.txc_src_root, "test", "e2e", "check_goldens.py")))
 config.substitutions.append(("%fixtures", os.path.join(config.txc_src_root, "test", "fixtures")))
 shared_models = os.path.join(os.path.dirname(config.txc_src_root), "shared", "models")
 config.substitutions.append(("%shared_models", shared_models))

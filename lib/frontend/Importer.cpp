@@ -109,7 +109,9 @@ StatusOr<Value> StepBuilder::weight(const std::string &name) {
   const CheckpointTensor *tensor = checkpoint_.find(name);
   if (!tensor)
     return notFound(checkpoint_.source() + ": tensor " + quoteForMessage(name) + " is missing");
-  TXC_ASSIGN_OR_RETURN(Type element, elementTypeOf(builder_, tensor->dtype(), *tensor));
+  TXC_ASSIGN_OR_RETURN(Type element,
+                       elementTypeOf(builder_, options_.computeDType.value_or(tensor->dtype()),
+                                     *tensor));
   auto type = RankedTensorType::get(tensor->shape(), element);
   return Value(tx::WeightOp::create(builder_, loc_, type, name, /*shard_dim=*/nullptr,
                                     /*shard_parts=*/nullptr));
@@ -233,7 +235,9 @@ StatusOr<OwningOpRef<ModuleOp>> StepBuilder::build() {
   const CheckpointTensor *embedding = checkpoint_.find("model.embed_tokens.weight");
   if (!embedding)
     return notFound(checkpoint_.source() + ": tensor 'model.embed_tokens.weight' is missing");
-  TXC_ASSIGN_OR_RETURN(activation_, elementTypeOf(builder_, embedding->dtype(), *embedding));
+  TXC_ASSIGN_OR_RETURN(activation_,
+                       elementTypeOf(builder_, options_.computeDType.value_or(embedding->dtype()),
+                                     *embedding));
   TXC_ASSIGN_OR_RETURN(rope_, ropeAttr());
 
   // What the compiler and runtime need from config.json beyond the graph.

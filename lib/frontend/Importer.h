@@ -23,6 +23,7 @@
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/OwningOpRef.h"
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,10 @@ namespace txc::frontend {
 struct ImportOptions {
   /// Tokens per KV-cache page, recorded in the !tx.kv_cache type.
   int64_t kvPageSize = 16;
+  /// The dtype weights, activations and the KV cache compute in; unset
+  /// means the checkpoint's (the embedding's). The artifact writer converts
+  /// weights stored in another dtype, so a bf16 checkpoint can run in f32.
+  std::optional<DType> computeDType;
 };
 
 /// Reads MODEL_DIR/config.json and the checkpoint beside it, checks one

@@ -71,6 +71,10 @@ cl::opt<std::string> emit("emit", cl::desc("Print the IR instead of writing: tx 
 cl::opt<bool> stats("stats", cl::desc("Print launches per decoder layer, arena size and weight "
                                       "bytes"),
                     cl::sub(compileCommand));
+cl::opt<std::string> computeDType("dtype",
+                                  cl::desc("Compute dtype: auto (the checkpoint's), f32, bf16 "
+                                           "or f16"),
+                                  cl::init("auto"), cl::sub(compileCommand));
 cl::opt<bool> verifyEach("verify-each", cl::desc("Verify the IR after every pass"),
                          cl::sub(compileCommand));
 
@@ -120,6 +124,14 @@ int runCompile() {
   } else {
     frontend::ImportOptions options;
     options.kvPageSize = pageSize;
+    if (computeDType == "f32")
+      options.computeDType = DType::kF32;
+    else if (computeDType == "bf16")
+      options.computeDType = DType::kBF16;
+    else if (computeDType == "f16")
+      options.computeDType = DType::kF16;
+    else if (computeDType != "auto")
+      return fail("--dtype must be auto, f32, bf16 or f16, got '" + computeDType + "'");
     std::vector<Status> problems;
     auto imported = frontend::importModel(context, modelPath, options, &problems);
     if (!imported.isOk()) {

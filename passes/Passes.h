@@ -35,6 +35,8 @@ struct TxcPipelineOptions : mlir::PassPipelineOptions<TxcPipelineOptions> {
                           llvm::cl::init(256)};
 };
 
+/// The target-independent half: canonicalize, shard (tp > 1), fuse.
+void buildTxFusionPipeline(mlir::OpPassManager &pm, const TxcPipelineOptions &options);
 /// tx -> fused, sharded tx -> txk with sm_90a tactics -> planned memory.
 void buildTxcToCudaPipeline(mlir::OpPassManager &pm, const TxcPipelineOptions &options);
 /// The same for the CPU reference backend.

@@ -10,17 +10,22 @@ using namespace mlir;
 
 namespace txc {
 
-static void buildPipeline(OpPassManager &pm, const TxcPipelineOptions &options,
-                          StringRef target) {
+void buildTxFusionPipeline(OpPassManager &pm, const TxcPipelineOptions &options) {
   pm.addPass(createCanonicalizerPass());
-  if (options.tp > 1)
-    pm.addPass(createTxShardPass(TxShardPassOptions{options.tp}));
+  // Sharding reads the unfused projections, so it runs first.
+  pm.addPass(createTxShardPass(TxShardPassOptions{options.tp}));
   OpPassManager &fn = pm.nest<func::FuncOp>();
   fn.addPass(createTxFuseProjectionsPass());
   fn.addPass(createTxFuseSwigluPass());
   fn.addPass(createTxFuseAddRmsNormPass());
   fn.addPass(createTxFuseRotaryPass());
   fn.addPass(createCanonicalizerPass());
+}
+
+static void buildPipeline(OpPassManager &pm, const TxcPipelineOptions &options,
+                          StringRef target) {
+  buildTxFusionPipeline(pm, options);
+  OpPassManager &fn = pm.nest<func::FuncOp>();
   fn.addPass(createConvertTxToTxkPass(ConvertTxToTxkPassOptions{target.str()}));
   fn.addPass(createCSEPass());
   fn.addPass(createTxkPlanMemoryPass(

@@ -53,7 +53,7 @@ FUZZ_BUILD ?= build-fuzz
 FUZZ_SECONDS ?= 60
 .PHONY: fuzz
 fuzz:
-	@command -v clang++ >/dev/null || { echo "make fuzz needs clang++ (apt install clang)"; exit 1; }
+	@scripts/install-deps.sh --fuzz
 	cmake -S fuzz -B $(FUZZ_BUILD) -G Ninja -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++
 	cmake --build $(FUZZ_BUILD) -j $(JOBS)
 	fuzz/run-fuzzers.sh $(FUZZ_BUILD) $(FUZZ_SECONDS)

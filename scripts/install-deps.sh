@@ -9,6 +9,10 @@ APT_PKGS=(cmake ninja-build g++ make python3 python3-pip
           protobuf-compiler libprotobuf-dev nlohmann-json3-dev
           libgtest-dev clang-format)
 PIP_PKGS=(lit numpy safetensors)
+# `make fuzz` also needs clang and libFuzzer's runtime.
+if [ "${1:-}" = "--fuzz" ]; then
+  APT_PKGS+=(clang libclang-rt-dev)
+fi
 
 sudo_if_needed() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
 

@@ -147,11 +147,16 @@ int runCompile() {
     if (!config.isOk())
       return fail(config.status().message());
     *message.mutable_config() = toProto(*config);
-    std::ifstream tokenizer(checkpointDir + "/tokenizer.json", std::ios::binary);
-    if (tokenizer) {
+    // tokenizer.json, or failing that a plain id -> token list (llama2.c
+    // conversions such as stories260K ship vocab.json), which tx-run reads too.
+    for (const char *name : {"/tokenizer.json", "/vocab.json"}) {
+      std::ifstream tokenizer(checkpointDir + name, std::ios::binary);
+      if (!tokenizer)
+        continue;
       std::stringstream text;
       text << tokenizer.rdbuf();
       message.set_tokenizer_json(text.str());
+      break;
     }
   }
   progress("imported " + modelPath);

@@ -12,6 +12,11 @@
 
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
+  // Every txc option belongs to a subcommand; the top level holds only what
+  // libLLVM registers for its own tools, which `txc --help` should not list.
+  for (auto &[name, option] : llvm::cl::getRegisteredOptions(llvm::cl::SubCommand::getTopLevel()))
+    if (name != "help" && name != "version")
+      option->setHiddenFlag(llvm::cl::ReallyHidden);
   llvm::cl::ParseCommandLineOptions(
       argc, argv, "txc: compile Hugging Face transformer models for the txc runtime\n");
   if (txc::tools::importCommand)

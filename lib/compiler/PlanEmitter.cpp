@@ -84,7 +84,7 @@ Status setAttributes(Operation *op, pb::Launch &launch) {
 class LaunchBuilder {
 public:
   LaunchBuilder(func::FuncOp step, int64_t rank, int64_t tp, WeightManifest &weights)
-      : step(step), rank(rank), tp(tp), weights(weights) {
+      : rank(rank), tp(tp), weights(weights) {
     int i32Args = 0;
     for (BlockArgument arg : step.getArguments())
       if (auto t = dyn_cast<RankedTensorType>(arg.getType()); t && t.getElementType().isInteger(32))
@@ -168,7 +168,6 @@ public:
   }
 
 private:
-  func::FuncOp step;
   int64_t rank, tp;
   WeightManifest &weights;
   llvm::DenseMap<Value, pb::StepInputKind> tokenArgKind;

@@ -8,7 +8,7 @@ where a logit error within the tolerance may legitimately flip the
 choice); after such a flip the two sequences diverge and later steps are
 not compared. Logits of the compared steps must lie within the tolerance.
 
-  check_goldens.py TX_RUN ARTIFACT GOLDEN --atol A [--batched] [--tp-note ...]
+  check_goldens.py TX_RUN ARTIFACT GOLDEN --atol A [--batched] [--device cuda]
 
 --batched submits every prompt in one tx-run call, so the engine batches
 them; without it each prompt runs alone.
@@ -19,8 +19,8 @@ import subprocess
 import sys
 
 
-def run(tx_run, artifact, prompts, steps, extra):
-    cmd = [tx_run, artifact, "--device", "cpu", "--max-new-tokens", str(steps),
+def run(tx_run, artifact, prompts, steps, extra, device="cpu"):
+    cmd = [tx_run, artifact, "--device", device, "--max-new-tokens", str(steps),
            "--ignore-eos", "--json", "--return-logits"] + extra
     for p in prompts:
         cmd += ["--prompt-ids", ",".join(map(str, p))]
@@ -39,6 +39,8 @@ def main():
     ap.add_argument("golden")
     ap.add_argument("--atol", type=float, required=True)
     ap.add_argument("--batched", action="store_true")
+    ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"],
+                    help="tx-run backend (default cpu)")
     ap.add_argument("--extra", default="", help="more tx-run flags, space separated")
     args = ap.parse_args()
 
@@ -46,9 +48,10 @@ def main():
     steps = max(len(c["output_ids"]) for c in cases)
     extra = args.extra.split()
     if args.batched:
-        results = run(args.tx_run, args.artifact, [c["prompt_ids"] for c in cases], steps, extra)
+        results = run(args.tx_run, args.artifact, [c["prompt_ids"] for c in cases], steps, extra,
+                      args.device)
     else:
-        results = [run(args.tx_run, args.artifact, [c["prompt_ids"]], steps, extra)[0]
+        results = [run(args.tx_run, args.artifact, [c["prompt_ids"]], steps, extra, args.device)[0]
                    for c in cases]
 
     failures, compared, skipped, worst = [], 0, 0, 0.0

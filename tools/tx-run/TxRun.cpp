@@ -9,6 +9,9 @@
 
 #include "runtime/backends/cpu/CpuExecutor.h"
 #include "runtime/backends/cpu/LogitsRecorder.h"
+#ifdef TXC_HAVE_CUDA_BACKEND
+#include "runtime/backends/cuda/CudaExecutor.h"
+#endif
 #include "txc/artifact/Artifact.h"
 
 #include <nlohmann/json.hpp>
@@ -169,9 +172,11 @@ Options parseArguments(int argc, char **argv) {
 
 int main(int argc, char **argv) {
   Options options = parseArguments(argc, argv);
+#ifndef TXC_HAVE_CUDA_BACKEND
   if (options.device == "cuda")
-    fail("--device cuda: this build has no CUDA backend yet "
-         "(runtime/backends/cuda); use --device cpu");
+    fail("--device cuda: this build has no CUDA backend (configure with "
+         "-DTXC_ENABLE_CUDA=ON); use --device cpu");
+#endif
 
   txc::artifact::LoadOptions load_options;
   load_options.weights_dir = options.weights_dir;
@@ -199,14 +204,31 @@ int main(int argc, char **argv) {
     prompts.push_back(*ids);
   }
 
-  txc::cpu::CpuExecutorOptions executor_options;
-  executor_options.num_threads = options.threads;
-  executor_options.num_kv_pages = options.kv_pages;
-  auto executor = txc::cpu::CpuExecutor::create(**artifact, executor_options);
-  if (!executor.isOk())
-    fail(executor.status().message());
-  txc::cpu::LogitsRecorder recorder(**executor);
-  auto engine = txc::engine::Engine::create(recorder, (*executor)->engineConfig());
+  std::unique_ptr<txc::engine::StepExecutor> executor;
+  txc::engine::EngineConfig engine_config;
+#ifdef TXC_HAVE_CUDA_BACKEND
+  if (options.device == "cuda") {
+    txc::cuda::CudaExecutorOptions cuda_options;
+    cuda_options.num_kv_pages = options.kv_pages;
+    auto cuda_executor = txc::cuda::CudaExecutor::create(**artifact, cuda_options);
+    if (!cuda_executor.isOk())
+      fail("--device cuda: " + cuda_executor.status().message());
+    engine_config = (*cuda_executor)->engineConfig();
+    executor = std::move(*cuda_executor);
+  }
+#endif
+  if (!executor) {
+    txc::cpu::CpuExecutorOptions executor_options;
+    executor_options.num_threads = options.threads;
+    executor_options.num_kv_pages = options.kv_pages;
+    auto cpu_executor = txc::cpu::CpuExecutor::create(**artifact, executor_options);
+    if (!cpu_executor.isOk())
+      fail(cpu_executor.status().message());
+    engine_config = (*cpu_executor)->engineConfig();
+    executor = std::move(*cpu_executor);
+  }
+  txc::cpu::LogitsRecorder recorder(*executor);
+  auto engine = txc::engine::Engine::create(recorder, engine_config);
   if (!engine.isOk())
     fail(engine.status().message());
 

@@ -1,0 +1,1236 @@
+//===- CudaExecutor.cpp - Run an artifact's plan on one GPU ---------------===//
+//
+// Binding mirrors CpuExecutor: an arena slot's -1 row dimension is set per
+// step by the launch that writes the slot and remembered per offset (host
+// bookkeeping only; nothing waits on the GPU). Inputs that overlap a result
+// in a way a kernel could race on are copied to scratch first.
+//
+//===----------------------------------------------------------------------===//
+// The kernel library's status.h defines its own TXC_RETURN_IF_ERROR for
+// txc::kernels::Status: include it first and let txc/Status.h's win.
+#include "attention/attention.h"
+#undef TXC_RETURN_IF_ERROR
+#undef TXC_ASSIGN_OR_RETURN
+
+#include "runtime/backends/cuda/CudaExecutor.h"
+#include "runtime/backends/cpu/Kernels.h" // shapeString, GemmEpilogue
+#include "runtime/backends/cpu/LaunchAttributes.h"
+#include "runtime/backends/cpu/Rotary.h"
+#include "runtime/backends/cuda/CudaKernels.h"
+
+#include <cublasLt.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <set>
+#include <unordered_map>
+
+namespace txc::cuda {
+
+namespace pb = artifact::pb;
+using cpu::LaunchAttributes;
+using cpu::shapeString;
+
+namespace {
+
+const std::set<std::string> &knownOps() {
+  static const std::set<std::string> ops = {
+      "txk.embedding",   "txk.rms_norm",  "txk.add_rms_norm",
+      "txk.gemm",        "txk.rope_append", "txk.gemm_rope_append",
+      "txk.attention",   "txk.gather_last"};
+  return ops;
+}
+
+bool usesKvCache(const std::string &op) {
+  return op == "txk.rope_append" || op == "txk.gemm_rope_append" ||
+         op == "txk.attention";
+}
+
+Status cudaStatus(cudaError_t error, const std::string &what) {
+  if (error == cudaSuccess)
+    return Status::ok();
+  if (error == cudaErrorMemoryAllocation)
+    return resourceExhausted(what + ": out of GPU memory (" +
+                             cudaGetErrorString(error) + ")");
+  return internalError(what + ": " + cudaGetErrorName(error) + " (" +
+                       cudaGetErrorString(error) + ")");
+}
+
+Status cublasStatus(cublasStatus_t status, const std::string &what) {
+  if (status == CUBLAS_STATUS_SUCCESS)
+    return Status::ok();
+  return internalError(what + ": cuBLASLt status " +
+                       std::to_string(static_cast<int>(status)));
+}
+
+#define CU(call, what) TXC_RETURN_IF_ERROR(cudaStatus((call), (what)))
+
+StatusOr<EType> etype(DType dtype, const std::string &what) {
+  switch (dtype) {
+  case DType::kF32: return EType::kF32;
+  case DType::kBF16: return EType::kBF16;
+  case DType::kF16: return EType::kF16;
+  default:
+    return unimplemented(what + " has dtype " + std::string(dtypeName(dtype)) +
+                         "; the CUDA kernels take F32, BF16 or F16");
+  }
+}
+
+cudaDataType_t cudaType(DType dtype) {
+  switch (dtype) {
+  case DType::kBF16: return CUDA_R_16BF;
+  case DType::kF16: return CUDA_R_16F;
+  default: return CUDA_R_32F;
+  }
+}
+
+std::string describeLaunch(int index, const pb::Launch &launch) {
+  std::string text = "launch " + std::to_string(index) + " (" + launch.op();
+  if (!launch.location().empty())
+    text += " at " + launch.location();
+  return text + ")";
+}
+
+Status withContext(const std::string &context, const Status &status) {
+  if (status.isOk())
+    return status;
+  return Status(status.code(), context + ": " + status.message());
+}
+
+bool overlaps(const void *a, uint64_t a_bytes, const void *b, uint64_t b_bytes) {
+  auto x = reinterpret_cast<uintptr_t>(a), y = reinterpret_cast<uintptr_t>(b);
+  return a && b && x < y + b_bytes && y < x + a_bytes;
+}
+
+/// A device tensor view (row-major 2-D).
+struct DMatrix {
+  void *data = nullptr;
+  DType dtype = DType::kInvalid;
+  int64_t rows = 0, cols = 0;
+  bool present() const { return data != nullptr; }
+  uint64_t bytes() const {
+    return static_cast<uint64_t>(rows * cols) * dtypeSize(dtype);
+  }
+};
+
+struct Bound {
+  enum class Kind { kAbsent, kMatrix, kTokenIds, kPositions, kBatch, kCache } kind =
+      Kind::kAbsent;
+  DMatrix matrix;
+  int32_t layer = -1;
+};
+
+struct LayerCache {
+  void *data = nullptr;
+  int64_t kv_heads = 0, head_dim = 0;
+};
+
+struct RopeTable {
+  float *inv_freq = nullptr; // device
+  int64_t half = 0;
+  float attention_scaling = 1.0f;
+};
+
+struct GemmPlanKey {
+  int64_t m, n, k;
+  int a, b, c, d, bias;
+  bool operator<(const GemmPlanKey &o) const {
+    return std::tie(m, n, k, a, b, c, d, bias) <
+           std::tie(o.m, o.n, o.k, o.a, o.b, o.c, o.d, o.bias);
+  }
+};
+
+struct GemmPlan {
+  cublasLtMatmulDesc_t op = nullptr;
+  cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr, d = nullptr;
+  cublasLtMatmulAlgo_t algo;
+};
+
+constexpr int kMaxDecodeSplits = 32;
+constexpr size_t kCublasWorkspaceBytes = size_t{32} << 20;
+
+} // namespace
+
+struct CudaExecutor::State {
+  const artifact::LoadedArtifact *artifact = nullptr;
+  CudaExecutorOptions options;
+  const pb::Plan *plan = nullptr;
+  std::string path;
+  int32_t vocab_size = 0, page_size = 0, num_pages = 0;
+  DType cache_dtype = DType::kInvalid;
+  int64_t max_num_seqs = 256;
+
+  cudaStream_t stream = nullptr;
+  cudaEvent_t step_start = nullptr, step_end = nullptr;
+  cublasLtHandle_t lt = nullptr;
+  std::vector<void *> allocations;
+  std::vector<void *> weights;         // device pointer per manifest entry
+  unsigned char *arena = nullptr;
+  uint64_t arena_bytes = 0;
+  std::map<int32_t, LayerCache> caches;
+  std::map<int, RopeTable> rope_tables; // per launch index
+  unsigned char *gemm_scratch = nullptr;
+  uint64_t gemm_scratch_bytes = 0;
+  unsigned char *copy_scratch = nullptr;
+  uint64_t copy_scratch_bytes = 0, copy_scratch_used = 0;
+  void *cublas_workspace = nullptr;
+  unsigned char *decode_workspace = nullptr;
+  uint64_t decode_workspace_bytes = 0;
+  unsigned *split_counters = nullptr;
+  int64_t max_heads = 0, max_kv_heads = 0, max_head_dim = 0;
+  float *device_logits = nullptr;
+  int64_t device_logits_rows = 0;
+  int32_t *host_inputs = nullptr, *device_inputs = nullptr;
+  size_t inputs_capacity = 0;
+  std::map<GemmPlanKey, GemmPlan> gemm_plans;
+  float last_step_ms = 0.0f;
+
+  // The step being run.
+  const engine::Batch *batch = nullptr;
+  const int32_t *d_tokens = nullptr, *d_positions = nullptr, *d_slots = nullptr,
+                *d_qso = nullptr, *d_context = nullptr, *d_tables = nullptr;
+  int32_t max_new_tokens = 0, max_context = 0;
+  std::unordered_map<uint64_t, int64_t> rows_at_offset;
+  bool wrote_logits = false;
+
+  ~State();
+  StatusOr<void *> allocate(uint64_t bytes, const std::string &what);
+  Status prepare();
+  Status validateBatch(const engine::Batch &batch) const;
+  Status uploadInputs(const engine::Batch &batch);
+  Status runLaunch(int index, const pb::Launch &launch);
+
+  StatusOr<Bound> bindOperand(const pb::Launch &launch, int i, bool required);
+  StatusOr<DMatrix> floatOperand(const pb::Launch &launch, int i, bool required);
+  StatusOr<DMatrix> bindResult(const pb::Launch &launch, int i, int64_t rows);
+  StatusOr<DMatrix> copyToScratch(const DMatrix &input);
+  Status unalias(std::vector<DMatrix *> inputs, std::vector<DMatrix> results);
+  Status gemm(const DMatrix &input, const DMatrix &weight, const DMatrix &bias,
+              const DMatrix &residual, const DMatrix &out);
+  Status attention(const LaunchAttributes &attributes, const DMatrix &query,
+                   const LayerCache &cache, const DMatrix &out);
+};
+
+CudaExecutor::State::~State() {
+  if (stream)
+    cudaStreamSynchronize(stream);
+  for (auto &[key, plan] : gemm_plans) {
+    cublasLtMatmulDescDestroy(plan.op);
+    for (cublasLtMatrixLayout_t l : {plan.a, plan.b, plan.c, plan.d})
+      cublasLtMatrixLayoutDestroy(l);
+  }
+  if (lt)
+    cublasLtDestroy(lt);
+  for (void *p : allocations)
+    cudaFree(p);
+  if (host_inputs)
+    cudaFreeHost(host_inputs);
+  if (step_start)
+    cudaEventDestroy(step_start);
+  if (step_end)
+    cudaEventDestroy(step_end);
+  if (stream)
+    cudaStreamDestroy(stream);
+}
+
+StatusOr<void *> CudaExecutor::State::allocate(uint64_t bytes,
+                                               const std::string &what) {
+  void *p = nullptr;
+  cudaError_t error = cudaMalloc(&p, std::max<uint64_t>(bytes, 256));
+  if (error != cudaSuccess) {
+    cudaGetLastError();
+    size_t free_bytes = 0, total = 0;
+    cudaMemGetInfo(&free_bytes, &total);
+    return resourceExhausted(path + ": cannot allocate " + std::to_string(bytes) +
+                             " bytes of GPU memory for " + what + " (" +
+                             std::to_string(free_bytes) + " of " +
+                             std::to_string(total) + " free): " +
+                             cudaGetErrorString(error));
+  }
+  allocations.push_back(p);
+  return p;
+}
+
+// --- preparation -----------------------------------------------------------
+
+Status CudaExecutor::State::prepare() {
+  const pb::Artifact &message = artifact->message();
+  path = artifact->path();
+  int device_count = 0;
+  cudaError_t error = cudaGetDeviceCount(&device_count);
+  if (error != cudaSuccess || device_count == 0)
+    return failedPrecondition(
+        path + ": no CUDA GPU is available (" +
+        std::string(error == cudaSuccess ? "no devices"
+                                         : cudaGetErrorString(error)) +
+        "); use --device cpu");
+  if (options.device < 0 || options.device >= device_count)
+    return invalidArgument(path + ": GPU " + std::to_string(options.device) +
+                           " does not exist (" + std::to_string(device_count) +
+                           " present)");
+  CU(cudaSetDevice(options.device), path + ": cudaSetDevice");
+  cudaDeviceProp prop;
+  CU(cudaGetDeviceProperties(&prop, options.device), path + ": device properties");
+  if (prop.major != 9 || prop.minor != 0)
+    return failedPrecondition(path + ": GPU " + std::to_string(options.device) +
+                              " (" + prop.name + ") is sm_" +
+                              std::to_string(prop.major) +
+                              std::to_string(prop.minor) +
+                              "; the CUDA backend is built for sm_90a (Hopper)");
+
+  if (message.plans_size() == 0)
+    return invalidArgument(path + ": the artifact has no plan");
+  if (message.plans_size() > 1 || message.options().tensor_parallel() > 1)
+    return unimplemented(path + ": compiled for tensor_parallel " +
+                         std::to_string(message.plans_size()) +
+                         "; the CUDA backend runs one GPU (tp 1) so far");
+  if (artifact->weights().size() != static_cast<size_t>(message.weights_size()))
+    return failedPrecondition(path + ": weights are not bound (load the "
+                              "artifact with bind_weights)");
+  vocab_size = static_cast<int32_t>(message.config().vocab_size());
+  if (vocab_size <= 0)
+    return invalidArgument(path + ": config.vocab_size must be positive");
+  plan = &message.plans(0);
+
+  CU(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), path + ": stream");
+  CU(cudaEventCreate(&step_start), path + ": event");
+  CU(cudaEventCreate(&step_end), path + ": event");
+  TXC_RETURN_IF_ERROR(cublasStatus(cublasLtCreate(&lt), path + ": cublasLtCreate"));
+
+  const pb::CompileOptions &compile = message.options();
+  page_size = static_cast<int32_t>(compile.kv_page_size() > 0 ? compile.kv_page_size() : 16);
+  if (compile.max_num_seqs() > 0)
+    max_num_seqs = compile.max_num_seqs();
+
+  // Check the launches; collect KV geometry, rotary tables, scratch needs.
+  std::map<int32_t, std::pair<int64_t, int64_t>> geometry;
+  uint64_t gemm_scratch_need = 0;
+  for (int i = 0; i < plan->launches_size(); ++i) {
+    const pb::Launch &launch = plan->launches(i);
+    std::string context = path + ": " + describeLaunch(i, launch);
+    if (launch.op() == "txk.all_reduce")
+      return unimplemented(context + ": all_reduce needs tensor parallelism, "
+                           "which the CUDA backend does not run yet");
+    if (!knownOps().count(launch.op()))
+      return unimplemented(context + ": unknown op for the CUDA backend");
+    LaunchAttributes attributes(launch);
+    if (launch.op() == "txk.gemm" || launch.op() == "txk.gemm_rope_append") {
+      // Intermediate fp32 [rows, weight rows] at most.
+      if (launch.results_size() > 0 && launch.operands_size() > 1 &&
+          launch.operands(1).ref_case() == pb::ValueRef::kWeightIndex) {
+        const auto &w = artifact->weights()[launch.operands(1).weight_index()];
+        int64_t n = w.shape.empty() ? 0 : w.shape[0];
+        int64_t rows = compile.max_batch_tokens() > 0 ? compile.max_batch_tokens() : 8192;
+        const pb::ValueRef &result = launch.results(0);
+        if (result.ref_case() == pb::ValueRef::kArena && result.arena().shape_size() == 2) {
+          DType dt = artifact::fromProtoDType(result.arena().dtype());
+          int64_t cols = result.arena().shape(1);
+          if (cols > 0 && dtypeSize(dt) > 0)
+            rows = static_cast<int64_t>(result.arena().bytes() / (cols * dtypeSize(dt)));
+        }
+        gemm_scratch_need = std::max<uint64_t>(gemm_scratch_need,
+                                               static_cast<uint64_t>(rows * n) * 4);
+      }
+    }
+    if (!usesKvCache(launch.op()))
+      continue;
+    StatusOr<int64_t> layer = attributes.getInt("layer");
+    StatusOr<int64_t> kv_heads = attributes.getInt("num_kv_heads");
+    StatusOr<int64_t> head_dim = attributes.getInt("head_dim");
+    StatusOr<int64_t> heads = attributes.getInt("num_heads");
+    for (const Status &status :
+         {layer.status(), kv_heads.status(), head_dim.status(), heads.status()})
+      TXC_RETURN_IF_ERROR(withContext(context, status));
+    if (*layer < 0 || *kv_heads <= 0 || *head_dim <= 0 || *heads <= 0)
+      return invalidArgument(context + ": layer, num_heads, num_kv_heads and "
+                             "head_dim must be non-negative / positive");
+    max_heads = std::max(max_heads, *heads);
+    max_kv_heads = std::max(max_kv_heads, *kv_heads);
+    max_head_dim = std::max(max_head_dim, *head_dim);
+    auto &g = geometry[static_cast<int32_t>(*layer)];
+    if (g.first == 0) {
+      g = {*kv_heads, *head_dim};
+    } else if (g.first != *kv_heads || g.second != *head_dim) {
+      return invalidArgument(context + ": layer " + std::to_string(*layer) +
+                             " was used with " + std::to_string(g.first) +
+                             " KV heads of " + std::to_string(g.second) +
+                             " by an earlier launch");
+    }
+    if (launch.op() != "txk.attention") {
+      StatusOr<cpu::RopeParams> rope = attributes.getRope();
+      TXC_RETURN_IF_ERROR(withContext(context, rope.status()));
+      TXC_RETURN_IF_ERROR(withContext(context, cpu::validateRopeParams(*rope, *head_dim)));
+      if (rope->scaling == cpu::RopeScaling::kDynamic)
+        return unimplemented(context + ": dynamic rotary scaling is not "
+                             "supported by the CUDA backend yet");
+      cpu::RotaryFrequencies f = cpu::computeRotaryFrequencies(*rope, *head_dim, 0);
+      RopeTable table;
+      table.half = static_cast<int64_t>(f.inv_freq.size());
+      table.attention_scaling = f.attention_scaling;
+      TXC_ASSIGN_OR_RETURN(void *p, allocate(f.inv_freq.size() * 4, "rotary table"));
+      table.inv_freq = static_cast<float *>(p);
+      CU(cudaMemcpy(p, f.inv_freq.data(), f.inv_freq.size() * 4,
+                    cudaMemcpyHostToDevice), context + ": rotary upload");
+      rope_tables[i] = table;
+    }
+  }
+  bool writes_logits = false;
+  for (const pb::Launch &launch : plan->launches())
+    for (const pb::ValueRef &result : launch.results())
+      if (result.ref_case() == pb::ValueRef::kStepInput &&
+          result.step_input().kind() == pb::STEP_INPUT_LOGITS)
+        writes_logits = true;
+  if (!writes_logits)
+    return invalidArgument(path + ": no launch of the plan writes the logits "
+                           "(a result that is STEP_INPUT_LOGITS)");
+
+  // Weights: uploaded once.
+  weights.resize(artifact->weights().size());
+  for (size_t w = 0; w < artifact->weights().size(); ++w) {
+    const artifact::BoundWeight &weight = artifact->weights()[w];
+    uint64_t bytes = dtypeSize(weight.dtype);
+    for (int64_t d : weight.shape)
+      bytes *= static_cast<uint64_t>(d);
+    TXC_ASSIGN_OR_RETURN(weights[w], allocate(bytes, "weight '" + weight.entry->name() + "'"));
+    CU(cudaMemcpy(weights[w], weight.data, bytes, cudaMemcpyHostToDevice),
+       path + ": uploading weight '" + weight.entry->name() + "'");
+  }
+
+  arena_bytes = plan->arena_bytes();
+  TXC_ASSIGN_OR_RETURN(void *arena_p, allocate(arena_bytes, "the arena"));
+  arena = static_cast<unsigned char *>(arena_p);
+  gemm_scratch_bytes = std::max<uint64_t>(gemm_scratch_need, 1 << 20);
+  TXC_ASSIGN_OR_RETURN(void *gs, allocate(gemm_scratch_bytes, "GEMM scratch"));
+  gemm_scratch = static_cast<unsigned char *>(gs);
+  copy_scratch_bytes = 3 * arena_bytes + (1 << 20);
+  TXC_ASSIGN_OR_RETURN(void *cs, allocate(copy_scratch_bytes, "copy scratch"));
+  copy_scratch = static_cast<unsigned char *>(cs);
+  TXC_ASSIGN_OR_RETURN(cublas_workspace, allocate(kCublasWorkspaceBytes, "cuBLASLt workspace"));
+
+  // The cache.
+  cache_dtype = artifact::fromProtoDType(compile.kv_cache_dtype());
+  if (cache_dtype == DType::kInvalid)
+    cache_dtype = artifact::fromProtoDType(compile.activation_dtype());
+  if (cache_dtype == DType::kInvalid)
+    cache_dtype = DType::kF32;
+  TXC_RETURN_IF_ERROR(withContext(path, etype(cache_dtype, "the KV cache").status()));
+  uint64_t bytes_per_page = 0;
+  for (const auto &[layer, g] : geometry)
+    bytes_per_page += static_cast<uint64_t>(2 * page_size * g.first * g.second) *
+                      dtypeSize(cache_dtype);
+  int64_t max_seq_len = compile.max_seq_len() > 0 ? compile.max_seq_len() : 4096;
+  int64_t useful_pages = max_num_seqs * ((max_seq_len + page_size - 1) / page_size);
+  if (options.num_kv_pages > 0) {
+    num_pages = options.num_kv_pages;
+  } else if (bytes_per_page == 0) {
+    num_pages = static_cast<int32_t>(std::min<int64_t>(useful_pages, 1 << 20));
+  } else {
+    uint64_t fit = options.kv_cache_budget_bytes / bytes_per_page;
+    if (fit == 0)
+      return resourceExhausted(path + ": the KV cache budget of " +
+                               std::to_string(options.kv_cache_budget_bytes) +
+                               " bytes does not hold one page (" +
+                               std::to_string(bytes_per_page) + " bytes over all layers)");
+    num_pages = static_cast<int32_t>(std::min<uint64_t>(
+        {fit, static_cast<uint64_t>(useful_pages), uint64_t{1} << 30}));
+  }
+  for (const auto &[layer, g] : geometry) {
+    uint64_t bytes = static_cast<uint64_t>(num_pages) * 2 * page_size * g.first *
+                     g.second * dtypeSize(cache_dtype);
+    TXC_ASSIGN_OR_RETURN(void *p, allocate(bytes, "the KV cache of layer " +
+                                                      std::to_string(layer)));
+    CU(cudaMemset(p, 0, bytes), path + ": clearing the KV cache");
+    caches[layer] = {p, g.first, g.second};
+  }
+  if (max_heads > 0) {
+    kernels::DecodeWorkspaceLayout layout = kernels::decodeWorkspaceLayout(
+        static_cast<int>(max_num_seqs), static_cast<int>(max_heads),
+        static_cast<int>(max_kv_heads), static_cast<int>(max_head_dim),
+        kMaxDecodeSplits);
+    decode_workspace_bytes = layout.total_bytes;
+    TXC_ASSIGN_OR_RETURN(void *dw, allocate(decode_workspace_bytes, "decode workspace"));
+    decode_workspace = static_cast<unsigned char *>(dw);
+    uint64_t counter_bytes = static_cast<uint64_t>(max_num_seqs * max_kv_heads) * 4;
+    TXC_ASSIGN_OR_RETURN(void *sc, allocate(counter_bytes, "split counters"));
+    split_counters = static_cast<unsigned *>(sc);
+    CU(cudaMemset(sc, 0, counter_bytes), path + ": clearing split counters");
+  }
+  device_logits_rows = max_num_seqs;
+  TXC_ASSIGN_OR_RETURN(void *dl, allocate(static_cast<uint64_t>(device_logits_rows) *
+                                              vocab_size * 4, "the logits"));
+  device_logits = static_cast<float *>(dl);
+  CU(cudaDeviceSynchronize(), path + ": setting up the GPU");
+  return Status::ok();
+}
+
+// --- binding ---------------------------------------------------------------
+
+StatusOr<Bound> CudaExecutor::State::bindOperand(const pb::Launch &launch, int i,
+                                                 bool required) {
+  Bound bound;
+  if (i >= launch.operands_size() ||
+      launch.operands(i).ref_case() == pb::ValueRef::REF_NOT_SET) {
+    if (required)
+      return invalidArgument("operand " + std::to_string(i) + " is missing");
+    return bound;
+  }
+  const pb::ValueRef &ref = launch.operands(i);
+  switch (ref.ref_case()) {
+  case pb::ValueRef::kArena: {
+    const pb::ArenaSlot &slot = ref.arena();
+    if (slot.shape_size() == 0 || slot.shape_size() > 2)
+      return invalidArgument("operand " + std::to_string(i) +
+                             ": arena values must be 1-D or 2-D");
+    int64_t cols = slot.shape(slot.shape_size() - 1);
+    int64_t rows = slot.shape_size() == 2 ? slot.shape(0) : 1;
+    if (slot.shape_size() == 1 && cols == -1) {
+      rows = -1;
+      cols = 1;
+    }
+    if (rows == -1) {
+      auto it = rows_at_offset.find(slot.offset());
+      if (it == rows_at_offset.end())
+        return failedPrecondition("operand " + std::to_string(i) +
+                                  " reads arena offset " +
+                                  std::to_string(slot.offset()) +
+                                  " before any launch of this step wrote it");
+      rows = it->second;
+    }
+    DType dtype = artifact::fromProtoDType(slot.dtype());
+    uint64_t bytes = static_cast<uint64_t>(rows * cols) * dtypeSize(dtype);
+    if (bytes > slot.bytes() || slot.offset() + bytes > arena_bytes)
+      return outOfRange("operand " + std::to_string(i) + " of " +
+                        shapeString(rows, cols) + " overruns its arena slot");
+    bound.kind = Bound::Kind::kMatrix;
+    bound.matrix = {arena + slot.offset(), dtype, rows, cols};
+    return bound;
+  }
+  case pb::ValueRef::kWeightIndex: {
+    uint32_t index = ref.weight_index();
+    if (index >= artifact->weights().size())
+      return outOfRange("operand " + std::to_string(i) + " names weight " +
+                        std::to_string(index) + " beyond the manifest");
+    const artifact::BoundWeight &weight = artifact->weights()[index];
+    if (weight.shape.empty() || weight.shape.size() > 2)
+      return invalidArgument("weight '" + weight.entry->name() +
+                             "' must be 1-D or 2-D");
+    bound.kind = Bound::Kind::kMatrix;
+    int64_t rows = weight.shape.size() == 2 ? weight.shape[0] : 1;
+    bound.matrix = {weights[index], weight.dtype, rows, weight.shape.back()};
+    return bound;
+  }
+  case pb::ValueRef::kStepInput:
+    switch (ref.step_input().kind()) {
+    case pb::STEP_INPUT_TOKEN_IDS:
+      bound.kind = Bound::Kind::kTokenIds;
+      return bound;
+    case pb::STEP_INPUT_POSITIONS:
+      bound.kind = Bound::Kind::kPositions;
+      return bound;
+    case pb::STEP_INPUT_BATCH:
+      bound.kind = Bound::Kind::kBatch;
+      return bound;
+    case pb::STEP_INPUT_KV_CACHE:
+      if (!caches.count(ref.step_input().layer()))
+        return invalidArgument("operand " + std::to_string(i) +
+                               " is the KV cache of layer " +
+                               std::to_string(ref.step_input().layer()) +
+                               ", which no launch's layer attribute names");
+      bound.kind = Bound::Kind::kCache;
+      bound.layer = ref.step_input().layer();
+      return bound;
+    default:
+      return unimplemented("operand " + std::to_string(i) + " is step input " +
+                           pb::StepInputKind_Name(ref.step_input().kind()) +
+                           ", which no txk op takes on the GPU");
+    }
+  default:
+    return invalidArgument("operand " + std::to_string(i) + " is empty");
+  }
+}
+
+StatusOr<DMatrix> CudaExecutor::State::floatOperand(const pb::Launch &launch,
+                                                    int i, bool required) {
+  TXC_ASSIGN_OR_RETURN(Bound bound, bindOperand(launch, i, required));
+  if (bound.kind == Bound::Kind::kAbsent)
+    return DMatrix{};
+  if (bound.kind != Bound::Kind::kMatrix)
+    return invalidArgument("operand " + std::to_string(i) +
+                           " must be a tensor (arena value or weight)");
+  TXC_RETURN_IF_ERROR(etype(bound.matrix.dtype, "operand " + std::to_string(i)).status());
+  return bound.matrix;
+}
+
+StatusOr<DMatrix> CudaExecutor::State::bindResult(const pb::Launch &launch, int i,
+                                                  int64_t rows) {
+  if (i >= launch.results_size())
+    return invalidArgument("result " + std::to_string(i) + " is missing");
+  const pb::ValueRef &ref = launch.results(i);
+  if (ref.ref_case() == pb::ValueRef::kStepInput &&
+      ref.step_input().kind() == pb::STEP_INPUT_LOGITS) {
+    if (rows != batch->numSequences())
+      return invalidArgument("the logits have " + std::to_string(rows) +
+                             " rows, one per sequence (" +
+                             std::to_string(batch->numSequences()) + ") expected");
+    wrote_logits = true;
+    return DMatrix{device_logits, DType::kF32, rows, vocab_size};
+  }
+  if (ref.ref_case() != pb::ValueRef::kArena)
+    return invalidArgument("result " + std::to_string(i) +
+                           " must be an arena slot or the logits");
+  const pb::ArenaSlot &slot = ref.arena();
+  if (slot.shape_size() != 2)
+    return invalidArgument("result " + std::to_string(i) + " must be 2-D");
+  if (slot.shape(0) != -1 && slot.shape(0) != rows)
+    return invalidArgument("result " + std::to_string(i) + " has " +
+                           std::to_string(slot.shape(0)) + " rows, the op makes " +
+                           std::to_string(rows));
+  int64_t cols = slot.shape(1);
+  DType dtype = artifact::fromProtoDType(slot.dtype());
+  TXC_RETURN_IF_ERROR(etype(dtype, "result " + std::to_string(i)).status());
+  uint64_t bytes = static_cast<uint64_t>(rows * cols) * dtypeSize(dtype);
+  if (bytes > slot.bytes() || slot.offset() + bytes > arena_bytes)
+    return outOfRange("result " + std::to_string(i) + " of " +
+                      shapeString(rows, cols) + " (" + std::to_string(bytes) +
+                      " bytes) does not fit its arena slot of " +
+                      std::to_string(slot.bytes()) +
+                      " bytes: the batch exceeds what the plan was compiled for");
+  rows_at_offset[slot.offset()] = rows;
+  return DMatrix{arena + slot.offset(), dtype, rows, cols};
+}
+
+StatusOr<DMatrix> CudaExecutor::State::copyToScratch(const DMatrix &input) {
+  uint64_t bytes = (input.bytes() + 255) / 256 * 256;
+  if (copy_scratch_used + bytes > copy_scratch_bytes)
+    return resourceExhausted("copy scratch of " + std::to_string(copy_scratch_bytes) +
+                             " bytes is too small");
+  DMatrix copy = input;
+  copy.data = copy_scratch + copy_scratch_used;
+  copy_scratch_used += bytes;
+  CU(cudaMemcpyAsync(copy.data, input.data, input.bytes(),
+                     cudaMemcpyDeviceToDevice, stream), "copying an aliased input");
+  return copy;
+}
+
+// Inputs sharing bytes with a result are copied first, unless they are the
+// exact same rows (row-wise kernels read a row completely before writing it).
+Status CudaExecutor::State::unalias(std::vector<DMatrix *> inputs,
+                                    std::vector<DMatrix> results) {
+  for (DMatrix *input : inputs) {
+    if (!input->present())
+      continue;
+    bool aliased = false;
+    for (const DMatrix &result : results)
+      if (overlaps(input->data, input->bytes(), result.data, result.bytes()) &&
+          !(input->data == result.data && input->cols == result.cols &&
+            input->dtype == result.dtype))
+        aliased = true;
+    if (aliased) {
+      TXC_ASSIGN_OR_RETURN(*input, copyToScratch(*input));
+    }
+  }
+  return Status::ok();
+}
+
+// out = input @ weight^T (+ bias) (+ residual), fp32 accumulation. Row-major
+// out[M, N] is column-major out^T = weight (K x N, transposed) * input^T.
+Status CudaExecutor::State::gemm(const DMatrix &input, const DMatrix &weight,
+                                 const DMatrix &bias, const DMatrix &residual,
+                                 const DMatrix &out) {
+  int64_t m = input.rows, k = input.cols, n = weight.rows;
+  if (weight.cols != k)
+    return invalidArgument("gemm input " + shapeString(m, k) + " and weight " +
+                           shapeString(weight.rows, weight.cols) + " disagree on K");
+  if (out.rows != m || out.cols != n)
+    return invalidArgument("gemm result " + shapeString(out.rows, out.cols) +
+                           " must be " + shapeString(m, n));
+  if (input.dtype != weight.dtype)
+    return unimplemented(std::string("gemm of a ") + std::string(dtypeName(input.dtype)) +
+                         " input by a " + std::string(dtypeName(weight.dtype)) +
+                         " weight: cuBLASLt needs one operand type");
+  if (residual.present() && (residual.dtype != out.dtype || residual.rows != m ||
+                             residual.cols != n))
+    return unimplemented("gemm residual must have the result's shape and dtype");
+  if (bias.present() && bias.rows * bias.cols != n)
+    return invalidArgument("gemm bias must have " + std::to_string(n) + " elements");
+  GemmPlanKey key{m, n, k, static_cast<int>(weight.dtype),
+                  static_cast<int>(input.dtype),
+                  residual.present() ? 1 : 0, static_cast<int>(out.dtype),
+                  bias.present() ? static_cast<int>(bias.dtype) : -1};
+  auto it = gemm_plans.find(key);
+  if (it == gemm_plans.end()) {
+    GemmPlan p;
+    cublasComputeType_t compute = CUBLAS_COMPUTE_32F;
+    TXC_RETURN_IF_ERROR(cublasStatus(cublasLtMatmulDescCreate(&p.op, compute, CUDA_R_32F), "matmul desc"));
+    cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
+    cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta));
+    cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb));
+    if (bias.present()) {
+      cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_BIAS;
+      cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof(epilogue));
+      cudaDataType_t bt = cudaType(bias.dtype);
+      cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bt, sizeof(bt));
+    }
+    cublasLtMatrixLayoutCreate(&p.a, cudaType(weight.dtype), k, n, k);
+    cublasLtMatrixLayoutCreate(&p.b, cudaType(input.dtype), k, m, k);
+    cublasLtMatrixLayoutCreate(&p.c, cudaType(out.dtype), n, m, n);
+    cublasLtMatrixLayoutCreate(&p.d, cudaType(out.dtype), n, m, n);
+    cublasLtMatmulPreference_t pref;
+    cublasLtMatmulPreferenceCreate(&pref);
+    size_t ws = kCublasWorkspaceBytes;
+    cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws));
+    cublasLtMatmulHeuristicResult_t result;
+    int found = 0;
+    cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(lt, p.op, p.a, p.b, p.c, p.d,
+                                                           pref, 1, &result, &found);
+    cublasLtMatmulPreferenceDestroy(pref);
+    if (status != CUBLAS_STATUS_SUCCESS || found == 0) {
+      cublasLtMatmulDescDestroy(p.op);
+      for (cublasLtMatrixLayout_t l : {p.a, p.b, p.c, p.d})
+        cublasLtMatrixLayoutDestroy(l);
+      return unimplemented("cuBLASLt has no algorithm for " + shapeString(m, k) +
+                           " x " + shapeString(n, k) + "^T in " +
+                           std::string(dtypeName(input.dtype)) + " -> " +
+                           std::string(dtypeName(out.dtype)) +
+                           (bias.present() ? " with bias" : ""));
+    }
+    p.algo = result.algo;
+    it = gemm_plans.emplace(key, p).first;
+  }
+  GemmPlan &p = it->second;
+  if (bias.present())
+    cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias.data,
+                                   sizeof(bias.data));
+  float alpha = 1.0f, beta = residual.present() ? 1.0f : 0.0f;
+  const void *c = residual.present() ? residual.data : out.data;
+  return cublasStatus(cublasLtMatmul(lt, p.op, &alpha, weight.data, p.a, input.data, p.b,
+                                     &beta, c, p.c, out.data, p.d, &p.algo,
+                                     cublas_workspace, kCublasWorkspaceBytes, stream),
+                      "cublasLtMatmul " + shapeString(m, k) + " x " + shapeString(n, k) + "^T");
+}
+
+Status CudaExecutor::State::attention(const LaunchAttributes &attributes,
+                                      const DMatrix &query, const LayerCache &cache,
+                                      const DMatrix &out) {
+  TXC_ASSIGN_OR_RETURN(int64_t heads, attributes.getInt("num_heads"));
+  TXC_ASSIGN_OR_RETURN(int64_t kv_heads, attributes.getInt("num_kv_heads"));
+  TXC_ASSIGN_OR_RETURN(int64_t head_dim, attributes.getInt("head_dim"));
+  TXC_ASSIGN_OR_RETURN(double scale, attributes.getFloat("scale"));
+  bool causal = attributes.getFlag("causal");
+  int64_t window = attributes.getIntOr("sliding_window", 0);
+  double softcap = attributes.getFloatOr("logit_softcap", 0.0);
+  if (heads % kv_heads != 0)
+    return invalidArgument("num_heads must be a multiple of num_kv_heads");
+  if (query.cols != heads * head_dim || query.rows != batch->numTokens())
+    return invalidArgument("attention query " + shapeString(query.rows, query.cols) +
+                           " must be " + shapeString(batch->numTokens(), heads * head_dim));
+  if (out.rows != query.rows || out.cols != query.cols)
+    return invalidArgument("attention result must match the query");
+  if (cache.kv_heads != kv_heads || cache.head_dim != head_dim)
+    return invalidArgument("KV cache layer holds " + std::to_string(cache.kv_heads) +
+                           " heads of " + std::to_string(cache.head_dim));
+  int32_t seqs = batch->numSequences(), tokens = batch->numTokens();
+
+  bool library = options.use_attention_library &&
+                 (cache_dtype == DType::kBF16 || cache_dtype == DType::kF16) &&
+                 query.dtype == cache_dtype && out.dtype == cache_dtype &&
+                 (page_size & (page_size - 1)) == 0;
+  if (library) {
+    kernels::AttentionConfig config;
+    config.dtype = cache_dtype == DType::kBF16 ? kernels::ElementType::kBf16
+                                               : kernels::ElementType::kFp16;
+    config.head_dim = static_cast<int>(head_dim);
+    config.causal = causal;
+    kernels::KVCacheView kv;
+    int64_t kv_cols = kv_heads * head_dim;
+    int64_t elem = dtypeSize(cache_dtype);
+    kv.k = cache.data;
+    kv.v = static_cast<unsigned char *>(cache.data) + page_size * kv_cols * elem;
+    kv.page_table = d_tables;
+    kv.page_table_stride = batch->max_pages_per_seq;
+    kv.page_stride = 2 * page_size * kv_cols;
+    kv.head_stride = head_dim;
+    kv.token_stride = kv_cols;
+    kv.page_size = page_size;
+    kv.page_size_log2 = 0;
+    while ((1 << kv.page_size_log2) < page_size)
+      ++kv.page_size_log2;
+    kernels::VariantParams variant;
+    variant.sm_scale = static_cast<float>(scale);
+    variant.sm_scale_log2 = static_cast<float>(scale * 1.4426950408889634);
+    variant.softcap = static_cast<float>(softcap);
+    variant.window_left = window > 0 ? static_cast<int>(window - 1) : -1;
+    kernels::Status status;
+    if (tokens == seqs) { // every sequence has one new token: decode
+      kernels::DecodeParams p;
+      p.q = query.data;
+      p.q_batch_stride = query.cols;
+      p.q_head_stride = head_dim;
+      p.o = out.data;
+      p.o_batch_stride = out.cols;
+      p.o_head_stride = head_dim;
+      p.kv = kv;
+      p.kv_lens = d_context;
+      p.batch = seqs;
+      p.num_qo_heads = static_cast<int>(heads);
+      p.num_kv_heads = static_cast<int>(kv_heads);
+      p.variant = variant;
+      int splits = 1;
+      status = kernels::planDecodeSplits(config, seqs, p.num_qo_heads, p.num_kv_heads,
+                                         max_context, &splits);
+      if (status.isOk()) {
+        splits = std::max(1, std::min(splits, kMaxDecodeSplits));
+        if (seqs > max_num_seqs)
+          splits = 1;
+        if (splits > 1) {
+          kernels::DecodeWorkspaceLayout layout = kernels::decodeWorkspaceLayout(
+              seqs, p.num_qo_heads, p.num_kv_heads, static_cast<int>(head_dim), splits);
+          if (layout.total_bytes > decode_workspace_bytes) {
+            splits = 1;
+          } else {
+            p.maybe_partial_o = reinterpret_cast<float *>(decode_workspace + layout.partial_o_offset);
+            p.maybe_partial_lse = reinterpret_cast<float *>(decode_workspace + layout.partial_lse_offset);
+            p.maybe_split_counters = split_counters;
+          }
+        }
+        p.num_splits = splits;
+        status = kernels::launchPagedDecode(config, p, stream);
+      }
+    } else {
+      kernels::PrefillParams p;
+      p.q = query.data;
+      p.q_token_stride = query.cols;
+      p.q_head_stride = head_dim;
+      p.o = out.data;
+      p.o_token_stride = out.cols;
+      p.o_head_stride = head_dim;
+      p.kv = kv;
+      p.cu_seqlens_q = d_qso;
+      p.maybe_kv_lens = d_context;
+      p.batch = seqs;
+      p.num_qo_heads = static_cast<int>(heads);
+      p.num_kv_heads = static_cast<int>(kv_heads);
+      p.max_seqlen_q = max_new_tokens;
+      p.variant = variant;
+      status = kernels::launchPrefill(config, p, stream);
+    }
+    if (status.isOk())
+      return Status::ok();
+    if (status.code() != kernels::StatusCode::kUnsupported)
+      return internalError("attention kernel: " + status.message());
+    // Unsupported variant: the simple kernel below.
+  }
+  SimpleAttentionArgs a;
+  TXC_ASSIGN_OR_RETURN(a.q_type, etype(query.dtype, "the query"));
+  TXC_ASSIGN_OR_RETURN(a.cache_type, etype(cache_dtype, "the cache"));
+  TXC_ASSIGN_OR_RETURN(a.out_type, etype(out.dtype, "the result"));
+  if (head_dim > 512)
+    return unimplemented("head_dim " + std::to_string(head_dim) +
+                         " is above the simple attention kernel's 512");
+  a.q = query.data;
+  a.cache = cache.data;
+  a.page_size = page_size;
+  a.kv_heads = kv_heads;
+  a.head_dim = head_dim;
+  a.heads = heads;
+  a.query_start_offsets = d_qso;
+  a.context_lens = d_context;
+  a.block_tables = d_tables;
+  a.max_pages_per_seq = batch->max_pages_per_seq;
+  a.num_seqs = seqs;
+  a.num_tokens = tokens;
+  a.scale = static_cast<float>(scale);
+  a.softcap = static_cast<float>(softcap);
+  a.causal = causal;
+  a.sliding_window = window;
+  a.out = out.data;
+  return cudaStatus(launchSimpleAttention(a, stream), "simple attention kernel");
+}
+
+// --- running ---------------------------------------------------------------
+
+Status CudaExecutor::State::runLaunch(int index, const pb::Launch &launch) {
+  const std::string &op = launch.op();
+  LaunchAttributes attributes(launch);
+  copy_scratch_used = 0;
+  const std::string kernel = "kernel launch";
+
+  if (op == "txk.embedding") {
+    TXC_ASSIGN_OR_RETURN(Bound tokens, bindOperand(launch, 0, true));
+    if (tokens.kind != Bound::Kind::kTokenIds)
+      return invalidArgument("operand 0 must be the token ids");
+    TXC_ASSIGN_OR_RETURN(DMatrix table, floatOperand(launch, 1, true));
+    TXC_ASSIGN_OR_RETURN(DMatrix out, bindResult(launch, 0, batch->numTokens()));
+    if (out.cols != table.cols)
+      return invalidArgument("embedding result has " + std::to_string(out.cols) +
+                             " columns, the table " + std::to_string(table.cols));
+    TXC_ASSIGN_OR_RETURN(EType tt, etype(table.dtype, "the table"));
+    TXC_ASSIGN_OR_RETURN(EType ot, etype(out.dtype, "the result"));
+    return cudaStatus(launchEmbedding(d_tokens, batch->numTokens(), table.data, tt,
+                                      table.rows, table.cols,
+                                      attributes.getIntOr("vocab_start", 0), out.data,
+                                      ot, stream), kernel);
+  }
+  if (op == "txk.rms_norm" || op == "txk.add_rms_norm") {
+    bool add = op == "txk.add_rms_norm";
+    TXC_ASSIGN_OR_RETURN(DMatrix input, floatOperand(launch, 0, true));
+    DMatrix residual;
+    if (add) {
+      TXC_ASSIGN_OR_RETURN(residual, floatOperand(launch, 1, true));
+    }
+    TXC_ASSIGN_OR_RETURN(DMatrix weight, floatOperand(launch, add ? 2 : 1, true));
+    TXC_ASSIGN_OR_RETURN(double eps, attributes.getFloat("eps"));
+    DMatrix sum;
+    if (add) {
+      TXC_ASSIGN_OR_RETURN(sum, bindResult(launch, 0, input.rows));
+    }
+    TXC_ASSIGN_OR_RETURN(DMatrix out, bindResult(launch, add ? 1 : 0, input.rows));
+    int64_t group = weight.rows * weight.cols;
+    if (group <= 0 || input.cols % group != 0 || out.cols != input.cols)
+      return invalidArgument("rms_norm weight of " + std::to_string(group) +
+                             " elements does not divide rows of " +
+                             std::to_string(input.cols));
+    if (add && (residual.rows != input.rows || residual.cols != input.cols ||
+                sum.cols != input.cols))
+      return invalidArgument("add_rms_norm residual and sum must match the input");
+    std::vector<DMatrix> results = {out};
+    if (add)
+      results.push_back(sum);
+    TXC_RETURN_IF_ERROR(unalias({&input, &residual}, results));
+    TXC_ASSIGN_OR_RETURN(EType it, etype(input.dtype, "the input"));
+    TXC_ASSIGN_OR_RETURN(EType wt, etype(weight.dtype, "the weight"));
+    TXC_ASSIGN_OR_RETURN(EType ot, etype(out.dtype, "the result"));
+    EType rt = EType::kF32, st = EType::kF32;
+    if (add) {
+      TXC_ASSIGN_OR_RETURN(rt, etype(residual.dtype, "the residual"));
+      TXC_ASSIGN_OR_RETURN(st, etype(sum.dtype, "the sum"));
+    }
+    return cudaStatus(launchRmsNorm(input.data, it, add ? residual.data : nullptr, rt,
+                                    weight.data, wt, group, input.rows, input.cols,
+                                    static_cast<float>(eps), add ? sum.data : nullptr,
+                                    st, out.data, ot, stream), kernel);
+  }
+  if (op == "txk.gemm") {
+    TXC_ASSIGN_OR_RETURN(DMatrix input, floatOperand(launch, 0, true));
+    TXC_ASSIGN_OR_RETURN(DMatrix weight, floatOperand(launch, 1, true));
+    TXC_ASSIGN_OR_RETURN(DMatrix bias, floatOperand(launch, 2, false));
+    TXC_ASSIGN_OR_RETURN(DMatrix residual, floatOperand(launch, 3, false));
+    TXC_ASSIGN_OR_RETURN(cpu::GemmEpilogue epilogue,
+                         cpu::parseGemmEpilogue(attributes.getStringOr("epilogue", "none")));
+    if (epilogue == cpu::GemmEpilogue::kResidualAdd && !residual.present())
+      return invalidArgument("epilogue residual_add needs operand 3 (residual)");
+    if (epilogue != cpu::GemmEpilogue::kResidualAdd)
+      residual = DMatrix{};
+    if (epilogue == cpu::GemmEpilogue::kSwiglu) {
+      if (weight.rows % 2 != 0)
+        return invalidArgument("swiglu gemm needs an even number of weight rows");
+      TXC_ASSIGN_OR_RETURN(DMatrix out, bindResult(launch, 0, input.rows));
+      DMatrix acc{gemm_scratch, DType::kF32, input.rows, weight.rows};
+      if (acc.bytes() > gemm_scratch_bytes)
+        return resourceExhausted("GEMM scratch too small for " +
+                                 shapeString(acc.rows, acc.cols));
+      if (out.cols != weight.rows / 2)
+        return invalidArgument("swiglu result must have weight rows / 2 columns");
+      // An fp32 GEMM output needs an fp32 bias in cuBLASLt's bias epilogue.
+      TXC_RETURN_IF_ERROR(gemm(input, weight, bias, DMatrix{}, acc));
+      TXC_ASSIGN_OR_RETURN(EType ot, etype(out.dtype, "the result"));
+      return cudaStatus(launchSwiglu(static_cast<float *>(acc.data), acc.rows,
+                                     weight.rows / 2, out.data, ot, stream), kernel);
+    }
+    TXC_ASSIGN_OR_RETURN(DMatrix out, bindResult(launch, 0, input.rows));
+    if (residual.present() && residual.data != out.data &&
+        overlaps(residual.data, residual.bytes(), out.data, out.bytes())) {
+      TXC_ASSIGN_OR_RETURN(residual, copyToScratch(residual));
+    }
+    bool out_aliases = overlaps(input.data, input.bytes(), out.data, out.bytes()) ||
+                       overlaps(bias.data, bias.bytes(), out.data, out.bytes());
+    if (!out_aliases)
+      return gemm(input, weight, bias, residual, out);
+    DMatrix tmp{gemm_scratch, out.dtype, out.rows, out.cols};
+    if (tmp.bytes() > gemm_scratch_bytes)
+      return resourceExhausted("GEMM scratch too small");
+    if (residual.present())
+      CU(cudaMemcpyAsync(tmp.data, residual.data, residual.bytes(),
+                         cudaMemcpyDeviceToDevice, stream), "residual copy");
+    TXC_RETURN_IF_ERROR(gemm(input, weight, bias, residual.present() ? tmp : DMatrix{}, tmp));
+    return cudaStatus(cudaMemcpyAsync(out.data, tmp.data, out.bytes(),
+                                      cudaMemcpyDeviceToDevice, stream), "result copy");
+  }
+  if (op == "txk.rope_append" || op == "txk.gemm_rope_append") {
+    bool fused = op == "txk.gemm_rope_append";
+    int base = fused ? 2 : 0;
+    RopeAppendArgs a;
+    TXC_ASSIGN_OR_RETURN(a.heads, attributes.getInt("num_heads"));
+    TXC_ASSIGN_OR_RETURN(a.kv_heads, attributes.getInt("num_kv_heads"));
+    TXC_ASSIGN_OR_RETURN(a.head_dim, attributes.getInt("head_dim"));
+    TXC_ASSIGN_OR_RETURN(Bound positions, bindOperand(launch, base + 1, true));
+    TXC_ASSIGN_OR_RETURN(Bound cache, bindOperand(launch, base + 2, true));
+    TXC_ASSIGN_OR_RETURN(Bound batch_operand, bindOperand(launch, base + 3, true));
+    if (positions.kind != Bound::Kind::kPositions || cache.kind != Bound::Kind::kCache ||
+        batch_operand.kind != Bound::Kind::kBatch)
+      return invalidArgument("operands " + std::to_string(base + 1) + ".." +
+                             std::to_string(base + 3) +
+                             " must be positions, the KV cache and the batch");
+    TXC_ASSIGN_OR_RETURN(DMatrix q_norm, floatOperand(launch, base + 4, false));
+    TXC_ASSIGN_OR_RETURN(DMatrix k_norm, floatOperand(launch, base + 5, false));
+    if (q_norm.present() || k_norm.present()) {
+      TXC_ASSIGN_OR_RETURN(double eps, attributes.getFloat("norm_eps"));
+      a.norm_eps = static_cast<float>(eps);
+    }
+    for (const DMatrix *norm : {&q_norm, &k_norm})
+      if (norm->present() && norm->rows * norm->cols != a.head_dim)
+        return invalidArgument("q_norm / k_norm weights must have head_dim elements");
+    int64_t rows = batch->numTokens();
+    TXC_ASSIGN_OR_RETURN(DMatrix out, bindResult(launch, 0, rows));
+    DMatrix qkv;
+    if (fused) {
+      TXC_ASSIGN_OR_RETURN(DMatrix input, floatOperand(launch, 0, true));
+      TXC_ASSIGN_OR_RETURN(DMatrix weight, floatOperand(launch, 1, true));
+      TXC_ASSIGN_OR_RETURN(DMatrix bias, floatOperand(launch, 2, false));
+      // QKV rounded to the result dtype, as the unfused pair computes.
+      qkv = DMatrix{gemm_scratch, out.dtype, input.rows, weight.rows};
+      if (qkv.bytes() > gemm_scratch_bytes)
+        return resourceExhausted("GEMM scratch too small for QKV");
+      TXC_RETURN_IF_ERROR(gemm(input, weight, bias, DMatrix{}, qkv));
+    } else {
+      TXC_ASSIGN_OR_RETURN(qkv, floatOperand(launch, 0, true));
+      if (overlaps(qkv.data, qkv.bytes(), out.data, out.bytes())) {
+        TXC_ASSIGN_OR_RETURN(qkv, copyToScratch(qkv));
+      }
+    }
+    if (qkv.cols != (a.heads + 2 * a.kv_heads) * a.head_dim || qkv.rows != rows ||
+        out.cols != a.heads * a.head_dim)
+      return invalidArgument("qkv " + shapeString(qkv.rows, qkv.cols) + " / result " +
+                             shapeString(out.rows, out.cols) +
+                             " do not match the heads");
+    const LayerCache &layer = caches.at(cache.layer);
+    if (layer.kv_heads != a.kv_heads || layer.head_dim != a.head_dim)
+      return invalidArgument("KV cache layer geometry differs from the launch");
+    const RopeTable &table = rope_tables.at(index);
+    a.qkv = qkv.data;
+    TXC_ASSIGN_OR_RETURN(a.qkv_type, etype(qkv.dtype, "qkv"));
+    a.positions = d_positions;
+    a.slot_mapping = d_slots;
+    a.num_tokens = rows;
+    a.inv_freq = table.inv_freq;
+    a.half = table.half;
+    a.attention_scaling = table.attention_scaling;
+    a.q_norm = q_norm.data;
+    a.k_norm = k_norm.data;
+    if (q_norm.present()) {
+      TXC_ASSIGN_OR_RETURN(a.q_norm_type, etype(q_norm.dtype, "q_norm"));
+    }
+    if (k_norm.present()) {
+      TXC_ASSIGN_OR_RETURN(a.k_norm_type, etype(k_norm.dtype, "k_norm"));
+    }
+    a.cache = layer.data;
+    TXC_ASSIGN_OR_RETURN(a.cache_type, etype(cache_dtype, "the cache"));
+    a.page_size = page_size;
+    a.out = out.data;
+    TXC_ASSIGN_OR_RETURN(a.out_type, etype(out.dtype, "the result"));
+    return cudaStatus(launchRopeAppend(a, stream), kernel);
+  }
+  if (op == "txk.attention") {
+    TXC_ASSIGN_OR_RETURN(DMatrix query, floatOperand(launch, 0, true));
+    TXC_ASSIGN_OR_RETURN(Bound cache, bindOperand(launch, 1, true));
+    TXC_ASSIGN_OR_RETURN(Bound batch_operand, bindOperand(launch, 2, true));
+    if (cache.kind != Bound::Kind::kCache || batch_operand.kind != Bound::Kind::kBatch)
+      return invalidArgument("operands 1 and 2 must be the KV cache and the batch");
+    TXC_ASSIGN_OR_RETURN(DMatrix out, bindResult(launch, 0, query.rows));
+    if (overlaps(query.data, query.bytes(), out.data, out.bytes())) {
+      TXC_ASSIGN_OR_RETURN(query, copyToScratch(query));
+    }
+    return attention(attributes, query, caches.at(cache.layer), out);
+  }
+  if (op == "txk.gather_last") {
+    TXC_ASSIGN_OR_RETURN(DMatrix input, floatOperand(launch, 0, true));
+    TXC_ASSIGN_OR_RETURN(Bound batch_operand, bindOperand(launch, 1, true));
+    if (batch_operand.kind != Bound::Kind::kBatch)
+      return invalidArgument("operand 1 must be the batch");
+    TXC_ASSIGN_OR_RETURN(DMatrix out, bindResult(launch, 0, batch->numSequences()));
+    if (out.cols != input.cols)
+      return invalidArgument("gather_last result must have the input's columns");
+    if (overlaps(input.data, input.bytes(), out.data, out.bytes())) {
+      TXC_ASSIGN_OR_RETURN(input, copyToScratch(input));
+    }
+    TXC_ASSIGN_OR_RETURN(EType it, etype(input.dtype, "the input"));
+    TXC_ASSIGN_OR_RETURN(EType ot, etype(out.dtype, "the result"));
+    return cudaStatus(launchGatherLast(input.data, it, input.cols, d_qso,
+                                       batch->numSequences(), out.data, ot, stream),
+                      kernel);
+  }
+  return unimplemented("unknown op for the CUDA backend");
+}
+
+Status CudaExecutor::State::validateBatch(const engine::Batch &b) const {
+  const std::string prefix = path + ": batch: ";
+  int32_t tokens = b.numTokens(), seqs = b.numSequences();
+  if (tokens == 0 || seqs == 0)
+    return invalidArgument(prefix + "empty");
+  if (static_cast<int32_t>(b.positions.size()) != tokens ||
+      static_cast<int32_t>(b.slot_mapping.size()) != tokens)
+    return invalidArgument(prefix + "positions and slot_mapping must have one "
+                           "entry per token (" + std::to_string(tokens) + ")");
+  if (static_cast<int32_t>(b.query_start_offsets.size()) != seqs + 1 ||
+      b.query_start_offsets.front() != 0 || b.query_start_offsets.back() != tokens)
+    return invalidArgument(prefix + "query_start_offsets must hold num_seqs + 1 "
+                           "offsets from 0 to num_tokens");
+  if (static_cast<int32_t>(b.context_lens.size()) != seqs)
+    return invalidArgument(prefix + "context_lens must have one entry per sequence");
+  for (int32_t s = 0; s < seqs; ++s) {
+    int32_t new_tokens = b.query_start_offsets[s + 1] - b.query_start_offsets[s];
+    if (new_tokens <= 0 || b.context_lens[s] < new_tokens)
+      return invalidArgument(prefix + "sequence " + std::to_string(s) + " has " +
+                             std::to_string(new_tokens) + " new tokens and context " +
+                             std::to_string(b.context_lens[s]));
+  }
+  if (b.max_pages_per_seq <= 0 ||
+      b.block_tables.size() != static_cast<size_t>(seqs) * b.max_pages_per_seq)
+    return invalidArgument(prefix + "block_tables must be num_seqs x max_pages_per_seq");
+  for (int32_t t = 0; t < tokens; ++t) {
+    if (b.token_ids[t] < 0 || b.token_ids[t] >= vocab_size)
+      return outOfRange(prefix + "token " + std::to_string(t) + " has id " +
+                        std::to_string(b.token_ids[t]) + " outside the vocabulary of " +
+                        std::to_string(vocab_size));
+    if (b.slot_mapping[t] >= static_cast<int64_t>(num_pages) * page_size)
+      return outOfRange(prefix + "token " + std::to_string(t) + " maps to KV slot " +
+                        std::to_string(b.slot_mapping[t]) + " beyond the " +
+                        std::to_string(static_cast<int64_t>(num_pages) * page_size) +
+                        " slots of the cache");
+  }
+  for (int32_t s = 0; s < seqs; ++s) {
+    int64_t pages = (b.context_lens[s] + page_size - 1) / page_size;
+    if (pages > b.max_pages_per_seq)
+      return outOfRange(prefix + "sequence " + std::to_string(s) + " needs " +
+                        std::to_string(pages) + " pages, its block table holds " +
+                        std::to_string(b.max_pages_per_seq));
+    for (int64_t i = 0; i < pages; ++i) {
+      int32_t page = b.block_tables[static_cast<size_t>(s) * b.max_pages_per_seq + i];
+      if (page < 0 || page >= num_pages)
+        return outOfRange(prefix + "sequence " + std::to_string(s) + " uses page " +
+                          std::to_string(page) + " outside the " +
+                          std::to_string(num_pages) + " pages of the cache");
+    }
+  }
+  return Status::ok();
+}
+
+// One pinned staging buffer, one host-to-device copy per step.
+Status CudaExecutor::State::uploadInputs(const engine::Batch &b) {
+  size_t t = b.token_ids.size(), s = b.context_lens.size();
+  size_t need = 3 * t + (s + 1) + s + b.block_tables.size();
+  if (need > inputs_capacity) {
+    // Growing is rare; the previous step has already finished (execute
+    // synchronises at its end), so the old buffers are free.
+    if (host_inputs)
+      cudaFreeHost(host_inputs);
+    host_inputs = nullptr;
+    size_t capacity = std::max<size_t>(need * 2, 4096);
+    CU(cudaMallocHost(&host_inputs, capacity * 4), path + ": pinned step inputs");
+    TXC_ASSIGN_OR_RETURN(void *d, allocate(capacity * 4, "step inputs"));
+    device_inputs = static_cast<int32_t *>(d);
+    inputs_capacity = capacity;
+  }
+  int32_t *h = host_inputs;
+  size_t offset = 0;
+  auto put = [&](const std::vector<int32_t> &v) {
+    const int32_t *device = device_inputs + offset;
+    std::memcpy(h + offset, v.data(), v.size() * 4);
+    offset += v.size();
+    return device;
+  };
+  d_tokens = put(b.token_ids);
+  d_positions = put(b.positions);
+  d_slots = put(b.slot_mapping);
+  d_qso = put(b.query_start_offsets);
+  d_context = put(b.context_lens);
+  d_tables = put(b.block_tables);
+  max_new_tokens = 0;
+  max_context = 0;
+  for (size_t i = 0; i < s; ++i) {
+    max_new_tokens = std::max(max_new_tokens,
+                              b.query_start_offsets[i + 1] - b.query_start_offsets[i]);
+    max_context = std::max(max_context, b.context_lens[i]);
+  }
+  return cudaStatus(cudaMemcpyAsync(device_inputs, host_inputs, offset * 4,
+                                    cudaMemcpyHostToDevice, stream),
+                    path + ": copying the step inputs");
+}
+
+// --- the public class ------------------------------------------------------
+
+CudaExecutor::CudaExecutor(std::unique_ptr<State> state) : state_(std::move(state)) {}
+CudaExecutor::~CudaExecutor() = default;
+
+StatusOr<std::unique_ptr<CudaExecutor>>
+CudaExecutor::create(const artifact::LoadedArtifact &artifact,
+                     const CudaExecutorOptions &options) {
+  auto state = std::make_unique<State>();
+  state->artifact = &artifact;
+  state->options = options;
+  TXC_RETURN_IF_ERROR(state->prepare());
+  return std::unique_ptr<CudaExecutor>(new CudaExecutor(std::move(state)));
+}
+
+int32_t CudaExecutor::vocabSize() const { return state_->vocab_size; }
+int32_t CudaExecutor::numKvPages() const { return state_->num_pages; }
+int32_t CudaExecutor::kvPageSize() const { return state_->page_size; }
+float CudaExecutor::lastStepMs() const { return state_->last_step_ms; }
+
+engine::EngineConfig CudaExecutor::engineConfig() const {
+  const pb::Artifact &message = state_->artifact->message();
+  const pb::CompileOptions &compile = message.options();
+  engine::EngineConfig config;
+  if (compile.max_batch_tokens() > 0)
+    config.scheduler.max_batch_tokens = static_cast<int32_t>(compile.max_batch_tokens());
+  if (compile.max_num_seqs() > 0)
+    config.scheduler.max_num_seqs = static_cast<int32_t>(compile.max_num_seqs());
+  if (compile.max_seq_len() > 0)
+    config.scheduler.max_seq_len = static_cast<int32_t>(compile.max_seq_len());
+  config.scheduler.page_size = state_->page_size;
+  config.scheduler.num_pages = state_->num_pages;
+  for (int64_t id : message.config().eos_token_ids())
+    config.eos_token_ids.push_back(static_cast<int32_t>(id));
+  return config;
+}
+
+Status CudaExecutor::execute(const engine::Batch &batch, float *logits) {
+  State &s = *state_;
+  TXC_RETURN_IF_ERROR(s.validateBatch(batch));
+  if (batch.numSequences() > s.device_logits_rows)
+    return outOfRange(s.path + ": batch of " + std::to_string(batch.numSequences()) +
+                      " sequences exceeds max_num_seqs " +
+                      std::to_string(s.device_logits_rows));
+  s.batch = &batch;
+  s.rows_at_offset.clear();
+  s.wrote_logits = false;
+  CU(cudaEventRecord(s.step_start, s.stream), s.path + ": event");
+  Status status = s.uploadInputs(batch);
+  for (int i = 0; status.isOk() && i < s.plan->launches_size(); ++i) {
+    const pb::Launch &launch = s.plan->launches(i);
+    status = withContext(s.path + ": " + describeLaunch(i, launch), s.runLaunch(i, launch));
+  }
+  if (status.isOk() && !s.wrote_logits)
+    status = internalError(s.path + ": no launch wrote the logits this step");
+  if (status.isOk())
+    status = cudaStatus(cudaMemcpyAsync(logits, s.device_logits,
+                                        static_cast<size_t>(batch.numSequences()) *
+                                            s.vocab_size * 4,
+                                        cudaMemcpyDeviceToHost, s.stream),
+                        s.path + ": copying the logits back");
+  cudaEventRecord(s.step_end, s.stream);
+  // The one host synchronisation of a step (also after a failed launch, so
+  // nothing is left in flight on buffers the next step reuses).
+  Status sync = cudaStatus(cudaStreamSynchronize(s.stream),
+                           s.path + ": running the step on the GPU");
+  s.batch = nullptr;
+  TXC_RETURN_IF_ERROR(status);
+  TXC_RETURN_IF_ERROR(sync);
+  cudaEventElapsedTime(&s.last_step_ms, s.step_start, s.step_end);
+  return Status::ok();
+}
+
+} // namespace txc::cuda

@@ -1,0 +1,69 @@
+//===- CudaExecutor.h - Run an artifact's plan on one GPU -------*- C++ -*-===//
+//
+// The CUDA backend: runs the same plan as txc::cpu::CpuExecutor, launch by
+// launch, on one sm_90 GPU. Weights are uploaded once at create(); the arena
+// and the paged KV cache (per layer, pages of kv_page_size tokens laid out
+// [2][page][kv_heads][head_dim], exactly as the CPU backend) live in device
+// memory. Each step copies its inputs (token ids, positions, batch) in one
+// transfer, enqueues every launch on one stream, and synchronises once, when
+// the logits come back. GEMMs run on cuBLASLt (fp32 accumulation),
+// attention on runtime/kernels (paged split-KV decode, prefill) with a
+// simple any-dtype kernel as fallback, the rest on CudaKernels.h.
+//
+//   auto executor = CudaExecutor::create(**artifact, {});
+//   auto engine = Engine::create(**executor, (*executor)->engineConfig());
+//
+// Only rank 0 of one plan runs: artifacts compiled with tensor_parallel > 1
+// are refused.
+//
+//===----------------------------------------------------------------------===//
+#ifndef TXC_RUNTIME_BACKENDS_CUDA_CUDAEXECUTOR_H
+#define TXC_RUNTIME_BACKENDS_CUDA_CUDAEXECUTOR_H
+
+#include "txc/artifact/Artifact.h"
+#include "txc/engine/Batch.h"
+#include "txc/engine/Engine.h"
+
+#include <memory>
+
+namespace txc::cuda {
+
+struct CudaExecutorOptions {
+  int device = 0;
+  /// Pages in each layer's cache; 0 = as many as kv_cache_budget_bytes
+  /// holds over all layers, capped at what max_num_seqs sequences of
+  /// max_seq_len tokens could use.
+  int32_t num_kv_pages = 0;
+  uint64_t kv_cache_budget_bytes = uint64_t{4} << 30;
+  /// Off: every GEMM-free op uses the simple attention kernel (tests).
+  bool use_attention_library = true;
+};
+
+class CudaExecutor : public engine::StepExecutor {
+public:
+  /// Checks the GPU (present, sm_90) and the plan (known ops, KV geometry),
+  /// uploads the weights and allocates arena, cache and workspaces.
+  static StatusOr<std::unique_ptr<CudaExecutor>>
+  create(const artifact::LoadedArtifact &artifact,
+         const CudaExecutorOptions &options = {});
+  ~CudaExecutor() override;
+
+  int32_t vocabSize() const override;
+  Status execute(const engine::Batch &batch, float *logits) override;
+
+  int32_t numKvPages() const;
+  int32_t kvPageSize() const;
+  engine::EngineConfig engineConfig() const;
+  /// Milliseconds of GPU time the last execute() took (CUDA events).
+  float lastStepMs() const;
+
+  struct State;
+
+private:
+  explicit CudaExecutor(std::unique_ptr<State> state);
+  std::unique_ptr<State> state_;
+};
+
+} // namespace txc::cuda
+
+#endif // TXC_RUNTIME_BACKENDS_CUDA_CUDAEXECUTOR_H

@@ -1,0 +1,89 @@
+//===- CudaKernels.h - Plain CUDA kernels of the CUDA backend ----*- C++ -*-===//
+//
+// One launcher per txk op that is not a GEMM or attention (those go to
+// cuBLASLt and runtime/kernels). Storage types are F32, BF16, F16 (EType);
+// every kernel computes in fp32 and rounds once on store, as the CPU
+// reference does. Launchers only enqueue on `stream` and return the launch
+// error (cudaGetLastError), never synchronise.
+//
+//===----------------------------------------------------------------------===//
+#ifndef TXC_RUNTIME_BACKENDS_CUDA_CUDAKERNELS_H
+#define TXC_RUNTIME_BACKENDS_CUDA_CUDAKERNELS_H
+
+#include <cstdint>
+#include <cuda_runtime.h>
+
+namespace txc::cuda {
+
+enum class EType : int { kF32 = 0, kBF16 = 1, kF16 = 2 };
+
+cudaError_t launchEmbedding(const int32_t *tokens, int64_t num_tokens,
+                            const void *table, EType table_type,
+                            int64_t table_rows, int64_t cols,
+                            int64_t vocab_start, void *out, EType out_type,
+                            cudaStream_t stream);
+
+/// rms_norm (residual == nullptr) or add_rms_norm (sum = input + residual,
+/// stored, then normalised as stored). One block per row; rows are read
+/// completely before any write, so results may alias inputs row for row.
+cudaError_t launchRmsNorm(const void *input, EType input_type,
+                          const void *residual, EType residual_type,
+                          const void *weight, EType weight_type, int64_t group,
+                          int64_t rows, int64_t cols, float eps, void *sum,
+                          EType sum_type, void *out, EType out_type,
+                          cudaStream_t stream);
+
+/// out[r, j] = silu(acc[r, j]) * acc[r, j + half] (acc fp32, [rows, 2 half]).
+cudaError_t launchSwiglu(const float *acc, int64_t rows, int64_t half,
+                         void *out, EType out_type, cudaStream_t stream);
+
+struct RopeAppendArgs {
+  const void *qkv = nullptr;
+  EType qkv_type = EType::kF32;
+  const int32_t *positions = nullptr;
+  const int32_t *slot_mapping = nullptr;
+  int64_t num_tokens = 0, heads = 0, kv_heads = 0, head_dim = 0;
+  const float *inv_freq = nullptr; // rotary_dim / 2 entries
+  int64_t half = 0;
+  float attention_scaling = 1.0f;
+  const void *q_norm = nullptr, *k_norm = nullptr;
+  EType q_norm_type = EType::kF32, k_norm_type = EType::kF32;
+  float norm_eps = 0.0f;
+  void *cache = nullptr;
+  EType cache_type = EType::kF32;
+  int64_t page_size = 0;
+  void *out = nullptr;
+  EType out_type = EType::kF32;
+};
+/// One block per token; qkv must not overlap out (the caller copies).
+cudaError_t launchRopeAppend(const RopeAppendArgs &args, cudaStream_t stream);
+
+struct SimpleAttentionArgs {
+  const void *q = nullptr;
+  EType q_type = EType::kF32;
+  const void *cache = nullptr;
+  EType cache_type = EType::kF32;
+  int64_t page_size = 0, kv_heads = 0, head_dim = 0, heads = 0;
+  const int32_t *query_start_offsets = nullptr, *context_lens = nullptr,
+                *block_tables = nullptr;
+  int32_t max_pages_per_seq = 0, num_seqs = 0, num_tokens = 0;
+  float scale = 1.0f, softcap = 0.0f;
+  bool causal = true;
+  int64_t sliding_window = 0;
+  void *out = nullptr;
+  EType out_type = EType::kF32;
+};
+/// The simple, any-dtype attention (one block per token and head, chunked
+/// online softmax): the fallback where runtime/kernels has no variant.
+cudaError_t launchSimpleAttention(const SimpleAttentionArgs &args,
+                                  cudaStream_t stream);
+
+/// out[s] = input[query_start_offsets[s + 1] - 1].
+cudaError_t launchGatherLast(const void *input, EType input_type, int64_t cols,
+                             const int32_t *query_start_offsets,
+                             int32_t num_seqs, void *out, EType out_type,
+                             cudaStream_t stream);
+
+} // namespace txc::cuda
+
+#endif // TXC_RUNTIME_BACKENDS_CUDA_CUDAKERNELS_H

@@ -14,15 +14,18 @@ if [ ! -d "$model" ]; then
   prompt=(--prompt-ids 1,17,42)
 fi
 
-# The CUDA backend is not built yet (issue 7): generation runs on the CPU
-# backend, which executes the same plan.
+# On the GPU where one is present (and the build has the CUDA backend), on
+# the CPU otherwise; both run the same plan.
 device=cpu
-if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
-  echo "txc: a GPU is present, but the CUDA backend is not built yet; generating on the CPU"
+target=cpu
+if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1 &&
+   [ -f "${build}/runtime/backends/cuda/libtxc_cuda_backend.a" ]; then
+  device=cuda
+  target=sm_90a
 fi
 
 artifact=${build}/default.txm
-"${build}/bin/txc" compile "$model" -o "$artifact" --stats
+"${build}/bin/txc" compile "$model" --target "$target" -o "$artifact" --stats
 "${build}/bin/txc" inspect "$artifact" | head -6
 echo "txc: generating from ${model} on the ${device}"
 "${build}/bin/tx-run" "$artifact" --device "$device" "${prompt[@]}" --max-new-tokens 100

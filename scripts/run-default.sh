@@ -19,7 +19,7 @@ fi
 device=cpu
 target=cpu
 if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1 &&
-   [ -f "${build}/runtime/backends/cuda/libtxc_cuda_backend.a" ]; then
+   [ -f "${build}/lib/libtxc_cuda_backend.a" ]; then
   device=cuda
   target=sm_90a
 fi

@@ -12,6 +12,7 @@
 
 #include "runtime/backends/cpu/Kernels.h"
 #include "runtime/backends/cpu/LaunchAttributes.h"
+#include "runtime/backends/cpu/PlanValues.h"
 
 #include <algorithm>
 #include <cstring>
@@ -265,47 +266,18 @@ StatusOr<Bound> CpuExecutor::State::bindOperand(Rank &rank,
   switch (ref.ref_case()) {
   case pb::ValueRef::kArena: {
     const pb::ArenaSlot &slot = ref.arena();
-    if (slot.shape_size() == 0 || slot.shape_size() > 2)
-      return invalidArgument("operand " + std::to_string(i) +
-                             ": arena values must be 1-D or 2-D");
-    int64_t cols = slot.shape(slot.shape_size() - 1);
-    int64_t rows = slot.shape_size() == 2 ? slot.shape(0) : 1;
-    if (slot.shape_size() == 1 && cols == -1) {
-      rows = -1;
-      cols = 1;
-    }
-    if (rows == -1) {
-      auto it = rank.rows_at_offset.find(slot.offset());
-      if (it == rank.rows_at_offset.end())
-        return failedPrecondition("operand " + std::to_string(i) +
-                                  " reads arena offset " +
-                                  std::to_string(slot.offset()) +
-                                  " before any launch of this step wrote it");
-      rows = it->second;
-    }
-    DType dtype = artifact::fromProtoDType(slot.dtype());
-    uint64_t bytes = static_cast<uint64_t>(rows * cols) * dtypeSize(dtype);
-    if (bytes > slot.bytes() || slot.offset() + bytes > rank.arena.size())
-      return outOfRange("operand " + std::to_string(i) + " of " +
-                        shapeString(rows, cols) + " overruns its arena slot");
+    TXC_ASSIGN_OR_RETURN(MatrixShape shape,
+                         arenaOperandShape(slot, rank.rows_at_offset, i, rank.arena.size()));
     bound.kind = Bound::Kind::kMatrix;
-    bound.matrix = {rank.arena.data() + slot.offset(), dtype, rows, cols};
+    bound.matrix = {rank.arena.data() + slot.offset(), shape.dtype, shape.rows, shape.cols};
     bound.in_arena = true;
     bound.arena_offset = slot.offset();
     return bound;
   }
   case pb::ValueRef::kWeightIndex: {
-    uint32_t index = ref.weight_index();
-    if (index >= artifact->weights().size())
-      return outOfRange("operand " + std::to_string(i) + " names weight " +
-                        std::to_string(index) + " beyond the manifest");
-    const artifact::BoundWeight &weight = artifact->weights()[index];
-    if (weight.shape.empty() || weight.shape.size() > 2)
-      return invalidArgument("weight '" + weight.entry->name() +
-                             "' must be 1-D or 2-D");
+    TXC_ASSIGN_OR_RETURN(MatrixShape shape, weightOperandShape(*artifact, ref.weight_index(), i));
     bound.kind = Bound::Kind::kMatrix;
-    int64_t rows = weight.shape.size() == 2 ? weight.shape[0] : 1;
-    bound.matrix = {weight.data, weight.dtype, rows, weight.shape.back()};
+    bound.matrix = {artifact->weights()[ref.weight_index()].data, shape.dtype, shape.rows, shape.cols};
     return bound;
   }
   case pb::ValueRef::kStepInput: {

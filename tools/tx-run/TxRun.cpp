@@ -9,6 +9,7 @@
 
 #include "runtime/backends/cpu/CpuExecutor.h"
 #include "runtime/backends/cpu/LogitsRecorder.h"
+#include "tools/tx-run/StepTimer.h"
 #ifdef TXC_HAVE_CUDA_BACKEND
 #include "runtime/backends/cuda/CudaExecutor.h"
 #endif
@@ -18,6 +19,9 @@
 
 #include <cerrno>
 #include <cstdlib>
+#include <chrono>
+#include <cstdio>
+#include <functional>
 #include <iostream>
 #include <optional>
 #include <sstream>
@@ -52,6 +56,9 @@ Output:
   --json                  one JSON object per request: request, prompt_ids,
                           output_ids, finish_reason (and text with a tokenizer)
   --return-logits         add "logits": the fp32 logits of every generated token
+  --timing                print to stderr the median time of decode and prefill
+                          steps: wall time of the backend's step, GPU stream time
+                          (CUDA), and the whole run per generated token
   --help                  this text
 )";
 
@@ -67,6 +74,7 @@ struct Options {
   int32_t kv_pages = 0;
   bool json = false;
   bool return_logits = false;
+  bool timing = false;
 };
 
 /// Exits with a one-line message naming the flag.
@@ -153,6 +161,8 @@ Options parseArguments(int argc, char **argv) {
       options.json = true;
     } else if (arg == "--return-logits") {
       options.return_logits = true;
+    } else if (arg == "--timing") {
+      options.timing = true;
     } else if (!arg.empty() && arg[0] == '-') {
       fail(arg + ": unknown option (see tx-run --help)");
     } else if (options.model.empty()) {
@@ -205,6 +215,7 @@ int main(int argc, char **argv) {
   }
 
   std::unique_ptr<txc::engine::StepExecutor> executor;
+  std::function<float()> gpu_step_ms = [] { return -1.0f; };
   txc::engine::EngineConfig engine_config;
 #ifdef TXC_HAVE_CUDA_BACKEND
   if (options.device == "cuda") {
@@ -214,6 +225,8 @@ int main(int argc, char **argv) {
     if (!cuda_executor.isOk())
       fail("--device cuda: " + cuda_executor.status().message());
     engine_config = (*cuda_executor)->engineConfig();
+    txc::cuda::CudaExecutor *cuda = cuda_executor->get();
+    gpu_step_ms = [cuda] { return cuda->lastStepMs(); };
     executor = std::move(*cuda_executor);
   }
 #endif
@@ -227,7 +240,8 @@ int main(int argc, char **argv) {
     engine_config = (*cpu_executor)->engineConfig();
     executor = std::move(*cpu_executor);
   }
-  txc::cpu::LogitsRecorder recorder(*executor);
+  txc::tools::StepTimer timer(*executor, gpu_step_ms);
+  txc::cpu::LogitsRecorder recorder(timer);
   auto engine = txc::engine::Engine::create(recorder, engine_config);
   if (!engine.isOk())
     fail(engine.status().message());
@@ -235,12 +249,30 @@ int main(int argc, char **argv) {
   std::vector<txc::engine::Request> requests;
   for (size_t i = 0; i < prompts.size(); ++i) {
     requests.push_back({prompts[i], options.sampling});
-    recorder.expectRequest(static_cast<txc::engine::RequestId>(i),
-                           static_cast<int32_t>(prompts[i].size()));
+    // Copying every vocabulary-sized row costs time; only when asked.
+    if (options.return_logits)
+      recorder.expectRequest(static_cast<txc::engine::RequestId>(i),
+                             static_cast<int32_t>(prompts[i].size()));
   }
+  auto started = std::chrono::steady_clock::now();
   auto results = (*engine)->generate(requests);
   if (!results.isOk())
     fail(results.status().message());
+  if (options.timing) {
+    double total = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() -
+                                                             started)
+                       .count();
+    size_t generated = 0;
+    for (const auto &result : *results)
+      generated += result.output_ids.size();
+    auto t = timer.summary();
+    std::fprintf(stderr,
+                 "tx-run timing: %zu decode steps, median %.3f ms wall, %.3f ms GPU stream; "
+                 "%zu prefill steps, median %.3f ms wall, %.3f ms GPU stream; "
+                 "whole run %.1f ms for %zu tokens\n",
+                 t.decodeSteps, t.decodeWallMs, t.decodeGpuMs, t.prefillSteps, t.prefillWallMs,
+                 t.prefillGpuMs, total, generated);
+  }
 
   for (size_t i = 0; i < prompts.size(); ++i) {
     const txc::engine::RequestResult &result = (*results)[i];

@@ -1,0 +1,70 @@
+//===- StepTimer.h - where a step's time goes, for tx-run --timing -*- C++ -*-===//
+//
+// Wraps the backend's StepExecutor and records, per step, the host wall time
+// of execute() and (from the CUDA backend) the GPU stream time between its
+// first and last event. Decode steps (one new token per sequence) are kept
+// apart from prefill steps; their medians split a token's cost into
+// device time, backend host time and engine time.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TXC_TOOLS_TX_RUN_STEPTIMER_H
+#define TXC_TOOLS_TX_RUN_STEPTIMER_H
+
+#include "txc/engine/Engine.h"
+
+#include <algorithm>
+#include <chrono>
+#include <functional>
+#include <vector>
+
+namespace txc::tools {
+
+class StepTimer : public engine::StepExecutor {
+public:
+  /// `gpuMs` returns the GPU time of the last step, or a negative number
+  /// when the backend has none.
+  StepTimer(engine::StepExecutor &inner, std::function<float()> gpuMs)
+      : inner_(inner), gpuMs_(std::move(gpuMs)) {}
+
+  int32_t vocabSize() const override { return inner_.vocabSize(); }
+
+  Status execute(const engine::Batch &batch, float *logits) override {
+    auto start = std::chrono::steady_clock::now();
+    Status status = inner_.execute(batch, logits);
+    double wall = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() -
+                                                            start)
+                      .count();
+    bool decode = batch.numTokens() == batch.numSequences();
+    (decode ? decodeWall_ : prefillWall_).push_back(wall);
+    if (float gpu = gpuMs_(); gpu >= 0)
+      (decode ? decodeGpu_ : prefillGpu_).push_back(gpu);
+    return status;
+  }
+
+  struct Summary {
+    size_t decodeSteps = 0, prefillSteps = 0;
+    double decodeWallMs = 0, decodeGpuMs = -1, prefillWallMs = 0, prefillGpuMs = -1;
+  };
+  Summary summary() const {
+    return {decodeWall_.size(), prefillWall_.size(), median(decodeWall_),
+            decodeGpu_.empty() ? -1 : median(decodeGpu_), median(prefillWall_),
+            prefillGpu_.empty() ? -1 : median(prefillGpu_)};
+  }
+
+private:
+  static double median(std::vector<double> v) {
+    if (v.empty())
+      return 0;
+    std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
+    return v[v.size() / 2];
+  }
+
+  engine::StepExecutor &inner_;
+  std::function<float()> gpuMs_;
+  std::vector<double> decodeWall_, prefillWall_, decodeGpu_, prefillGpu_;
+};
+
+} // namespace txc::tools
+
+#endif // TXC_TOOLS_TX_RUN_STEPTIMER_H

@@ -58,7 +58,8 @@ Output:
   --return-logits         add "logits": the fp32 logits of every generated token
   --timing                print to stderr the median time of decode and prefill
                           steps: wall time of the backend's step, GPU stream time
-                          (CUDA), and the whole run per generated token
+                          (CUDA), the whole run, and on CUDA the GPU time of
+                          each op kind (every launch timed with events)
   --help                  this text
 )";
 
@@ -216,17 +217,21 @@ int main(int argc, char **argv) {
 
   std::unique_ptr<txc::engine::StepExecutor> executor;
   std::function<float()> gpu_step_ms = [] { return -1.0f; };
+#ifdef TXC_HAVE_CUDA_BACKEND
+  txc::cuda::CudaExecutor *cuda_backend = nullptr;
+#endif
   txc::engine::EngineConfig engine_config;
 #ifdef TXC_HAVE_CUDA_BACKEND
   if (options.device == "cuda") {
     txc::cuda::CudaExecutorOptions cuda_options;
     cuda_options.num_kv_pages = options.kv_pages;
+    cuda_options.profile_launches = options.timing;
     auto cuda_executor = txc::cuda::CudaExecutor::create(**artifact, cuda_options);
     if (!cuda_executor.isOk())
       fail("--device cuda: " + cuda_executor.status().message());
     engine_config = (*cuda_executor)->engineConfig();
-    txc::cuda::CudaExecutor *cuda = cuda_executor->get();
-    gpu_step_ms = [cuda] { return cuda->lastStepMs(); };
+    cuda_backend = cuda_executor->get();
+    gpu_step_ms = [cuda = cuda_backend] { return cuda->lastStepMs(); };
     executor = std::move(*cuda_executor);
   }
 #endif
@@ -272,6 +277,14 @@ int main(int argc, char **argv) {
                  "whole run %.1f ms for %zu tokens\n",
                  t.decodeSteps, t.decodeWallMs, t.decodeGpuMs, t.prefillSteps, t.prefillWallMs,
                  t.prefillGpuMs, total, generated);
+#ifdef TXC_HAVE_CUDA_BACKEND
+    if (cuda_backend)
+      for (const auto &entry : cuda_backend->launchProfile())
+        std::fprintf(stderr, "tx-run timing: %-7s %-24s %6lld launches %9.3f ms total %8.4f ms each\n",
+                     entry.decode ? "decode" : "prefill", entry.op.c_str(),
+                     static_cast<long long>(entry.launches), entry.total_ms,
+                     entry.total_ms / static_cast<double>(entry.launches));
+#endif
   }
 
   for (size_t i = 0; i < prompts.size(); ++i) {

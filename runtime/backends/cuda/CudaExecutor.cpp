@@ -169,6 +169,10 @@ struct CudaExecutor::State {
 
   cudaStream_t stream = nullptr;
   cudaEvent_t step_start = nullptr, step_end = nullptr;
+  // profile_launches: one event before each launch and one at the end.
+  bool profile = false;
+  std::vector<cudaEvent_t> launch_events;
+  std::map<std::pair<std::string, bool>, LaunchProfileEntry> profile_totals;
   cublasLtHandle_t lt = nullptr;
   std::vector<void *> allocations;
   std::vector<void *> weights;         // device pointer per manifest entry
@@ -232,6 +236,8 @@ CudaExecutor::State::~State() {
     cudaFree(p);
   if (host_inputs)
     cudaFreeHost(host_inputs);
+  for (cudaEvent_t event : launch_events)
+    cudaEventDestroy(event);
   if (step_start)
     cudaEventDestroy(step_start);
   if (step_end)
@@ -301,6 +307,11 @@ Status CudaExecutor::State::prepare() {
 
   CU(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), path + ": stream");
   CU(cudaEventCreate(&step_start), path + ": event");
+  if (profile) {
+    launch_events.resize(static_cast<size_t>(plan->launches_size()) + 1);
+    for (cudaEvent_t &event : launch_events)
+      CU(cudaEventCreate(&event), path + ": event");
+  }
   CU(cudaEventCreate(&step_end), path + ": event");
   TXC_RETURN_IF_ERROR(cublasStatus(cublasLtCreate(&lt), path + ": cublasLtCreate"));
 
@@ -1146,6 +1157,7 @@ CudaExecutor::create(const artifact::LoadedArtifact &artifact,
   auto state = std::make_unique<State>();
   state->artifact = &artifact;
   state->options = options;
+  state->profile = options.profile_launches;
   TXC_RETURN_IF_ERROR(state->prepare());
   return std::unique_ptr<CudaExecutor>(new CudaExecutor(std::move(state)));
 }
@@ -1154,6 +1166,13 @@ int32_t CudaExecutor::vocabSize() const { return state_->vocab_size; }
 int32_t CudaExecutor::numKvPages() const { return state_->num_pages; }
 int32_t CudaExecutor::kvPageSize() const { return state_->page_size; }
 float CudaExecutor::lastStepMs() const { return state_->last_step_ms; }
+
+std::vector<LaunchProfileEntry> CudaExecutor::launchProfile() const {
+  std::vector<LaunchProfileEntry> entries;
+  for (const auto &[key, entry] : state_->profile_totals)
+    entries.push_back(entry);
+  return entries;
+}
 
 engine::EngineConfig CudaExecutor::engineConfig() const {
   const pb::Artifact &message = state_->artifact->message();
@@ -1186,8 +1205,12 @@ Status CudaExecutor::execute(const engine::Batch &batch, float *logits) {
   Status status = s.uploadInputs(batch);
   for (int i = 0; status.isOk() && i < s.plan->launches_size(); ++i) {
     const pb::Launch &launch = s.plan->launches(i);
+    if (s.profile)
+      cudaEventRecord(s.launch_events[i], s.stream);
     status = withContext(s.path + ": " + describeLaunch(i, launch), s.runLaunch(i, launch));
   }
+  if (s.profile)
+    cudaEventRecord(s.launch_events.back(), s.stream);
   if (status.isOk() && !s.wrote_logits)
     status = internalError(s.path + ": no launch wrote the logits this step");
   if (status.isOk())
@@ -1205,6 +1228,18 @@ Status CudaExecutor::execute(const engine::Batch &batch, float *logits) {
   TXC_RETURN_IF_ERROR(status);
   TXC_RETURN_IF_ERROR(sync);
   cudaEventElapsedTime(&s.last_step_ms, s.step_start, s.step_end);
+  if (s.profile) {
+    bool decode = batch.numTokens() == batch.numSequences();
+    for (int i = 0; i < s.plan->launches_size(); ++i) {
+      float ms = 0;
+      cudaEventElapsedTime(&ms, s.launch_events[i], s.launch_events[i + 1]);
+      LaunchProfileEntry &entry = s.profile_totals[{s.plan->launches(i).op(), decode}];
+      entry.op = s.plan->launches(i).op();
+      entry.decode = decode;
+      entry.launches += 1;
+      entry.total_ms += ms;
+    }
+  }
   return Status::ok();
 }
 

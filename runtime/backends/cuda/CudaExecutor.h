@@ -25,6 +25,8 @@
 #include "txc/engine/Engine.h"
 
 #include <memory>
+#include <string>
+#include <vector>
 
 namespace txc::cuda {
 
@@ -37,6 +39,17 @@ struct CudaExecutorOptions {
   uint64_t kv_cache_budget_bytes = uint64_t{4} << 30;
   /// Off: every GEMM-free op uses the simple attention kernel (tests).
   bool use_attention_library = true;
+  /// Time every launch with CUDA events (one pair per launch: a little
+  /// overhead, for diagnosis only); read back with launchProfile().
+  bool profile_launches = false;
+};
+
+/// GPU time per op kind, summed over the steps run so far.
+struct LaunchProfileEntry {
+  std::string op;
+  bool decode = false; // steps with one new token per sequence
+  int64_t launches = 0;
+  double total_ms = 0;
 };
 
 class CudaExecutor : public engine::StepExecutor {
@@ -56,6 +69,8 @@ public:
   engine::EngineConfig engineConfig() const;
   /// Milliseconds of GPU time the last execute() took (CUDA events).
   float lastStepMs() const;
+  /// Empty unless created with profile_launches.
+  std::vector<LaunchProfileEntry> launchProfile() const;
 
   struct State;
 

@@ -592,55 +592,7 @@ Status CpuExecutor::State::runLaunch(int index) {
 }
 
 Status CpuExecutor::State::validateBatch(const engine::Batch &b) const {
-  const std::string prefix = artifact->path() + ": batch: ";
-  int32_t tokens = b.numTokens(), seqs = b.numSequences();
-  if (tokens == 0 || seqs == 0)
-    return invalidArgument(prefix + "empty");
-  if (static_cast<int32_t>(b.positions.size()) != tokens ||
-      static_cast<int32_t>(b.slot_mapping.size()) != tokens)
-    return invalidArgument(prefix + "positions and slot_mapping must have one "
-                           "entry per token (" + std::to_string(tokens) + ")");
-  if (static_cast<int32_t>(b.query_start_offsets.size()) != seqs + 1 ||
-      b.query_start_offsets.front() != 0 || b.query_start_offsets.back() != tokens)
-    return invalidArgument(prefix + "query_start_offsets must hold num_seqs + 1 "
-                           "offsets from 0 to num_tokens");
-  for (int32_t s = 0; s < seqs; ++s) {
-    int32_t new_tokens = b.query_start_offsets[s + 1] - b.query_start_offsets[s];
-    if (new_tokens <= 0 || b.context_lens[s] < new_tokens)
-      return invalidArgument(prefix + "sequence " + std::to_string(s) + " has " +
-                             std::to_string(new_tokens) + " new tokens and context " +
-                             std::to_string(b.context_lens[s]));
-  }
-  if (b.max_pages_per_seq <= 0 ||
-      b.block_tables.size() != static_cast<size_t>(seqs) * b.max_pages_per_seq)
-    return invalidArgument(prefix + "block_tables must be num_seqs x "
-                           "max_pages_per_seq");
-  for (int32_t t = 0; t < tokens; ++t) {
-    if (b.token_ids[t] < 0 || b.token_ids[t] >= vocab_size)
-      return outOfRange(prefix + "token " + std::to_string(t) + " has id " +
-                        std::to_string(b.token_ids[t]) + " outside the vocabulary of " +
-                        std::to_string(vocab_size));
-    if (b.slot_mapping[t] >= static_cast<int64_t>(num_pages) * page_size)
-      return outOfRange(prefix + "token " + std::to_string(t) + " maps to KV slot " +
-                        std::to_string(b.slot_mapping[t]) + " beyond the " +
-                        std::to_string(static_cast<int64_t>(num_pages) * page_size) +
-                        " slots of the cache");
-  }
-  for (int32_t s = 0; s < seqs; ++s) {
-    int64_t pages = (b.context_lens[s] + page_size - 1) / page_size;
-    if (pages > b.max_pages_per_seq)
-      return outOfRange(prefix + "sequence " + std::to_string(s) + " needs " +
-                        std::to_string(pages) + " pages, its block table holds " +
-                        std::to_string(b.max_pages_per_seq));
-    for (int64_t i = 0; i < pages; ++i) {
-      int32_t page = b.block_tables[static_cast<size_t>(s) * b.max_pages_per_seq + i];
-      if (page < 0 || page >= num_pages)
-        return outOfRange(prefix + "sequence " + std::to_string(s) +
-                          " uses page " + std::to_string(page) + " outside the " +
-                          std::to_string(num_pages) + " pages of the cache");
-    }
-  }
-  return Status::ok();
+  return cpu::validateBatch(b, artifact->path(), vocab_size, num_pages, page_size);
 }
 
 // --- the public class ------------------------------------------------------

@@ -89,8 +89,21 @@ Status Engine::step() {
 
   int32_t vocab = executor_.vocabSize();
   const Batch &batch = scheduled.batch;
-  logits_.assign(static_cast<size_t>(batch.numSequences()) * vocab, 0.0f);
-  Status executed = executor_.execute(batch, logits_.data());
+  // All-greedy steps take the argmax on the device when the backend can:
+  // no logits row crosses to the host.
+  bool device_greedy = executor_.hasDeviceGreedy();
+  for (size_t i = 0; device_greedy && i < scheduled.sequences.size(); ++i)
+    if (scheduled.samples_token[i] && scheduled.sequences[i]->sampling.temperature > 0.0f &&
+        scheduled.sequences[i]->sampling.top_k != 1)
+      device_greedy = false;
+  Status executed = Status::ok();
+  if (device_greedy) {
+    greedy_tokens_.assign(static_cast<size_t>(batch.numSequences()), -1);
+    executed = executor_.executeGreedy(batch, greedy_tokens_.data());
+  } else {
+    logits_.assign(static_cast<size_t>(batch.numSequences()) * vocab, 0.0f);
+    executed = executor_.execute(batch, logits_.data());
+  }
   if (!executed.isOk())
     return failAll(Status(executed.code(),
                           "step " + std::to_string(scheduler_.stats().steps) +
@@ -104,8 +117,13 @@ Status Engine::step() {
       continue;
     Sequence &sequence = *scheduled.sequences[i];
     StatusOr<int32_t> token =
-        sampleToken(logits_.data() + i * vocab, vocab, sequence.sampling,
-                    static_cast<uint64_t>(sequence.numGenerated()));
+        device_greedy
+            ? (greedy_tokens_[i] >= 0
+                   ? StatusOr<int32_t>(greedy_tokens_[i])
+                   : StatusOr<int32_t>(internalError(
+                         "the logits row is NaN or all -inf; cannot sample")))
+            : sampleToken(logits_.data() + i * vocab, vocab, sequence.sampling,
+                          static_cast<uint64_t>(sequence.numGenerated()));
     if (!token.isOk())
       return failAll(Status(token.status().code(),
                             "request " + std::to_string(sequence.id) + ": " +

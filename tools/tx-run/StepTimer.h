@@ -30,16 +30,11 @@ public:
   int32_t vocabSize() const override { return inner_.vocabSize(); }
 
   Status execute(const engine::Batch &batch, float *logits) override {
-    auto start = std::chrono::steady_clock::now();
-    Status status = inner_.execute(batch, logits);
-    double wall = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() -
-                                                            start)
-                      .count();
-    bool decode = batch.numTokens() == batch.numSequences();
-    (decode ? decodeWall_ : prefillWall_).push_back(wall);
-    if (float gpu = gpuMs_(); gpu >= 0)
-      (decode ? decodeGpu_ : prefillGpu_).push_back(gpu);
-    return status;
+    return timed(batch, [&] { return inner_.execute(batch, logits); });
+  }
+  bool hasDeviceGreedy() const override { return inner_.hasDeviceGreedy(); }
+  Status executeGreedy(const engine::Batch &batch, int32_t *tokens) override {
+    return timed(batch, [&] { return inner_.executeGreedy(batch, tokens); });
   }
 
   struct Summary {
@@ -53,6 +48,19 @@ public:
   }
 
 private:
+  template <typename Run> Status timed(const engine::Batch &batch, Run run) {
+    auto start = std::chrono::steady_clock::now();
+    Status status = run();
+    double wall = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() -
+                                                            start)
+                      .count();
+    bool decode = batch.numTokens() == batch.numSequences();
+    (decode ? decodeWall_ : prefillWall_).push_back(wall);
+    if (float gpu = gpuMs_(); gpu >= 0)
+      (decode ? decodeGpu_ : prefillGpu_).push_back(gpu);
+    return status;
+  }
+
   static double median(std::vector<double> v) {
     if (v.empty())
       return 0;

@@ -58,8 +58,11 @@ Output:
   --return-logits         add "logits": the fp32 logits of every generated token
   --timing                print to stderr the median time of decode and prefill
                           steps: wall time of the backend's step, GPU stream time
-                          (CUDA), the whole run, and on CUDA the GPU time of
-                          each op kind (every launch timed with events)
+                          (CUDA) and the whole run
+  --profile-ops           (cuda) also time every launch with CUDA events and
+                          print the GPU time of each op kind; runs without
+                          CUDA graphs, so steps are slower than without it
+  --no-cuda-graphs        (cuda) launch decode steps one kernel at a time
   --help                  this text
 )";
 
@@ -76,6 +79,8 @@ struct Options {
   bool json = false;
   bool return_logits = false;
   bool timing = false;
+  bool profile_ops = false;
+  bool cuda_graphs = true;
 };
 
 /// Exits with a one-line message naming the flag.
@@ -162,6 +167,11 @@ Options parseArguments(int argc, char **argv) {
       options.json = true;
     } else if (arg == "--return-logits") {
       options.return_logits = true;
+    } else if (arg == "--profile-ops") {
+      options.profile_ops = true;
+      options.timing = true;
+    } else if (arg == "--no-cuda-graphs") {
+      options.cuda_graphs = false;
     } else if (arg == "--timing") {
       options.timing = true;
     } else if (!arg.empty() && arg[0] == '-') {
@@ -225,7 +235,8 @@ int main(int argc, char **argv) {
   if (options.device == "cuda") {
     txc::cuda::CudaExecutorOptions cuda_options;
     cuda_options.num_kv_pages = options.kv_pages;
-    cuda_options.profile_launches = options.timing;
+    cuda_options.profile_launches = options.profile_ops;
+    cuda_options.use_cuda_graphs = options.cuda_graphs;
     auto cuda_executor = txc::cuda::CudaExecutor::create(**artifact, cuda_options);
     if (!cuda_executor.isOk())
       fail("--device cuda: " + cuda_executor.status().message());

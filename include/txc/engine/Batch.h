@@ -60,6 +60,18 @@ public:
   /// ([batch.numSequences(), vocabSize()] row-major, fp32), and the new
   /// tokens' K and V to the KV cache at batch.slot_mapping.
   virtual Status execute(const Batch &batch, float *logits) = 0;
+
+  /// Whether executeGreedy is implemented. The engine then runs steps whose
+  /// sampled sequences are all greedy through it and skips the logits copy.
+  virtual bool hasDeviceGreedy() const { return false; }
+  /// execute(), then the argmax of each sequence's logits row (ties to the
+  /// lowest id, as sampleToken) in tokens[i]; -1 marks a row holding NaN or
+  /// only -inf, which the engine reports as an error.
+  virtual Status executeGreedy(const Batch &batch, int32_t *tokens) {
+    (void)batch;
+    (void)tokens;
+    return unimplemented("this backend has no on-device greedy sampling");
+  }
 };
 
 } // namespace txc::engine

@@ -65,6 +65,7 @@ private:
   Scheduler scheduler_;
   RequestId next_id_ = 0;
   std::vector<float> logits_;
+  std::vector<int32_t> greedy_tokens_; // executeGreedy steps
 };
 
 } // namespace txc::engine

@@ -31,6 +31,13 @@ public:
 
   int32_t vocabSize() const override { return inner_.vocabSize(); }
   Status execute(const engine::Batch &batch, float *logits) override;
+  /// Passed through while no request wants its logits kept.
+  bool hasDeviceGreedy() const override {
+    return prompt_lens_.empty() && inner_.hasDeviceGreedy();
+  }
+  Status executeGreedy(const engine::Batch &batch, int32_t *tokens) override {
+    return inner_.executeGreedy(batch, tokens);
+  }
 
   /// The sampled rows of `request`, in generation order.
   std::vector<std::vector<float>> rows(engine::RequestId request) const;

@@ -18,6 +18,7 @@
 #include "runtime/backends/cpu/PlanValues.h"
 #include "runtime/backends/cpu/Rotary.h"
 #include "runtime/backends/cuda/CudaKernels.h"
+#include "runtime/backends/cuda/Gemv.h"
 
 #include <cublasLt.h>
 #include <cuda_runtime.h>
@@ -195,6 +196,15 @@ struct CudaExecutor::State {
   size_t inputs_capacity = 0;
   std::map<GemmPlanKey, GemmPlan> gemm_plans;
   float last_step_ms = 0.0f;
+  // Greedy sampling: argmax per row on the device, tokens back through
+  // pinned memory.
+  int32_t *device_tokens = nullptr, *host_tokens = nullptr;
+  // Decode steps replay a CUDA graph per (batch bucket, context bucket); the
+  // context bucket fixes the split-KV count the graph was captured with.
+  std::map<std::pair<int32_t, int32_t>, cudaGraphExec_t> decode_graphs;
+  int32_t graph_max_batch = 0; // 0: no graphs
+  engine::Batch padded;        // the bucket-sized batch a graph runs
+  int32_t graph_context = 0;   // > 0 while running a graph: planning context
 
   // The step being run.
   const engine::Batch *batch = nullptr;
@@ -210,6 +220,10 @@ struct CudaExecutor::State {
   Status validateBatch(const engine::Batch &batch) const;
   Status uploadInputs(const engine::Batch &batch);
   Status runLaunch(int index, const pb::Launch &launch);
+  Status enqueueLaunches(const engine::Batch &batch);
+  bool graphable(const engine::Batch &batch) const;
+  Status runDecodeGraph(const engine::Batch &batch);
+  Status step(const engine::Batch &batch, float *logits, int32_t *tokens);
 
   StatusOr<Bound> bindOperand(const pb::Launch &launch, int i, bool required);
   StatusOr<DMatrix> floatOperand(const pb::Launch &launch, int i, bool required);
@@ -218,6 +232,9 @@ struct CudaExecutor::State {
   Status unalias(std::vector<DMatrix *> inputs, std::vector<DMatrix> results);
   Status gemm(const DMatrix &input, const DMatrix &weight, const DMatrix &bias,
               const DMatrix &residual, const DMatrix &out);
+  StatusOr<bool> tryGemv(const DMatrix &input, const DMatrix &weight,
+                         const DMatrix &bias, const DMatrix &residual,
+                         GemvEpilogue epilogue, const DMatrix &out);
   Status attention(const LaunchAttributes &attributes, const DMatrix &query,
                    const LayerCache &cache, const DMatrix &out);
 };
@@ -230,8 +247,12 @@ CudaExecutor::State::~State() {
     for (cublasLtMatrixLayout_t l : {plan.a, plan.b, plan.c, plan.d})
       cublasLtMatrixLayoutDestroy(l);
   }
+  for (auto &[key, graph] : decode_graphs)
+    cudaGraphExecDestroy(graph);
   if (lt)
     cublasLtDestroy(lt);
+  if (host_tokens)
+    cudaFreeHost(host_tokens);
   for (void *p : allocations)
     cudaFree(p);
   if (host_inputs)
@@ -375,6 +396,9 @@ Status CudaExecutor::State::prepare() {
                              " by an earlier launch");
     }
     if (launch.op() != "txk.attention") {
+      if (*head_dim > 512)
+        return unimplemented(context + ": head_dim " + std::to_string(*head_dim) +
+                             " is above the rope kernel's 512");
       StatusOr<cpu::RopeParams> rope = attributes.getRope();
       TXC_RETURN_IF_ERROR(withContext(context, rope.status()));
       TXC_RETURN_IF_ERROR(withContext(context, cpu::validateRopeParams(*rope, *head_dim)));
@@ -477,6 +501,26 @@ Status CudaExecutor::State::prepare() {
   TXC_ASSIGN_OR_RETURN(void *dl, allocate(static_cast<uint64_t>(device_logits_rows) *
                                               vocab_size * 4, "the logits"));
   device_logits = static_cast<float *>(dl);
+  TXC_ASSIGN_OR_RETURN(void *dt, allocate(static_cast<uint64_t>(max_num_seqs) * 4,
+                                          "sampled tokens"));
+  device_tokens = static_cast<int32_t *>(dt);
+  CU(cudaMallocHost(&host_tokens, static_cast<size_t>(max_num_seqs) * 4),
+     path + ": pinned sampled tokens");
+
+  // Graphs capture the step inputs' device addresses, so the input buffer
+  // is sized once for the largest step the plan takes and never moves.
+  int64_t max_tokens = compile.max_batch_tokens() > 0 ? compile.max_batch_tokens() : 8192;
+  int64_t pages_per_seq = (max_seq_len + page_size - 1) / page_size;
+  graph_max_batch = options.use_cuda_graphs && !profile
+                        ? static_cast<int32_t>(std::min<int64_t>(max_num_seqs, max_tokens))
+                        : 0;
+  engine::Batch largest;
+  largest.token_ids.resize(static_cast<size_t>(max_tokens));
+  largest.positions = largest.slot_mapping = largest.token_ids;
+  largest.query_start_offsets.resize(static_cast<size_t>(max_num_seqs) + 1);
+  largest.context_lens.resize(static_cast<size_t>(max_num_seqs));
+  largest.block_tables.resize(static_cast<size_t>(max_num_seqs * pages_per_seq));
+  TXC_RETURN_IF_ERROR(uploadInputs(largest));
   CU(cudaDeviceSynchronize(), path + ": setting up the GPU");
   return Status::ok();
 }
@@ -642,6 +686,12 @@ Status CudaExecutor::State::gemm(const DMatrix &input, const DMatrix &weight,
     return unimplemented("gemm residual must have the result's shape and dtype");
   if (bias.present() && bias.rows * bias.cols != n)
     return invalidArgument("gemm bias must have " + std::to_string(n) + " elements");
+  TXC_ASSIGN_OR_RETURN(bool done, tryGemv(input, weight, bias, residual,
+                                          residual.present() ? GemvEpilogue::kResidualAdd
+                                                             : GemvEpilogue::kNone,
+                                          out));
+  if (done)
+    return Status::ok();
   GemmPlanKey key{m, n, k, static_cast<int>(weight.dtype),
                   static_cast<int>(input.dtype),
                   residual.present() ? 1 : 0, static_cast<int>(out.dtype),
@@ -696,6 +746,35 @@ Status CudaExecutor::State::gemm(const DMatrix &input, const DMatrix &weight,
                                      &beta, c, p.c, out.data, p.d, &p.algo,
                                      cublas_workspace, kCublasWorkspaceBytes, stream),
                       "cublasLtMatmul " + shapeString(m, k) + " x " + shapeString(n, k) + "^T");
+}
+
+// The decode-sized GEMMs (m <= kGemvMaxRows, 16-bit, one dtype throughout)
+// run on Gemv.cu with the epilogue fused; false leaves the GEMM to cuBLASLt.
+StatusOr<bool> CudaExecutor::State::tryGemv(const DMatrix &input, const DMatrix &weight,
+                                            const DMatrix &bias, const DMatrix &residual,
+                                            GemvEpilogue epilogue, const DMatrix &out) {
+  if (!options.use_gemv || input.dtype != weight.dtype ||
+      (residual.present() && residual.dtype != out.dtype))
+    return false;
+  GemvArgs g;
+  g.x = input.data;
+  g.w = weight.data;
+  g.bias = bias.data;
+  if (bias.present()) {
+    TXC_ASSIGN_OR_RETURN(g.bias_type, etype(bias.dtype, "the bias"));
+  }
+  g.residual = residual.data;
+  g.out = out.data;
+  TXC_ASSIGN_OR_RETURN(g.type, etype(input.dtype, "the gemm input"));
+  TXC_ASSIGN_OR_RETURN(g.out_type, etype(out.dtype, "the gemm result"));
+  g.m = input.rows;
+  g.n = weight.rows;
+  g.k = input.cols;
+  g.epilogue = epilogue;
+  if (!gemvSupports(g))
+    return false;
+  TXC_RETURN_IF_ERROR(cudaStatus(launchGemv(g, stream), "gemv launch"));
+  return true;
 }
 
 Status CudaExecutor::State::attention(const LaunchAttributes &attributes,
@@ -766,7 +845,8 @@ Status CudaExecutor::State::attention(const LaunchAttributes &attributes,
       p.variant = variant;
       int splits = 1;
       status = kernels::planDecodeSplits(config, seqs, p.num_qo_heads, p.num_kv_heads,
-                                         max_context, &splits);
+                                         graph_context > 0 ? graph_context : max_context,
+                                         &splits);
       if (status.isOk()) {
         splits = std::max(1, std::min(splits, kMaxDecodeSplits));
         if (seqs > max_num_seqs)
@@ -920,6 +1000,12 @@ Status CudaExecutor::State::runLaunch(int index, const pb::Launch &launch) {
                                  shapeString(acc.rows, acc.cols));
       if (out.cols != weight.rows / 2)
         return invalidArgument("swiglu result must have weight rows / 2 columns");
+      if (!overlaps(input.data, input.bytes(), out.data, out.bytes())) {
+        TXC_ASSIGN_OR_RETURN(bool done, tryGemv(input, weight, bias, DMatrix{},
+                                                GemvEpilogue::kSwiglu, out));
+        if (done)
+          return Status::ok();
+      }
       // An fp32 GEMM output needs an fp32 bias in cuBLASLt's bias epilogue.
       TXC_RETURN_IF_ERROR(gemm(input, weight, bias, DMatrix{}, acc));
       TXC_ASSIGN_OR_RETURN(EType ot, etype(out.dtype, "the result"));
@@ -1065,6 +1151,9 @@ Status CudaExecutor::State::uploadInputs(const engine::Batch &b) {
     if (host_inputs)
       cudaFreeHost(host_inputs);
     host_inputs = nullptr;
+    for (auto &[key, graph] : decode_graphs) // they captured the old address
+      cudaGraphExecDestroy(graph);
+    decode_graphs.clear();
     size_t capacity = std::max<size_t>(need * 2, 4096);
     CU(cudaMallocHost(&host_inputs, capacity * 4), path + ": pinned step inputs");
     TXC_ASSIGN_OR_RETURN(void *d, allocate(capacity * 4, "step inputs"));
@@ -1142,56 +1231,178 @@ engine::EngineConfig CudaExecutor::engineConfig() const {
   return config;
 }
 
-Status CudaExecutor::execute(const engine::Batch &batch, float *logits) {
-  State &s = *state_;
-  TXC_RETURN_IF_ERROR(s.validateBatch(batch));
-  if (batch.numSequences() > s.device_logits_rows)
-    return outOfRange(s.path + ": batch of " + std::to_string(batch.numSequences()) +
-                      " sequences exceeds max_num_seqs " +
-                      std::to_string(s.device_logits_rows));
-  s.batch = &batch;
-  s.rows_at_offset.clear();
-  s.wrote_logits = false;
-  CU(cudaEventRecord(s.step_start, s.stream), s.path + ": event");
-  Status status = s.uploadInputs(batch);
-  for (int i = 0; status.isOk() && i < s.plan->launches_size(); ++i) {
-    const pb::Launch &launch = s.plan->launches(i);
-    if (s.profile)
-      cudaEventRecord(s.launch_events[i], s.stream);
-    status = withContext(s.path + ": " + describeLaunch(i, launch), s.runLaunch(i, launch));
+// --- steps -------------------------------------------------------------------
+
+// Uploads the inputs and enqueues every launch of the plan for `b`.
+Status CudaExecutor::State::enqueueLaunches(const engine::Batch &b) {
+  batch = &b;
+  rows_at_offset.clear();
+  wrote_logits = false;
+  Status status = Status::ok();
+  // ~20 ms at 2 GHz, longer than enqueueing a step's launches takes.
+  if (profile)
+    status = cudaStatus(launchSpin(40'000'000, stream), path + ": profile spin");
+  for (int i = 0; status.isOk() && i < plan->launches_size(); ++i) {
+    const pb::Launch &launch = plan->launches(i);
+    if (profile)
+      cudaEventRecord(launch_events[i], stream);
+    status = withContext(path + ": " + describeLaunch(i, launch), runLaunch(i, launch));
   }
-  if (s.profile)
-    cudaEventRecord(s.launch_events.back(), s.stream);
-  if (status.isOk() && !s.wrote_logits)
-    status = internalError(s.path + ": no launch wrote the logits this step");
-  if (status.isOk())
-    status = cudaStatus(cudaMemcpyAsync(logits, s.device_logits,
-                                        static_cast<size_t>(batch.numSequences()) *
-                                            s.vocab_size * 4,
-                                        cudaMemcpyDeviceToHost, s.stream),
-                        s.path + ": copying the logits back");
-  cudaEventRecord(s.step_end, s.stream);
-  // The one host synchronisation of a step (also after a failed launch, so
-  // nothing is left in flight on buffers the next step reuses).
-  Status sync = cudaStatus(cudaStreamSynchronize(s.stream),
-                           s.path + ": running the step on the GPU");
-  s.batch = nullptr;
+  if (profile)
+    cudaEventRecord(launch_events.back(), stream);
+  if (status.isOk() && !wrote_logits)
+    status = internalError(path + ": no launch wrote the logits this step");
+  return status;
+}
+
+namespace {
+
+/// The padded batch size a decode graph is captured for: powers of two up
+/// to 32, then multiples of 32, capped at `largest`.
+int32_t batchBucket(int32_t n, int32_t largest) {
+  int32_t bucket = 1;
+  while (bucket < n && bucket < 32)
+    bucket *= 2;
+  if (bucket < n)
+    bucket = (n + 31) / 32 * 32;
+  return std::min(bucket, largest);
+}
+
+int32_t contextBucket(int32_t context) {
+  int32_t bucket = 64;
+  while (bucket < context)
+    bucket *= 2;
+  return bucket;
+}
+
+} // namespace
+
+bool CudaExecutor::State::graphable(const engine::Batch &b) const {
+  return graph_max_batch > 0 && b.numTokens() == b.numSequences() &&
+         b.numSequences() <= graph_max_batch;
+}
+
+// A decode step on a graph: the batch padded to its bucket (padding rows
+// read page 0, write no cache slot and are never returned), the inputs
+// copied to the fixed input buffer, then one graph launch. A graph is
+// captured the first time its (batch, context) bucket is seen, by running
+// the ordinary launch path under stream capture.
+Status CudaExecutor::State::runDecodeGraph(const engine::Batch &b) {
+  int32_t n = b.numSequences();
+  int32_t bucket = batchBucket(n, graph_max_batch);
+  int32_t stride = b.max_pages_per_seq;
+  padded.token_ids.assign(b.token_ids.begin(), b.token_ids.end());
+  padded.token_ids.resize(bucket, 0);
+  padded.positions.assign(b.positions.begin(), b.positions.end());
+  padded.positions.resize(bucket, 0);
+  padded.slot_mapping.assign(b.slot_mapping.begin(), b.slot_mapping.end());
+  padded.slot_mapping.resize(bucket, -1);
+  padded.query_start_offsets.resize(static_cast<size_t>(bucket) + 1);
+  for (int32_t i = 0; i <= bucket; ++i)
+    padded.query_start_offsets[i] = i;
+  padded.context_lens.assign(b.context_lens.begin(), b.context_lens.end());
+  padded.context_lens.resize(bucket, 1);
+  padded.block_tables.assign(b.block_tables.begin(), b.block_tables.end());
+  padded.block_tables.resize(static_cast<size_t>(bucket) * stride, 0);
+  padded.max_pages_per_seq = stride;
+  TXC_RETURN_IF_ERROR(uploadInputs(padded));
+
+  int32_t context = contextBucket(max_context);
+  auto key = std::make_pair(bucket, context);
+  auto it = decode_graphs.find(key);
+  if (it == decode_graphs.end()) {
+    graph_context = context;
+    CU(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal),
+       path + ": beginning the decode graph capture");
+    Status captured = enqueueLaunches(padded);
+    cudaGraph_t graph = nullptr;
+    Status ended = cudaStatus(cudaStreamEndCapture(stream, &graph),
+                              path + ": capturing the decode step of batch " +
+                                  std::to_string(bucket));
+    graph_context = 0;
+    TXC_RETURN_IF_ERROR(captured);
+    TXC_RETURN_IF_ERROR(ended);
+    cudaGraphExec_t exec = nullptr;
+    Status instantiated = cudaStatus(cudaGraphInstantiate(&exec, graph, 0),
+                                     path + ": instantiating the decode graph");
+    cudaGraphDestroy(graph);
+    TXC_RETURN_IF_ERROR(instantiated);
+    it = decode_graphs.emplace(key, exec).first;
+  }
+  batch = &b;
+  return cudaStatus(cudaGraphLaunch(it->second, stream),
+                    path + ": launching the decode graph");
+}
+
+// Runs one step; returns the logits rows (`logits`) or their argmax
+// (`tokens`). The one host synchronisation is at the end, also after a
+// failed launch, so nothing is left in flight on buffers the next step
+// reuses.
+Status CudaExecutor::State::step(const engine::Batch &b, float *logits,
+                                 int32_t *tokens) {
+  TXC_RETURN_IF_ERROR(validateBatch(b));
+  int32_t n = b.numSequences();
+  if (n > device_logits_rows)
+    return outOfRange(path + ": batch of " + std::to_string(n) +
+                      " sequences exceeds max_num_seqs " +
+                      std::to_string(device_logits_rows));
+  CU(cudaEventRecord(step_start, stream), path + ": event");
+  Status status = Status::ok();
+  if (graphable(b)) {
+    status = runDecodeGraph(b);
+  } else {
+    status = uploadInputs(b);
+    if (status.isOk())
+      status = enqueueLaunches(b);
+  }
+  if (status.isOk() && logits)
+    status = cudaStatus(cudaMemcpyAsync(logits, device_logits,
+                                        static_cast<size_t>(n) * vocab_size * 4,
+                                        cudaMemcpyDeviceToHost, stream),
+                        path + ": copying the logits back");
+  if (status.isOk() && tokens) {
+    status = cudaStatus(launchArgmax(device_logits, n, vocab_size, device_tokens, stream),
+                        path + ": greedy sampling");
+    if (status.isOk())
+      status = cudaStatus(cudaMemcpyAsync(host_tokens, device_tokens,
+                                          static_cast<size_t>(n) * 4,
+                                          cudaMemcpyDeviceToHost, stream),
+                          path + ": copying the sampled tokens back");
+  }
+  cudaEventRecord(step_end, stream);
+  Status sync = cudaStatus(cudaStreamSynchronize(stream),
+                           path + ": running the step on the GPU");
+  batch = nullptr;
   TXC_RETURN_IF_ERROR(status);
   TXC_RETURN_IF_ERROR(sync);
-  cudaEventElapsedTime(&s.last_step_ms, s.step_start, s.step_end);
-  if (s.profile) {
-    bool decode = batch.numTokens() == batch.numSequences();
-    for (int i = 0; i < s.plan->launches_size(); ++i) {
+  if (tokens)
+    std::memcpy(tokens, host_tokens, static_cast<size_t>(n) * 4);
+  cudaEventElapsedTime(&last_step_ms, step_start, step_end);
+  if (profile) {
+    bool decode = b.numTokens() == n;
+    for (int i = 0; i < plan->launches_size(); ++i) {
       float ms = 0;
-      cudaEventElapsedTime(&ms, s.launch_events[i], s.launch_events[i + 1]);
-      LaunchProfileEntry &entry = s.profile_totals[{s.plan->launches(i).op(), decode}];
-      entry.op = s.plan->launches(i).op();
+      cudaEventElapsedTime(&ms, launch_events[i], launch_events[i + 1]);
+      LaunchProfileEntry &entry = profile_totals[{plan->launches(i).op(), decode}];
+      entry.op = plan->launches(i).op();
       entry.decode = decode;
       entry.launches += 1;
       entry.total_ms += ms;
     }
   }
   return Status::ok();
+}
+
+Status CudaExecutor::execute(const engine::Batch &batch, float *logits) {
+  return state_->step(batch, logits, nullptr);
+}
+
+Status CudaExecutor::executeGreedy(const engine::Batch &batch, int32_t *tokens) {
+  return state_->step(batch, nullptr, tokens);
+}
+
+int32_t CudaExecutor::decodeGraphCount() const {
+  return static_cast<int32_t>(state_->decode_graphs.size());
 }
 
 } // namespace txc::cuda

@@ -39,8 +39,14 @@ struct CudaExecutorOptions {
   uint64_t kv_cache_budget_bytes = uint64_t{4} << 30;
   /// Off: every GEMM-free op uses the simple attention kernel (tests).
   bool use_attention_library = true;
-  /// Time every launch with CUDA events (one pair per launch: a little
-  /// overhead, for diagnosis only); read back with launchProfile().
+  /// Off: every GEMM runs on cuBLASLt (tests compare the two paths).
+  bool use_gemv = true;
+  /// Decode steps (one new token per sequence) replay a CUDA graph per
+  /// batch-size bucket. Off with profile_launches (events per launch).
+  bool use_cuda_graphs = true;
+  /// Time every launch with CUDA events, for diagnosis (read back with
+  /// launchProfile()). Each step is queued behind a ~20 ms spin kernel so
+  /// the events time the GPU, not the host enqueueing launches one by one.
   bool profile_launches = false;
 };
 
@@ -63,12 +69,16 @@ public:
 
   int32_t vocabSize() const override;
   Status execute(const engine::Batch &batch, float *logits) override;
+  bool hasDeviceGreedy() const override { return true; }
+  Status executeGreedy(const engine::Batch &batch, int32_t *tokens) override;
 
   int32_t numKvPages() const;
   int32_t kvPageSize() const;
   engine::EngineConfig engineConfig() const;
   /// Milliseconds of GPU time the last execute() took (CUDA events).
   float lastStepMs() const;
+  /// Decode graphs captured so far (one per batch and context bucket).
+  int32_t decodeGraphCount() const;
   /// Empty unless created with profile_launches.
   std::vector<LaunchProfileEntry> launchProfile() const;
 

@@ -127,61 +127,70 @@ __global__ void swigluKernel(const float *acc, int64_t rows, int64_t half,
   st(out, out_type, i, gate / (1.0f + expf(-gate)) * up);
 }
 
-__global__ void ropeAppendKernel(RopeAppendArgs a) {
-  extern __shared__ float row[];
-  int64_t t = blockIdx.x;
-  int64_t cols = (a.heads + 2 * a.kv_heads) * a.head_dim;
-  for (int64_t c = threadIdx.x; c < cols; c += blockDim.x)
-    row[c] = ld(a.qkv, a.qkv_type, t * cols + c);
-  __syncthreads();
-  int warp = threadIdx.x / 32, lane = threadIdx.x % 32, warps = blockDim.x / 32;
-  float pos = static_cast<float>(a.positions[t]);
-  for (int64_t h = warp; h < a.heads + a.kv_heads; h += warps) {
-    bool is_query = h < a.heads;
-    float *head = row + h * a.head_dim;
+// One warp per head of one token (q, k or v), so a decode step's few
+// tokens still spread over many SMs; the head is staged in shared memory
+// because rotate-half pairs elements half a head apart.
+constexpr int kRopeHeadsPerBlock = 4;
+constexpr int kRopeMaxHeadDim = 512;
+
+__global__ void __launch_bounds__(kRopeHeadsPerBlock * 32)
+    ropeAppendKernel(RopeAppendArgs a) {
+  __shared__ float staged[kRopeHeadsPerBlock][kRopeMaxHeadDim];
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int64_t t = blockIdx.x;
+  const int64_t h = static_cast<int64_t>(blockIdx.y) * kRopeHeadsPerBlock + warp;
+  const int64_t total = a.heads + 2 * a.kv_heads;
+  if (h >= total)
+    return;
+  const int64_t d = a.head_dim;
+  float *head = staged[warp];
+  for (int64_t i = lane; i < d; i += 32)
+    head[i] = ld(a.qkv, a.qkv_type, t * total * d + h * d + i);
+  __syncwarp();
+  const bool is_query = h < a.heads, is_value = h >= a.heads + a.kv_heads;
+  if (!is_value) {
     const void *norm = is_query ? a.q_norm : a.k_norm;
     EType norm_type = is_query ? a.q_norm_type : a.k_norm_type;
     if (norm) {
       float local = 0.0f;
-      for (int64_t i = lane; i < a.head_dim; i += 32)
+      for (int64_t i = lane; i < d; i += 32)
         local += head[i] * head[i];
       for (int o = 16; o > 0; o >>= 1)
         local += __shfl_xor_sync(0xffffffffu, local, o);
-      float inv_rms =
-          1.0f / sqrtf(local / static_cast<float>(a.head_dim) + a.norm_eps);
+      float inv_rms = 1.0f / sqrtf(local / static_cast<float>(d) + a.norm_eps);
       __syncwarp();
-      for (int64_t i = lane; i < a.head_dim; i += 32)
+      for (int64_t i = lane; i < d; i += 32)
         head[i] = head[i] * inv_rms * ld(norm, norm_type, i);
       __syncwarp();
     }
+    float pos = static_cast<float>(a.positions[t]);
     for (int64_t i = lane; i < a.half; i += 32) {
       float angle = a.inv_freq[i] * pos; // fp32, as HF
-      float c = static_cast<float>(cos(static_cast<double>(angle))) *
-                a.attention_scaling;
-      float s = static_cast<float>(sin(static_cast<double>(angle))) *
-                a.attention_scaling;
+      // cos/sin of the fp32 angle rounded once: what HF's fp32 cos gives,
+      // to the last bit in almost every case.
+      float c = static_cast<float>(cos(static_cast<double>(angle))) * a.attention_scaling;
+      float s = static_cast<float>(sin(static_cast<double>(angle))) * a.attention_scaling;
       float x1 = head[i], x2 = head[i + a.half];
       head[i] = x1 * c - x2 * s;
       head[i + a.half] = x2 * c + x1 * s;
     }
+    __syncwarp();
   }
-  __syncthreads();
-  int64_t q_cols = a.heads * a.head_dim;
-  for (int64_t c = threadIdx.x; c < q_cols; c += blockDim.x)
-    st(a.out, a.out_type, t * q_cols + c, row[c]);
+  if (is_query) {
+    for (int64_t i = lane; i < d; i += 32)
+      st(a.out, a.out_type, (t * a.heads + h) * d + i, head[i]);
+    return;
+  }
   int32_t slot = a.slot_mapping[t];
   if (slot < 0)
     return; // padding token: no cache write
   int64_t page = slot / a.page_size, offset = slot % a.page_size;
-  int64_t kv_cols = a.kv_heads * a.head_dim;
-  int64_t page_base = page * 2 * a.page_size * kv_cols;
-  for (int64_t c = threadIdx.x; c < kv_cols; c += blockDim.x) {
-    st(a.cache, a.cache_type, page_base + offset * kv_cols + c,
-       row[q_cols + c]);
-    st(a.cache, a.cache_type,
-       page_base + (a.page_size + offset) * kv_cols + c,
-       row[q_cols + kv_cols + c]);
-  }
+  int64_t kv_cols = a.kv_heads * d;
+  int64_t kv_head = h - a.heads - (is_value ? a.kv_heads : 0);
+  int64_t base = page * 2 * a.page_size * kv_cols +
+                 ((is_value ? a.page_size : 0) + offset) * kv_cols + kv_head * d;
+  for (int64_t i = lane; i < d; i += 32)
+    st(a.cache, a.cache_type, base + i, head[i]);
 }
 
 constexpr int kAttnThreads = 128;
@@ -274,7 +283,72 @@ __global__ void gatherLastKernel(const void *input, EType input_type,
     st(out, out_type, s * cols + c, ld(input, input_type, row * cols + c));
 }
 
+// Greedy sampling: one block per row. Each thread scans a strided slice, so
+// its first maximum is its lowest index; the reduction keeps the lowest
+// index among equal maxima, as sampleToken does on the host.
+constexpr int kArgmaxThreads = 1024;
+
+__global__ void argmaxKernel(const float *logits, int64_t vocab, int32_t *out) {
+  __shared__ float best_values[32];
+  __shared__ int32_t best_indices[32];
+  const float *row = logits + static_cast<int64_t>(blockIdx.x) * vocab;
+  float best = -INFINITY;
+  int32_t index = INT32_MAX;
+  bool nan = false;
+  for (int64_t c = threadIdx.x; c < vocab; c += blockDim.x) {
+    float v = row[c];
+    if (isnan(v))
+      nan = true;
+    else if (v > best) {
+      best = v;
+      index = static_cast<int32_t>(c);
+    }
+  }
+  auto better = [](float v, int32_t i, float w, int32_t j) {
+    return v > w || (v == w && i < j);
+  };
+  for (int o = 16; o > 0; o >>= 1) {
+    float v = __shfl_xor_sync(0xffffffffu, best, o);
+    int32_t i = __shfl_xor_sync(0xffffffffu, index, o);
+    if (better(v, i, best, index)) {
+      best = v;
+      index = i;
+    }
+  }
+  int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  if (lane == 0) {
+    best_values[warp] = best;
+    best_indices[warp] = index;
+  }
+  bool any_nan = __syncthreads_or(nan);
+  if (threadIdx.x != 0)
+    return;
+  for (int w = 1; w < static_cast<int>(blockDim.x / 32); ++w)
+    if (better(best_values[w], best_indices[w], best, index)) {
+      best = best_values[w];
+      index = best_indices[w];
+    }
+  out[blockIdx.x] = any_nan || index == INT32_MAX ? -1 : index;
+}
+
+__global__ void spinKernel(long long cycles) {
+  long long start = clock64();
+  while (clock64() - start < cycles)
+    ;
+}
+
 } // namespace
+
+cudaError_t launchSpin(long long cycles, cudaStream_t stream) {
+  spinKernel<<<1, 1, 0, stream>>>(cycles);
+  return cudaGetLastError();
+}
+
+cudaError_t launchArgmax(const float *logits, int64_t rows, int64_t vocab,
+                         int32_t *out, cudaStream_t stream) {
+  argmaxKernel<<<rows, kArgmaxThreads, 0, stream>>>(logits, vocab, out);
+  return cudaGetLastError();
+}
 
 cudaError_t launchEmbedding(const int32_t *tokens, int64_t num_tokens,
                             const void *table, EType table_type,
@@ -316,16 +390,12 @@ cudaError_t launchSwiglu(const float *acc, int64_t rows, int64_t half,
 }
 
 cudaError_t launchRopeAppend(const RopeAppendArgs &args, cudaStream_t stream) {
-  size_t smem = static_cast<size_t>((args.heads + 2 * args.kv_heads) *
-                                    args.head_dim) * sizeof(float);
-  if (smem > 48 * 1024) {
-    cudaError_t e = cudaFuncSetAttribute(
-        ropeAppendKernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-        static_cast<int>(smem));
-    if (e != cudaSuccess)
-      return e;
-  }
-  ropeAppendKernel<<<args.num_tokens, 256, smem, stream>>>(args);
+  if (args.head_dim > kRopeMaxHeadDim || args.num_tokens <= 0)
+    return args.num_tokens == 0 ? cudaSuccess : cudaErrorInvalidValue;
+  int64_t heads = args.heads + 2 * args.kv_heads;
+  dim3 grid(static_cast<unsigned>(args.num_tokens),
+            static_cast<unsigned>((heads + kRopeHeadsPerBlock - 1) / kRopeHeadsPerBlock));
+  ropeAppendKernel<<<grid, kRopeHeadsPerBlock * 32, 0, stream>>>(args);
   return cudaGetLastError();
 }
 

@@ -17,6 +17,16 @@ namespace txc::cuda {
 
 enum class EType : int { kF32 = 0, kBF16 = 1, kF16 = 2 };
 
+/// Keeps the stream busy for `cycles` SM clocks: the per-launch profile
+/// queues a whole step behind it, so its events time the GPU alone and not
+/// the host enqueueing the next launch.
+cudaError_t launchSpin(long long cycles, cudaStream_t stream);
+
+/// out[r] = argmax of fp32 logits row r (ties to the lowest id; -1 for a row
+/// with a NaN or only -inf).
+cudaError_t launchArgmax(const float *logits, int64_t rows, int64_t vocab,
+                         int32_t *out, cudaStream_t stream);
+
 cudaError_t launchEmbedding(const int32_t *tokens, int64_t num_tokens,
                             const void *table, EType table_type,
                             int64_t table_rows, int64_t cols,
@@ -55,7 +65,8 @@ struct RopeAppendArgs {
   void *out = nullptr;
   EType out_type = EType::kF32;
 };
-/// One block per token; qkv must not overlap out (the caller copies).
+/// One warp per (token, head); head_dim <= 512; qkv must not overlap out
+/// (the caller copies).
 cudaError_t launchRopeAppend(const RopeAppendArgs &args, cudaStream_t stream);
 
 struct SimpleAttentionArgs {

@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 namespace txc::engine {
 namespace {
 
@@ -254,6 +256,59 @@ TEST(EngineTest, ExecutorFailureEndsEveryRequestAndFreesPages) {
   }
   EXPECT_TRUE((*engine)->idle());
   EXPECT_EQ((*engine)->scheduler().pages().numFreePages(), config.num_pages);
+}
+
+// A backend with on-device greedy sampling: the argmax of the fake's own
+// logits, or -1 (NaN row) for the request named by nan_request.
+class FakeGreedyExecutor : public FakeExecutor {
+public:
+  using FakeExecutor::FakeExecutor;
+  bool hasDeviceGreedy() const override { return true; }
+  Status executeGreedy(const Batch &batch, int32_t *tokens) override {
+    ++greedy_steps;
+    std::vector<float> logits(static_cast<size_t>(batch.numSequences()) * vocabSize());
+    TXC_RETURN_IF_ERROR(execute(batch, logits.data()));
+    for (int32_t i = 0; i < batch.numSequences(); ++i) {
+      const float *row = logits.data() + static_cast<size_t>(i) * vocabSize();
+      tokens[i] = static_cast<int32_t>(std::max_element(row, row + vocabSize()) - row);
+      if (batch.request_ids[i] == nan_request)
+        tokens[i] = -1;
+    }
+    return Status::ok();
+  }
+  int64_t greedy_steps = 0;
+  RequestId nan_request = -1;
+};
+
+TEST(EngineTest, AllGreedyStepsSampleOnTheDeviceAndMatchHostSampling) {
+  std::vector<Request> requests = mixedRequests();
+  requests[3].sampling.temperature = 0.0f; // the longest runs greedy
+  requests[1].sampling.top_k = 1;          // top-k 1 is greedy too
+  EngineRun host = runTogether(requests, generousConfig());
+  SchedulerConfig config = generousConfig();
+  FakeGreedyExecutor executor(kVocab, config.num_pages, config.page_size);
+  auto engine = Engine::create(executor, EngineConfig{config, {}});
+  ASSERT_TRUE(engine.isOk());
+  auto results = (*engine)->generate(requests);
+  ASSERT_TRUE(results.isOk()) << results.status().toString();
+  EXPECT_EQ(outputsOf({*results, {}, {}}), outputsOf(host));
+  // Request 5 samples for its first 10 steps; the greedy ones outlast it.
+  EXPECT_GT(executor.greedy_steps, 0);
+  EXPECT_LT(executor.greedy_steps, static_cast<int64_t>(executor.batches().size()));
+}
+
+TEST(EngineTest, DeviceGreedyNanRowFailsTheStep) {
+  SchedulerConfig config = generousConfig();
+  FakeGreedyExecutor executor(kVocab, config.num_pages, config.page_size);
+  executor.nan_request = 0;
+  auto engine = Engine::create(executor, EngineConfig{config, {}});
+  ASSERT_TRUE(engine.isOk());
+  auto results = (*engine)->generate({mixedRequests()[0]});
+  ASSERT_FALSE(results.isOk());
+  EXPECT_NE(results.status().message().find("request 0: the logits row is NaN"),
+            std::string::npos)
+      << results.status().message();
+  EXPECT_TRUE((*engine)->idle());
 }
 
 } // namespace

@@ -1,0 +1,56 @@
+//===- Gemv.h - Bandwidth-bound GEMMs of few rows (decode) -------*- C++ -*-===//
+//
+// out[m, :] = x[m, :] @ w^T for m <= kGemvMaxRows, the shape of every
+// projection in a decode step. cuBLASLt spends 10+ µs on these (measured:
+// 16 µs per decode GEMM on the Qwen3-0.6B shape, bench/README.md) where the
+// weight read takes 1–3 µs; this kernel streams each weight row once with
+// 16-byte loads, reuses it for all m input rows, and applies the epilogue
+// (bias, residual add, SwiGLU) before its one rounding store, so SwiGLU needs
+// no fp32 scratch and no second launch.
+//
+//===----------------------------------------------------------------------===//
+#ifndef TXC_RUNTIME_BACKENDS_CUDA_GEMV_H
+#define TXC_RUNTIME_BACKENDS_CUDA_GEMV_H
+
+#include "runtime/backends/cuda/CudaKernels.h"
+
+#include <cstdint>
+#include <cuda_runtime.h>
+
+namespace txc::cuda {
+
+/// The most input rows one launch takes; larger batches go to cuBLASLt.
+constexpr int64_t kGemvMaxRows = 8;
+
+enum class GemvEpilogue {
+  kNone,        // out = x w^T (+ bias)
+  kResidualAdd, // out = x w^T (+ bias) + residual
+  kSwiglu,      // out[:, j] = silu(g_j) * u_j, g = rows [0, n/2), u = [n/2, n)
+};
+
+struct GemvArgs {
+  const void *x = nullptr;    // [m, k], `type`
+  const void *w = nullptr;    // [n, k], `type`
+  const void *bias = nullptr; // [n] or null, `bias_type`
+  EType bias_type = EType::kF32;
+  const void *residual = nullptr; // [m, n], `out_type` (kResidualAdd)
+  void *out = nullptr;            // [m, n] ([m, n/2] for kSwiglu), `out_type`
+  EType type = EType::kBF16;      // x and w: BF16 or F16
+  EType out_type = EType::kBF16;  // `type`, or F32 (the logits)
+  int64_t m = 0, n = 0, k = 0;
+  GemvEpilogue epilogue = GemvEpilogue::kNone;
+};
+
+/// Whether launchGemv takes these arguments: 16-bit type (out_type the same
+/// or F32), 1 <= m <=
+/// kGemvMaxRows, k a multiple of 8, x and w 16-byte aligned, n even for
+/// SwiGLU. The caller falls back to cuBLASLt otherwise.
+bool gemvSupports(const GemvArgs &args);
+
+/// Enqueues the GEMV. `out` must not overlap `x` or `w`; it may be the
+/// residual itself (each element reads its residual before writing it).
+cudaError_t launchGemv(const GemvArgs &args, cudaStream_t stream);
+
+} // namespace txc::cuda
+
+#endif // TXC_RUNTIME_BACKENDS_CUDA_GEMV_H

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Assembles what the GPU machine needs into BUILD/gpu (git-ignored, carried by
+# the device tool): the CUDA binaries and weight-free or small artifacts,
+# compiled here because the GPU machine has no MLIR.
+#   test/gpu/make_bundle.sh [BUILD]   (BUILD: a CUDA-on, compiler-on build; default build-cuda)
+# Then on the GPU machine (carry BUILD/gpu):
+#   test/gpu/run_all.sh BUILD/gpu
+set -eu
+BUILD=${1:-build-cuda}
+OUT=$BUILD/gpu
+TXC=$BUILD/bin/txc
+F=test/fixtures
+mkdir -p "$OUT"
+for bin in tx-run CudaBackendTests EngineTests; do
+  cp "$BUILD/bin/$bin" "$OUT/"
+done
+# HF-golden fixtures, as the e2e lit tests compile them.
+"$TXC" compile $F/tiny-qwen3 --dtype f32 -o "$OUT/qwen3-f32.txm"
+"$TXC" compile $F/tiny-qwen3 -o "$OUT/qwen3-bf16.txm"
+"$TXC" compile $F/tiny-qwen2 --dtype f32 -o "$OUT/qwen2-f32.txm"
+"$TXC" compile $F/tiny-llama -o "$OUT/llama-bf16.txm"
+if [ -d ../shared/models/stories260K ]; then
+  "$TXC" compile ../shared/models/stories260K -o "$OUT/stories.txm"
+  cp ../shared/models/stories260K/golden.json "$OUT/stories-golden.json"
+fi
+# Real model shapes, weights generated at load (--random-weights on tx-run).
+for shape in qwen3-0.6b llama-3-8b; do
+  dir=$(mktemp -d)
+  if python3 bench/make_shape_checkpoint.py "$shape" "$dir" >/dev/null 2>&1; then
+    "$TXC" compile "$dir" --target sm_90a --no-weights --max-seqs 64 -o "$OUT/$shape.txm"
+    cp "$dir/config.json" "$OUT/$shape.config.json"
+  else
+    echo "make_bundle: no $shape shape in bench/make_shape_checkpoint.py; skipped" >&2
+  fi
+  rm -rf "$dir"
+done
+du -sh "$OUT"

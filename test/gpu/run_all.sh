@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# One call on the GPU machine: the CUDA unit tests, the HF goldens through
+# the CUDA backend, and decode/prefill step timings of the real model shapes
+# (graphs on and off, per-op profile). Logs and a summary go to $OUT.
+#   test/gpu/run_all.sh BUNDLE   (BUNDLE from test/gpu/make_bundle.sh)
+set -u
+B=${1:-build-cuda/gpu}
+OUT=${OUT:-/tmp/txc-out}
+mkdir -p "$OUT"
+fails=0
+nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv | tee "$OUT/gpu.txt"
+"$B/EngineTests" --gtest_brief=1 2>&1 | tail -3 | tee "$OUT/engine-tests.log" || fails=$((fails + 1))
+"$B/CudaBackendTests" 2>&1 | tee "$OUT/cuda-backend-tests.log" | tail -15
+[ "${PIPESTATUS[0]}" = 0 ] || fails=$((fails + 1))
+test/gpu/cuda_goldens.sh "$B" "$B" 2>&1 | tee "$OUT/goldens.log" | grep -E "^==|FAIL|failures|steps compared"
+[ "${PIPESTATUS[0]}" = 0 ] || fails=$((fails + 1))
+
+# Decode timings: 128-token prompt, 128 new tokens, random weights (seed 1).
+prompt=$(python3 -c "import random; r=random.Random(0); print(','.join(str(r.randrange(1000, 30000)) for _ in range(128)))")
+timing() { # name artifact batch new-tokens extra-flags...
+  local name=$1 art=$2 batch=$3 new=$4; shift 4
+  local args=()
+  for _ in $(seq "$batch"); do args+=(--prompt-ids "$prompt"); done
+  echo "== $name"
+  timeout 300 "$B/tx-run" "$art" --device cuda --random-weights 1 "${args[@]}" \
+    --max-new-tokens "$new" --ignore-eos --timing "$@" 2>&1 >/dev/null | grep "tx-run timing" | tee "$OUT/$name.txt"
+  [ "${PIPESTATUS[0]}" = 0 ] || { echo "FAILED: $name"; fails=$((fails + 1)); }
+}
+Q=$B/qwen3-0.6b.txm
+timing q06-b1-graphs "$Q" 1 128
+timing q06-b1-nographs "$Q" 1 128 --no-cuda-graphs
+timing q06-b1-profile "$Q" 1 32 --profile-ops
+timing q06-b8-graphs "$Q" 8 64
+timing q06-b32-graphs "$Q" 32 64
+timing q06-b64-graphs "$Q" 64 64
+[ -f "$B/llama-3-8b.txm" ] && timing l8b-b1-graphs "$B/llama-3-8b.txm" 1 64
+[ -f "$B/llama-3-8b.txm" ] && timing l8b-b1-profile "$B/llama-3-8b.txm" 1 16 --profile-ops
+echo "run_all failures: $fails"
+exit $fails

@@ -9,7 +9,10 @@
 // set is several times the 60 MB L2. The device-copy bandwidth is measured in
 // the same run and is the ceiling decode is judged against.
 //
-// Usage: attention_bench [--json FILE] [--skip-timing] [--decode-only]
+// Usage: attention_bench [--json FILE] [--skip-timing] [--decode-only] [--prefill-only]
+//                        [--prefill-compare]
+// --prefill-compare also checks and times the prefill kernel that is not the
+// default (rows marked diagnostic, name suffixed with the kernel).
 //
 //===----------------------------------------------------------------------===//
 #include <algorithm>
@@ -433,7 +436,9 @@ struct PrefillCase {
   bool timed = false;
 };
 
-template <typename T> void runPrefill(const PrefillCase &c, ElementType dtype, std::mt19937 &rng) {
+template <typename T>
+void runPrefill(const PrefillCase &c, ElementType dtype, std::mt19937 &rng, PrefillKernel kernel = PrefillKernel::kAuto,
+                const std::string &suffix = "") {
   const std::vector<int> &q_lens = c.q_lens;
   const std::vector<int> kv_lens = c.kv_lens.empty() ? c.q_lens : c.kv_lens;
   const int batch = (int)q_lens.size();
@@ -443,7 +448,7 @@ template <typename T> void runPrefill(const PrefillCase &c, ElementType dtype, s
   const int total_q = cu_q[batch];
   const int max_q = *std::max_element(q_lens.begin(), q_lens.end());
   const int max_kv = *std::max_element(kv_lens.begin(), kv_lens.end());
-  AttentionConfig config{dtype, c.head_dim, c.causal};
+  AttentionConfig config{dtype, c.head_dim, c.causal, kernel};
 
   KVCache cache = makeKVCache<T>(kv_lens, c.kv_heads, c.head_dim, c.page_size, rng);
   const long long q_elems = (long long)total_q * c.qo_heads * c.head_dim;
@@ -506,7 +511,7 @@ template <typename T> void runPrefill(const PrefillCase &c, ElementType dtype, s
     for (int &s : samples)
       s = std::min(s, total_q - 1);
   }
-  const std::string name = c.name + " " + elementTypeName(dtype);
+  const std::string name = c.name + suffix + " " + elementTypeName(dtype);
   CheckResult check = compareWithReference<T>("prefill " + name, ra, cu_q, samples, o, q_elems, toleranceFor(dtype));
 
   if (!c.timed)
@@ -519,7 +524,8 @@ template <typename T> void runPrefill(const PrefillCase &c, ElementType dtype, s
     flops /= 2;
   TimingResult t;
   t.kind = "prefill";
-  t.name = c.name;
+  t.name = c.name + suffix;
+  t.diagnostic = !suffix.empty(); // the non-default kernel, for comparison
   t.ms = ms;
   t.tflops = flops / (ms * 1e9);
   t.check = check.pass ? "pass" : "FAIL";
@@ -530,8 +536,20 @@ template <typename T> void runPrefill(const PrefillCase &c, ElementType dtype, s
                 batch, max_q, c.qo_heads, c.kv_heads, c.head_dim, c.causal ? "true" : "false", c.page_size,
                 elementTypeName(dtype));
   t.shape_json = shape;
-  std::printf("  time  %-40s %9.4f ms %8.1f TFLOP/s\n", c.name.c_str(), ms, t.tflops);
+  std::printf("  time  %-40s %9.4f ms %8.1f TFLOP/s\n", t.name.c_str(), ms, t.tflops);
   g_timings.push_back(t);
+}
+
+bool g_prefill_compare = false;
+
+/// The default prefill kernel, then (with --prefill-compare) the other one.
+template <typename T> void runPrefillKernels(const PrefillCase &c, ElementType dtype, std::mt19937 &rng) {
+  runPrefill<T>(c, dtype, rng);
+  if (!g_prefill_compare)
+    return;
+  const bool ws_default = defaultPrefillKernel() == PrefillKernel::kWarpSpecialized;
+  runPrefill<T>(c, dtype, rng, ws_default ? PrefillKernel::kSingleWarpgroup : PrefillKernel::kWarpSpecialized,
+                ws_default ? " [single-wg]" : " [warp-spec]");
 }
 
 template <typename T> void runDecodeTyped(const DecodeCase &c, ElementType t, std::mt19937 &rng) { runDecode<T>(c, t, rng); }
@@ -568,7 +586,7 @@ void writeJson(const char *path) {
 
 int main(int argc, char **argv) {
   const char *json_path = nullptr;
-  bool timing = true, prefill = true;
+  bool timing = true, prefill = true, decode = true;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--json") && i + 1 < argc)
       json_path = argv[++i];
@@ -576,10 +594,14 @@ int main(int argc, char **argv) {
       timing = false;
     else if (!std::strcmp(argv[i], "--decode-only"))
       prefill = false;
+    else if (!std::strcmp(argv[i], "--prefill-only"))
+      decode = false;
+    else if (!std::strcmp(argv[i], "--prefill-compare"))
+      g_prefill_compare = true;
   }
   std::mt19937 rng(20261130);
   const auto bf16 = ElementType::kBf16, fp16 = ElementType::kFp16;
-  if (timing)
+  if (timing && decode)
     measureCopyBandwidth();
 
   std::printf("== decode correctness\n");
@@ -594,10 +616,12 @@ int main(int argc, char **argv) {
       {"gqa32/8 d128 window 1000 p16", 0, 32, 8, 128, 16, {50, 1001, 5000}, 0, 1000},
       {"gqa32/8 d128 softcap 30 p16", 0, 32, 8, 128, 16, {50, 3000}, 0, -1, 30.f},
   };
-  for (const auto &c : decode_checks)
-    runDecode<__nv_bfloat16>(c, bf16, rng);
-  runDecode<__half>(decode_checks[0], fp16, rng);
-  runDecode<__half>(decode_checks[5], fp16, rng);
+  if (decode) {
+    for (const auto &c : decode_checks)
+      runDecode<__nv_bfloat16>(c, bf16, rng);
+    runDecode<__half>(decode_checks[0], fp16, rng);
+    runDecode<__half>(decode_checks[5], fp16, rng);
+  }
 
   std::printf("== prefill correctness\n");
   std::vector<PrefillCase> prefill_checks = {
@@ -615,13 +639,13 @@ int main(int argc, char **argv) {
   };
   for (const auto &c : prefill_checks)
     if (prefill)
-      runPrefill<__nv_bfloat16>(c, bf16, rng);
+      runPrefillKernels<__nv_bfloat16>(c, bf16, rng);
   if (prefill) {
-    runPrefill<__half>(prefill_checks[0], fp16, rng);
-    runPrefill<__half>(prefill_checks[4], fp16, rng);
+    runPrefillKernels<__half>(prefill_checks[0], fp16, rng);
+    runPrefillKernels<__half>(prefill_checks[4], fp16, rng);
   }
 
-  if (timing) {
+  if (timing && decode) {
     std::printf("== decode timing (GQA 32/8, d128, bf16, page 16)\n");
     const std::vector<std::pair<int, int>> decode_shapes = {{64, 4096}, {64, 16384}, {256, 2048}, {1, 32768}, {1, 4096}};
     for (auto [batch, ctx] : decode_shapes) {
@@ -675,9 +699,8 @@ int main(int argc, char **argv) {
       std::printf("  time  %-40s %9.4f ms\n", t.name.c_str(), ms);
       g_timings.push_back(t);
     }
-
-    if (!prefill)
-      goto done;
+  }
+  if (timing && prefill) {
     std::printf("== prefill timing (bf16, 16k tokens per batch, H*d = 2048)\n");
     struct Shape { int d, seqlen; };
     const std::vector<Shape> shapes = {{128, 1024}, {128, 4096}, {128, 16384}, {64, 4096}, {256, 4096}};
@@ -688,14 +711,13 @@ int main(int argc, char **argv) {
                           std::to_string(s.seqlen),
                       heads, heads, s.d, std::vector<int>(batch, s.seqlen), {}, causal};
         c.timed = true;
-        runPrefill<__nv_bfloat16>(c, bf16, rng);
+        runPrefillKernels<__nv_bfloat16>(c, bf16, rng);
       }
     PrefillCase paged{"causal d128 L4096 paged p16", 16, 16, 128, std::vector<int>(4, 4096), {}, true, 16};
     paged.timed = true;
-    runPrefill<__nv_bfloat16>(paged, bf16, rng);
+    runPrefillKernels<__nv_bfloat16>(paged, bf16, rng);
   }
 
-done:
   int failed = 0;
   for (auto &c : g_checks)
     failed += c.pass ? 0 : 1;

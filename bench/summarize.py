@@ -15,9 +15,15 @@ def main():
     peers = json.load(open(sys.argv[2])) if os.path.exists(sys.argv[2]) else {}
     commit, out_dir = sys.argv[3], sys.argv[4]
     date = datetime.date.today().isoformat()
-    copy = ours["copy_GBps_rw"]
+    copy = ours.get("copy_GBps_rw") or 0
     rows = []
     for t in ours["timings"]:
+        if t.get("diagnostic") and t["kind"] == "prefill":
+            base = t["name"].split(" [")[0]
+            cudnn = peers.get(f"{base} cudnn", {}).get("tflops")
+            rows.append((t["name"], f"{t['tflops']:.0f} TFLOP/s", f"cudnn {cudnn or 0:.0f}",
+                         f"(comparison, {(t['tflops'] / cudnn * 100) if cudnn else 0:.0f}% of cudnn)", None, t["check"]))
+            continue
         if t.get("diagnostic"):
             rows.append((t["name"], f"{t['ms'] * 1000:.1f} us" + (f" {t['GBps']:.0f} GB/s" if t.get("GBps") else ""),
                          "", "(measures a limit)", None, t["check"]))

@@ -55,10 +55,23 @@ struct LoadedKernel {
   int threads = 0, smem_bytes = 0;
 };
 
-bool loadKernel(const AttentionKernelSpec &spec, LoadedKernel *k) {
+std::string replaceAll(std::string s, const std::string &from, const std::string &to) {
+  for (size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size()))
+    s.replace(at, from.size(), to);
+  return s;
+}
+
+/// traits_override: compile the prefill kernel with this Traits template in
+/// place of the default PrefillTraits (the kernel that is not the default).
+bool loadKernel(const AttentionKernelSpec &spec, LoadedKernel *k, const std::string &traits_override = "") {
   KernelCompiler compiler;
   CompiledKernel compiled;
-  Status st = compiler.compile(specializationSource(spec), kernelNameExpression(spec), NvrtcOptions(), &compiled);
+  std::string source = specializationSource(spec), name = kernelNameExpression(spec);
+  if (!traits_override.empty()) {
+    source = replaceAll(source, "PrefillTraits<", traits_override + "<");
+    name = replaceAll(name, "PrefillTraits<", traits_override + "<");
+  }
+  Status st = compiler.compile(source, name, NvrtcOptions(), &compiled);
   if (!st.isOk()) {
     std::printf("FAIL compile %s: %s\n", specName(spec).c_str(), st.message().c_str());
     return false;
@@ -89,10 +102,10 @@ template <typename T> T *deviceCopy(const std::vector<T> &v) {
 /// One case: sequences of q_lens query rows over kv_lens keys in a paged
 /// cache of page 16 (decode: q_len 1).
 bool runCase(const AttentionKernelSpec &spec, int qo_heads, int kv_heads, std::vector<int> q_lens,
-             std::vector<int> kv_lens, unsigned long long seed) {
+             std::vector<int> kv_lens, unsigned long long seed, const std::string &traits_override = "") {
   const int d = spec.head_dim, page = spec.page_size, batch = (int)kv_lens.size();
   LoadedKernel kernel;
-  if (!loadKernel(spec, &kernel))
+  if (!loadKernel(spec, &kernel, traits_override))
     return false;
   std::mt19937 rng(seed);
   std::vector<int> cu_q(batch + 1, 0);
@@ -169,7 +182,9 @@ bool runCase(const AttentionKernelSpec &spec, int qo_heads, int kv_heads, std::v
     pp.max_seqlen_q = *std::max_element(q_lens.begin(), q_lens.end());
     pp.variant.sm_scale = scale;
     pp.variant.sm_scale_log2 = scale * 1.4426950408889634f;
-    grid = dim3((pp.max_seqlen_q + 63) / 64, qo_heads, batch); // PrefillTraits::kBlockM = 64
+    // 64-row query blocks: the single-warpgroup kernel's kBlockM; the
+    // warp-specialized kernel (128 rows) lets the surplus CTAs exit.
+    grid = dim3((pp.max_seqlen_q + 63) / 64, qo_heads, batch);
     args[0] = &pp;
   }
   EXPECT_CU(cuLaunchKernel(kernel.function, grid.x, grid.y, grid.z, kernel.threads, 1, 1, kernel.smem_bytes, nullptr,
@@ -214,8 +229,8 @@ bool runCase(const AttentionKernelSpec &spec, int qo_heads, int kv_heads, std::v
   }
   const double rel = std::sqrt(err2 / ref2);
   const bool pass = nan_count == 0 && rel < 1.5e-2;
-  std::printf("%s %-36s threads %d smem %6d rel_err %.2e unwritten %lld\n", pass ? "PASS" : "FAIL",
-              specName(spec).c_str(), kernel.threads, kernel.smem_bytes, rel, nan_count);
+  std::printf("%s %-36s threads %d smem %6d rel_err %.2e unwritten %lld %s\n", pass ? "PASS" : "FAIL",
+              specName(spec).c_str(), kernel.threads, kernel.smem_bytes, rel, nan_count, traits_override.c_str());
   for (void *p : std::initializer_list<void *>{k, v, q, o, d_table, d_kv_lens, d_cu_q, d_tokens, d_seqs, ref, scratch})
     cudaFree(p);
   cuModuleUnload(kernel.module);
@@ -247,6 +262,9 @@ int main() {
   ok &= runCase(decode_gqa, 32, 8, {1, 1, 1}, {1, 700, 3001}, 11);
   ok &= runCase(decode_mha, 8, 8, {1, 1}, {33, 1500}, 12);
   ok &= runCase(prefill, 16, 4, {100, 1, 257}, {1100, 40, 257}, 13);
+  // Both prefill kernels compile through NVRTC, whichever is the default.
+  ok &= runCase(prefill, 16, 4, {100, 1, 257}, {1100, 40, 257}, 14, "PrefillSm90Traits");
+  ok &= runCase(prefill, 16, 4, {100, 1, 257}, {1100, 40, 257}, 15, "PrefillSingleWgTraits");
   std::printf("%s\n", ok ? "nvrtc attention: all passed" : "nvrtc attention: FAILED");
   return ok ? 0 : 1;
 }

@@ -51,6 +51,8 @@ Status launchPagedDecode(const AttentionConfig &config, const DecodeParams &para
   return Status::unsupported("decode: unsupported element type");
 }
 
+PrefillKernel defaultPrefillKernel() { return PrefillKernel::kSingleWarpgroup; }
+
 Status launchPrefill(const AttentionConfig &config, const PrefillParams &params, cudaStream_t stream) {
   switch (config.dtype) {
   case ElementType::kBf16: return launchPrefillBf16(config, params, stream);

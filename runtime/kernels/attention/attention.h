@@ -20,6 +20,13 @@ namespace txc::kernels {
 
 enum class ElementType { kBf16, kFp16 };
 
+/// Which prefill kernel runs. kAuto is the library's verified default.
+enum class PrefillKernel {
+  kAuto,
+  kWarpSpecialized, // prefill_sm90.cuh: producer + 2 consumer warpgroups, both GEMMs on wgmma
+  kSingleWarpgroup, // prefill.cuh: one warpgroup, QK^T on wgmma, PV on mma.sync
+};
+
 const char *elementTypeName(ElementType t);
 
 /// Compile-time choices the launchers dispatch on. The sliding window and the
@@ -28,7 +35,11 @@ struct AttentionConfig {
   ElementType dtype = ElementType::kBf16;
   int head_dim = 128;
   bool causal = false;
+  PrefillKernel prefill_kernel = PrefillKernel::kAuto;
 };
+
+/// The kernel kAuto stands for.
+PrefillKernel defaultPrefillKernel();
 
 /// Byte layout of the split-KV workspace inside one allocation.
 struct DecodeWorkspaceLayout {

@@ -143,16 +143,26 @@ template <typename T> Status launchPrefillTyped(const AttentionConfig &config, c
                                    " is not a power of two matching page_size_log2");
   if (p.max_seqlen_q <= 0)
     return Status::ok();
+  const PrefillKernel kind =
+      config.prefill_kernel == PrefillKernel::kAuto ? defaultPrefillKernel() : config.prefill_kernel;
   return withHeadDim(config.head_dim, [&](auto dim) {
     return withVariant(config.causal, p.variant.window_left >= 0, p.variant.softcap > 0.f, [&](auto variant) {
-      using Traits = PrefillTraits<T, decltype(dim)::value>;
-      auto kernel = prefillKernel<Traits, decltype(variant)>;
-      TXC_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                          Traits::kSmemBytes));
-      dim3 grid(ceilDiv(p.max_seqlen_q, Traits::kBlockM), p.num_qo_heads, p.batch);
-      kernel<<<grid, Traits::kThreads, Traits::kSmemBytes, stream>>>(p);
-      TXC_CUDA_CHECK(cudaGetLastError());
-      return Status::ok();
+      auto launch = [&](auto traits) -> Status {
+        using Traits = decltype(traits);
+        auto kernel = prefillKernel<Traits, decltype(variant)>;
+        TXC_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                            Traits::kSmemBytes));
+        dim3 grid(ceilDiv(p.max_seqlen_q, Traits::kBlockM), p.num_qo_heads, p.batch);
+        kernel<<<grid, Traits::kThreads, Traits::kSmemBytes, stream>>>(p);
+        TXC_CUDA_CHECK(cudaGetLastError());
+        return Status::ok();
+      };
+      switch (kind) {
+      case PrefillKernel::kWarpSpecialized: return launch(PrefillSm90Traits<T, decltype(dim)::value>{});
+      case PrefillKernel::kSingleWarpgroup: return launch(PrefillSingleWgTraits<T, decltype(dim)::value>{});
+      case PrefillKernel::kAuto: break;
+      }
+      return Status::invalidArgument("prefill: unknown prefill kernel " + std::to_string((int)kind));
     });
   });
 }

@@ -19,13 +19,15 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "attention/prefill_sm90.cuh"
 #include "attention/variant.cuh"
 #include "attention/wgmma.cuh"
 
 namespace txc::kernels {
 
-template <typename DType_, int kHeadDim_, int kPageSize_ = 0> struct PrefillTraits {
+template <typename DType_, int kHeadDim_, int kPageSize_ = 0> struct PrefillSingleWgTraits {
   using DType = DType_;
+  static constexpr bool kWarpSpecialized = false;
   static constexpr int kHeadDim = kHeadDim_;
   static constexpr int kPageSize = kPageSize_;
   static constexpr int kWarps = 4;
@@ -69,8 +71,7 @@ __device__ __forceinline__ void wgmmaQK(float (&s)[kN / 8][4], unsigned long lon
   }
 }
 
-template <class Traits, class Variant>
-__global__ void __launch_bounds__(Traits::kThreads) prefillKernel(const PrefillParams params) {
+template <class Traits, class Variant> __device__ __forceinline__ void prefillSingleWgBody(const PrefillParams &params) {
   using T = typename Traits::DType;
   using Ops = ElementOps<T>;
   constexpr int D = Traits::kHeadDim, BM = Traits::kBlockM, BN = Traits::kBlockN;
@@ -267,5 +268,20 @@ __global__ void __launch_bounds__(Traits::kThreads) prefillKernel(const PrefillP
           sum > 0.f ? (row_max[r] + log2f(sum)) * kLn2 : -INFINITY;
   }
 }
+
+/// The prefill kernel the launchers and the NVRTC codegen instantiate; the
+/// Traits type picks the body (warp-specialized or single warpgroup).
+template <class Traits, class Variant>
+__global__ void __launch_bounds__(Traits::kThreads, 1) prefillKernel(const PrefillParams params) {
+  if constexpr (Traits::kWarpSpecialized)
+    prefillSm90Body<Traits, Variant>(params);
+  else
+    prefillSingleWgBody<Traits, Variant>(params);
+}
+
+/// Default prefill configuration (the one codegen names). Stays on the
+/// single-warpgroup kernel until the warp-specialized one is verified on the GPU.
+template <typename DType, int kHeadDim, int kPageSize = 0>
+using PrefillTraits = PrefillSingleWgTraits<DType, kHeadDim, kPageSize>;
 
 } // namespace txc::kernels

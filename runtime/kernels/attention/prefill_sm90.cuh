@@ -1,0 +1,434 @@
+//===- prefill_sm90.cuh - Warp-specialized prefill attention for Hopper ---===//
+//
+// FlashAttention-3-style forward kernel over a ragged, paged batch (same
+// PrefillParams, Variant and results as prefill.cuh).
+//
+// CTA = 3 warpgroups. Warpgroup 0 is the producer: it drops to
+// kProducerRegisters with setmaxnreg and gathers K and V tiles from the paged
+// cache (or a packed ragged tensor) with cp.async into a kStages-deep ring of
+// 128B-swizzled shared-memory tiles; each tile has a "full" mbarrier (the
+// producer's 128 cp.async arrivals) and an "empty" one (one arrival per
+// consumer warp once its wgmmas have read the tile). K and V have separate
+// rings, and V trails K by one key block, because the consumers read V of
+// block i-1 in the same step as K of block i. Page-table entries are looked
+// up per row by the producer, so any power-of-two page size works (TMA would
+// need whole tiles per page).
+//
+// Warpgroups 1 and 2 are consumers with kConsumerRegisters, 64 query rows
+// each (CTA tile kBlockM = 128 x kBlockN keys). Both GEMMs are wgmma:
+// S = Q K^T with both operands in shared memory (K-major), O += P V with P
+// from registers (the fp32 S accumulator re-packed to 16 bits is exactly the
+// A fragment) and V read MN-major from the same tile layout (no transpose).
+// Per step i (key blocks run from the highest down, so causal diagonal blocks
+// come first):
+//   issue S_i = Q K_i^T; issue O += P_{i-1} V_{i-1}; wait for S_i only;
+//   mask + online softmax of S_i while the P V wgmma runs; wait for it;
+//   rescale O, pack P_i.
+// (FA3's intra-warpgroup overlap.) The two consumers also take turns issuing
+// their GEMMs through two named barriers (FA3's ping-pong), so one
+// warpgroup's softmax runs under the other's GEMMs.
+//
+// Grid: (query block, query head, sequence), blocks longest-first. A grid
+// with more query blocks than needed is harmless (extra CTAs exit).
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "attention/sm90_pipeline.cuh"
+#include "attention/variant.cuh"
+#include "attention/wgmma.cuh"
+
+namespace txc::kernels {
+
+template <typename DType_, int kHeadDim_, int kPageSize_ = 0> struct PrefillSm90Traits {
+  using DType = DType_;
+  static constexpr bool kWarpSpecialized = true;
+  static constexpr int kHeadDim = kHeadDim_;
+  static constexpr int kPageSize = kPageSize_;
+  static constexpr int kConsumerWarpgroups = 2;
+  static constexpr int kWarpgroupRows = 64; // the M of one wgmma
+  static constexpr int kBlockM = kWarpgroupRows * kConsumerWarpgroups;
+  // d256: the O accumulator alone is 128 registers per thread, so S stays at
+  // 64 keys (32 registers) to keep S, P and O under kConsumerRegisters.
+  static constexpr int kBlockN = kHeadDim <= 128 ? 128 : 64;
+  static constexpr int kStages = 2;
+  static constexpr int kProducerThreads = 128;
+  static constexpr int kThreads = kProducerThreads + 128 * kConsumerWarpgroups;
+  static constexpr int kConsumerWarps = 4 * kConsumerWarpgroups;
+  // 128 x 40 + 256 x 232 = 64512 of the 65536 registers of an SM.
+  static constexpr int kProducerRegisters = 40;
+  static constexpr int kConsumerRegisters = 232;
+  static constexpr int kChunksPerRow = kHeadDim / 8; // 16-byte chunks
+  static constexpr int kQElems = kBlockM * kHeadDim;
+  static constexpr int kKVElems = kBlockN * kHeadDim;
+  static constexpr int kTileBytes = (kQElems + 2 * kStages * kKVElems) * (int)sizeof(DType);
+  static constexpr int kBarriers = 4 * kStages; // full K, full V, empty K, empty V
+  static constexpr int kSmemBytes = kTileBytes + kBarriers * 8;
+
+  static_assert(sizeof(DType) == 2, "prefill supports 16-bit element types");
+  static_assert(kHeadDim == 64 || kHeadDim == 128 || kHeadDim == 256, "head_dim must be 64, 128 or 256");
+  static_assert(kBlockN == 64 || kBlockN == 128, "S is m64n64 or m64n128");
+  static_assert(kProducerThreads % kChunksPerRow == 0 && kBlockN % (kProducerThreads / kChunksPerRow) == 0,
+                "the producer covers a K/V tile in whole passes");
+  static_assert((kWarpgroupRows * kHeadDim * sizeof(DType)) % 1024 == 0 &&
+                    (kKVElems * sizeof(DType)) % 1024 == 0,
+                "every swizzled tile starts 1024-byte aligned");
+  static_assert(kProducerRegisters * kProducerThreads + kConsumerRegisters * 128 * kConsumerWarpgroups <= 65536,
+                "register split over the SM's register file");
+  static_assert(kSmemBytes <= 227 * 1024, "shared memory over the sm_90 limit");
+};
+
+namespace sm90 {
+
+/// Named barrier ids (0 is __syncthreads): each consumer warpgroup's turn to
+/// issue GEMMs, and each consumer's own Q-tile barrier.
+constexpr int kTurnBarrier0 = 1;
+constexpr int kQBarrier0 = 3;
+
+/// S (+)= Q K^T for one k16 step, both operands K-major in shared memory.
+template <typename T, int kN>
+__device__ __forceinline__ void wgmmaQK(float (&s)[kN / 8][4], unsigned long long desc_q, unsigned long long desc_k,
+                                        int accumulate) {
+  if constexpr (kN == 128) {
+    if constexpr (ElementOps<T>::kIsBf16)
+      wgmmaSS_m64n128k16_bf16(s, desc_q, desc_k, accumulate);
+    else
+      wgmmaSS_m64n128k16_f16(s, desc_q, desc_k, accumulate);
+  } else {
+    static_assert(kN == 64, "key block of 64 or 128");
+    if constexpr (ElementOps<T>::kIsBf16)
+      wgmmaSS_m64n64k16_bf16(s, desc_q, desc_k, accumulate);
+    else
+      wgmmaSS_m64n64k16_f16(s, desc_q, desc_k, accumulate);
+  }
+}
+
+/// O += P V for one k16 step: P from registers, V MN-major in shared memory.
+template <typename T, int kD>
+__device__ __forceinline__ void wgmmaPV(float (&o)[kD / 8][4], const unsigned (&p)[4], unsigned long long desc_v) {
+  constexpr bool kBf16 = ElementOps<T>::kIsBf16;
+  if constexpr (kD == 64) {
+    if constexpr (kBf16)
+      wgmmaRS_m64n64k16_bf16_transB(o, p, desc_v, 1);
+    else
+      wgmmaRS_m64n64k16_f16_transB(o, p, desc_v, 1);
+  } else if constexpr (kD == 128) {
+    if constexpr (kBf16)
+      wgmmaRS_m64n128k16_bf16_transB(o, p, desc_v, 1);
+    else
+      wgmmaRS_m64n128k16_f16_transB(o, p, desc_v, 1);
+  } else {
+    static_assert(kD == 256, "head_dim 64, 128 or 256");
+    if constexpr (kBf16)
+      wgmmaRS_m64n256k16_bf16_transB(o, p, desc_v, 1);
+    else
+      wgmmaRS_m64n256k16_f16_transB(o, p, desc_v, 1);
+  }
+}
+
+} // namespace sm90
+
+/// Kernel body; launched as prefillKernel<PrefillSm90Traits<...>, Variant>
+/// (prefill.cuh) with kThreads threads and kSmemBytes of dynamic shared memory.
+template <class Traits, class Variant> __device__ __forceinline__ void prefillSm90Body(const PrefillParams &params) {
+  using T = typename Traits::DType;
+  using Ops = ElementOps<T>;
+  constexpr int D = Traits::kHeadDim, BM = Traits::kBlockM, BN = Traits::kBlockN;
+  constexpr int WM = Traits::kWarpgroupRows;
+  constexpr int CPR = Traits::kChunksPerRow;
+  constexpr int kStages = Traits::kStages;
+  constexpr int kSTiles = BN / 8; // n8 tiles of S per warp
+  constexpr int kOTiles = D / 8;  // n8 tiles of O per warp
+
+  extern __shared__ __align__(1024) unsigned char smem_raw[];
+  T *smem_q = reinterpret_cast<T *>(smem_raw);             // [warpgroup][64][D]
+  T *smem_k = smem_q + Traits::kQElems;                    // [stage][BN][D]
+  T *smem_v = smem_k + kStages * Traits::kKVElems;         // [stage][BN][D]
+  unsigned long long *full_k = reinterpret_cast<unsigned long long *>(smem_raw + Traits::kTileBytes);
+  unsigned long long *full_v = full_k + kStages;
+  unsigned long long *empty_k = full_v + kStages;
+  unsigned long long *empty_v = empty_k + kStages;
+
+  const int m_block = gridDim.x - 1 - blockIdx.x;
+  const int head = blockIdx.y, seq = blockIdx.z;
+  const int q_start = params.cu_seqlens_q[seq];
+  const int q_len = params.cu_seqlens_q[seq + 1] - q_start;
+  const int m0 = m_block * BM;
+  if (m0 >= q_len)
+    return;
+  const KVCacheView &kv = params.kv;
+  const int kv_len = kv.page_table != nullptr ? params.maybe_kv_lens[seq]
+                                              : kv.maybe_cu_seqlens_k[seq + 1] - kv.maybe_cu_seqlens_k[seq];
+  const int pos_offset = kv_len - q_len; // query row i sits at key position i + pos_offset
+  const int kv_head = head / (params.num_qo_heads / params.num_kv_heads);
+
+  const int m_last = min(m0 + BM, q_len) - 1;
+  const int key_lo = Variant::keyBegin(m0 + pos_offset, params.variant);
+  const int key_hi = max(0, Variant::keyEnd(m_last + pos_offset, kv_len));
+  const int n_first = key_lo / BN;
+  const int n_end = key_hi > key_lo ? ceilDiv(key_hi, BN) : n_first;
+  const int n_count = n_end - n_first; // step i handles key block n_end - 1 - i
+
+  const int tid = threadIdx.x;
+  const int warpgroup = tid / 128;
+  if (tid == 0) {
+#pragma unroll
+    for (int s = 0; s < kStages; ++s) {
+      mbarrierInit(&full_k[s], Traits::kProducerThreads);
+      mbarrierInit(&full_v[s], Traits::kProducerThreads);
+      mbarrierInit(&empty_k[s], Traits::kConsumerWarps);
+      mbarrierInit(&empty_v[s], Traits::kConsumerWarps);
+    }
+    mbarrierInitFence();
+  }
+  __syncthreads();
+
+  if (warpgroup == 0) {
+    // ---------------------------------------------------------------- producer
+    warpgroupRegistersDown<Traits::kProducerRegisters>();
+    const T *k_base = static_cast<const T *>(kv.k) + kv_head * kv.head_stride;
+    const T *v_base = static_cast<const T *>(kv.v) + kv_head * kv.head_stride;
+    constexpr int kRowsPerPass = Traits::kProducerThreads / CPR;
+    const int c = tid % CPR, r0 = tid / CPR;
+    auto loadTile = [&](const T *base, T *tile, int n_block) {
+#pragma unroll 4
+      for (int r = r0; r < BN; r += kRowsPerPass) {
+        const int key = n_block * BN + r;
+        const bool valid = key < kv_len;
+        const long long row = valid ? kvRowOffset<Traits::kPageSize>(kv, seq, key) + c * 8 : 0;
+        cpAsync16(tile + wgmmaTileOffset(BN, r, c), base + row, valid);
+      }
+    };
+    auto loadV = [&](int step) {
+      const int stage = step % kStages;
+      mbarrierWait(&empty_v[stage], ((step / kStages) & 1) ^ 1);
+      loadTile(v_base, smem_v + stage * Traits::kKVElems, n_end - 1 - step);
+      cpAsyncMbarrierArrive(&full_v[stage]);
+    };
+    for (int step = 0; step < n_count; ++step) {
+      const int stage = step % kStages;
+      mbarrierWait(&empty_k[stage], ((step / kStages) & 1) ^ 1);
+      loadTile(k_base, smem_k + stage * Traits::kKVElems, n_end - 1 - step);
+      cpAsyncMbarrierArrive(&full_k[stage]);
+      if (step > 0)
+        loadV(step - 1);
+    }
+    if (n_count > 0)
+      loadV(n_count - 1);
+    cpAsyncWaitAll(); // no copy outlives its issuing thread
+    return;
+  }
+
+  // ---------------------------------------------------------------- consumers
+  warpgroupRegistersUp<Traits::kConsumerRegisters>();
+  const int consumer = warpgroup - 1;
+  const int t = tid % 128, warp = t / 32, lane = t % 32;
+  const int group = lane / 4, quad = lane % 4;
+  const int wm0 = m0 + consumer * WM; // this warpgroup's first query row
+
+  // Q tile of this warpgroup: rows past the sequence are zero-filled.
+  T *smem_wq = smem_q + consumer * WM * D;
+  {
+    const T *q_base = static_cast<const T *>(params.q) + head * params.q_head_stride;
+    for (int idx = t; idx < WM * CPR; idx += 128) {
+      const int r = idx / CPR, c = idx % CPR;
+      const bool valid = wm0 + r < q_len;
+      const T *src = q_base + (valid ? (long long)(q_start + wm0 + r) * params.q_token_stride + c * 8 : 0);
+      cpAsync16(smem_wq + wgmmaTileOffset(WM, r, c), src, valid);
+    }
+    cpAsyncCommit();
+    cpAsyncWait<0>();
+    fenceProxyAsyncShared(); // wgmma reads what cp.async wrote
+    namedBarrierSync(sm90::kQBarrier0 + consumer, 128);
+  }
+  const unsigned q_addr = smemAddress(smem_wq);
+  const int my_turn = sm90::kTurnBarrier0 + consumer, other_turn = sm90::kTurnBarrier0 + (consumer ^ 1);
+  if (consumer == 1)
+    namedBarrierArrive(other_turn, 256); // consumer 0 issues first
+
+  float o_acc[kOTiles][4];
+  float s_acc[kSTiles][4];
+  unsigned p_frag[BN / 16][4];
+#pragma unroll
+  for (int j = 0; j < kOTiles; ++j)
+#pragma unroll
+    for (int e = 0; e < 4; ++e)
+      o_acc[j][e] = 0.f;
+#pragma unroll
+  for (int j = 0; j < kSTiles; ++j)
+#pragma unroll
+    for (int e = 0; e < 4; ++e)
+      s_acc[j][e] = 0.f;
+  float row_max[2] = {-INFINITY, -INFINITY}; // in raw-score units when !kSoftCap
+  float row_sum[2] = {0.f, 0.f};             // per-thread partial; quad-reduced at the end
+  float rescale[2] = {1.f, 1.f};
+  // Without a soft-cap the logit is score * scale with scale > 0, so the max
+  // is taken on raw scores and the scale folds into exp2's argument (FFMA).
+  const float score_scale = Variant::kSoftCap ? 1.f : params.variant.sm_scale_log2;
+
+  auto issueQK = [&](int stage) {
+    const unsigned k_addr = smemAddress(smem_k + stage * Traits::kKVElems);
+#pragma unroll
+    for (int kk = 0; kk < D / 16; ++kk) {
+      // 64-column block kk / 4 (rows x 128 bytes each), then 32 bytes per k16.
+      const unsigned q_byte = (kk / 4) * WM * 128 + (kk % 4) * 32;
+      const unsigned k_byte = (kk / 4) * BN * 128 + (kk % 4) * 32;
+      sm90::wgmmaQK<T, BN>(s_acc, wgmmaDescriptorK128(q_addr + q_byte), wgmmaDescriptorK128(k_addr + k_byte),
+                           kk > 0);
+    }
+    wgmmaCommit();
+  };
+  auto issuePV = [&](int stage) {
+    const unsigned v_addr = smemAddress(smem_v + stage * Traits::kKVElems);
+#pragma unroll
+    for (int kk = 0; kk < BN / 16; ++kk) // 16 keys = two 8-row groups, 2048 bytes
+      sm90::wgmmaPV<T, D>(o_acc, p_frag[kk], wgmmaDescriptorMN128(v_addr + kk * 2048, BN * 128));
+    wgmmaCommit();
+  };
+  auto releaseStage = [&](unsigned long long *bar) {
+    __syncwarp();
+    if (lane == 0)
+      mbarrierArrive(bar);
+  };
+
+  // Logits, masks and the online softmax of S for key block n_block: leaves
+  // exp2 values in s_acc and the O rescale factor per row in rescale[].
+  auto softmax = [&](int n_block) {
+    const int key0 = n_block * BN;
+    const bool needs_mask =
+        key0 + BN > kv_len || (Variant::kCausal && key0 + BN - 1 > wm0 + pos_offset) ||
+        (Variant::kWindow && key0 < wm0 + WM - 1 + pos_offset - params.variant.window_left);
+#pragma unroll
+    for (int j = 0; j < kSTiles; ++j)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        float x = s_acc[j][e];
+        if constexpr (Variant::kSoftCap)
+          x = Variant::logit(x, params.variant);
+        if (needs_mask) {
+          const int key = key0 + j * 8 + quad * 2 + (e & 1);
+          const int query_pos = wm0 + warp * 16 + group + (e >> 1) * 8 + pos_offset;
+          if (!Variant::visible(query_pos, key, kv_len, params.variant))
+            x = -INFINITY;
+        }
+        s_acc[j][e] = x;
+      }
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      float block_max = row_max[r];
+#pragma unroll
+      for (int j = 0; j < kSTiles; ++j)
+        block_max = fmaxf(block_max, fmaxf(s_acc[j][2 * r], s_acc[j][2 * r + 1]));
+      block_max = fmaxf(block_max, __shfl_xor_sync(0xffffffffu, block_max, 1));
+      block_max = fmaxf(block_max, __shfl_xor_sync(0xffffffffu, block_max, 2));
+      // Rows that have seen only masked keys keep max -inf and p = 0.
+      const float safe_max = block_max == -INFINITY ? 0.f : block_max;
+      const float neg_scaled_max = -safe_max * score_scale;
+      rescale[r] = exp2Approx(row_max[r] * score_scale + neg_scaled_max);
+      row_max[r] = block_max;
+      float sum = 0.f;
+#pragma unroll
+      for (int j = 0; j < kSTiles; ++j) {
+        s_acc[j][2 * r] = exp2Approx(fmaf(s_acc[j][2 * r], score_scale, neg_scaled_max));
+        s_acc[j][2 * r + 1] = exp2Approx(fmaf(s_acc[j][2 * r + 1], score_scale, neg_scaled_max));
+        sum += s_acc[j][2 * r] + s_acc[j][2 * r + 1];
+      }
+      row_sum[r] = row_sum[r] * rescale[r] + sum;
+    }
+  };
+  auto rescaleOAndPackP = [&]() {
+#pragma unroll
+    for (int j = 0; j < kOTiles; ++j) {
+      o_acc[j][0] *= rescale[0];
+      o_acc[j][1] *= rescale[0];
+      o_acc[j][2] *= rescale[1];
+      o_acc[j][3] *= rescale[1];
+    }
+    // Two n8 tiles of S form one k16 A fragment of the P V wgmma.
+#pragma unroll
+    for (int kk = 0; kk < BN / 16; ++kk) {
+      p_frag[kk][0] = Ops::fromFloat2(s_acc[2 * kk][0], s_acc[2 * kk][1]);
+      p_frag[kk][1] = Ops::fromFloat2(s_acc[2 * kk][2], s_acc[2 * kk][3]);
+      p_frag[kk][2] = Ops::fromFloat2(s_acc[2 * kk + 1][0], s_acc[2 * kk + 1][1]);
+      p_frag[kk][3] = Ops::fromFloat2(s_acc[2 * kk + 1][2], s_acc[2 * kk + 1][3]);
+    }
+  };
+
+  if (n_count > 0) {
+    // Step 0: S of the highest key block alone.
+    mbarrierWait(&full_k[0], 0);
+    fenceProxyAsyncShared();
+    namedBarrierSync(my_turn, 256);
+    pinRegisters(s_acc);
+    wgmmaFence();
+    issueQK(0);
+    namedBarrierArrive(other_turn, 256);
+    wgmmaWait<0>();
+    pinRegisters(s_acc);
+    releaseStage(&empty_k[0]);
+    softmax(n_end - 1);
+    rescaleOAndPackP();
+
+    for (int step = 1; step < n_count; ++step) {
+      const int stage = step % kStages, prev = (step - 1) % kStages;
+      mbarrierWait(&full_k[stage], (step / kStages) & 1);
+      mbarrierWait(&full_v[prev], ((step - 1) / kStages) & 1);
+      fenceProxyAsyncShared();
+      namedBarrierSync(my_turn, 256);
+      pinRegisters(s_acc);
+      pinRegisters(o_acc);
+      pinRegisters(p_frag);
+      wgmmaFence();
+      issueQK(stage);
+      issuePV(prev);
+      namedBarrierArrive(other_turn, 256);
+      wgmmaWait<1>(); // S_step is ready; P V of step - 1 still runs
+      pinRegisters(s_acc);
+      releaseStage(&empty_k[stage]);
+      softmax(n_end - 1 - step);
+      wgmmaWait<0>();
+      pinRegisters(o_acc);
+      pinRegisters(p_frag);
+      releaseStage(&empty_v[prev]);
+      rescaleOAndPackP();
+    }
+
+    const int last = (n_count - 1) % kStages;
+    mbarrierWait(&full_v[last], ((n_count - 1) / kStages) & 1);
+    fenceProxyAsyncShared();
+    namedBarrierSync(my_turn, 256);
+    pinRegisters(o_acc);
+    pinRegisters(p_frag);
+    wgmmaFence();
+    issuePV(last);
+    namedBarrierArrive(other_turn, 256);
+    wgmmaWait<0>();
+    pinRegisters(o_acc);
+    releaseStage(&empty_v[last]);
+  }
+  if (consumer == 0)
+    namedBarrierSync(my_turn, 256); // consumes consumer 1's last hand-over
+
+  // Epilogue: normalize, write O (and the natural-log LSE).
+  T *o_base = static_cast<T *>(params.o) + head * params.o_head_stride;
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    float sum = row_sum[r];
+    sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+    sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+    const float inv = sum > 0.f ? 1.f / sum : 0.f;
+    const int row = wm0 + warp * 16 + group + r * 8;
+    if (row >= q_len)
+      continue;
+    T *o_row = o_base + (long long)(q_start + row) * params.o_token_stride;
+#pragma unroll
+    for (int j = 0; j < kOTiles; ++j)
+      *reinterpret_cast<unsigned *>(o_row + j * 8 + quad * 2) =
+          Ops::fromFloat2(o_acc[j][2 * r] * inv, o_acc[j][2 * r + 1] * inv);
+    if (params.maybe_lse != nullptr && quad == 0)
+      params.maybe_lse[(long long)(q_start + row) * params.num_qo_heads + head] =
+          sum > 0.f ? (row_max[r] * score_scale + log2f(sum)) * kLn2 : -INFINITY;
+  }
+}
+
+} // namespace txc::kernels

@@ -1,0 +1,82 @@
+//===- sm90_pipeline.cuh - Hopper synchronization for warp-specialized kernels -===//
+//
+// sm_90a only. The pieces a producer/consumer kernel is built from:
+// mbarriers in shared memory (a phase completes when the expected number of
+// arrivals has happened; waiters name the phase by its parity), cp.async
+// arrivals that fire when the issuing thread's copies have landed, named
+// barriers for subsets of the CTA (ids 1..15; 0 is __syncthreads), and
+// setmaxnreg, which moves registers from the producer warpgroup to the
+// consumer warpgroups.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "attention/device_utils.cuh"
+
+namespace txc::kernels {
+
+__device__ __forceinline__ void mbarrierInit(unsigned long long *bar, unsigned arrivals) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(smemAddress(bar)), "r"(arrivals) : "memory");
+}
+
+/// Makes initialized mbarriers visible before any thread uses them.
+__device__ __forceinline__ void mbarrierInitFence() { asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory"); }
+
+__device__ __forceinline__ void mbarrierArrive(unsigned long long *bar) {
+  asm volatile("{\n.reg .b64 state;\nmbarrier.arrive.shared::cta.b64 state, [%0];\n}\n" ::"r"(smemAddress(bar))
+               : "memory");
+}
+
+/// Blocks until the phase with parity `parity` of `bar` has completed. A
+/// freshly initialized barrier counts the phase before its first as complete,
+/// so waiting for parity 1 on it returns at once (how producers start).
+__device__ __forceinline__ void mbarrierWait(unsigned long long *bar, unsigned parity) {
+  const unsigned addr = smemAddress(bar);
+  unsigned done = 0;
+  do {
+    asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
+                 : "=r"(done)
+                 : "r"(addr), "r"(parity)
+                 : "memory");
+  } while (!done);
+}
+
+/// One arrival on `bar` once every cp.async this thread issued so far has
+/// landed. `.noinc`: the arrival counts toward the barrier's expected count.
+__device__ __forceinline__ void cpAsyncMbarrierArrive(unsigned long long *bar) {
+  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(smemAddress(bar)) : "memory");
+}
+
+__device__ __forceinline__ void cpAsyncWaitAll() { asm volatile("cp.async.wait_all;\n" ::: "memory"); }
+
+__device__ __forceinline__ void namedBarrierSync(int id, int threads) {
+  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+__device__ __forceinline__ void namedBarrierArrive(int id, int threads) {
+  asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+
+/// Every warp of the warpgroup must execute these.
+template <int kRegisters> __device__ __forceinline__ void warpgroupRegistersDown() {
+  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kRegisters));
+}
+template <int kRegisters> __device__ __forceinline__ void warpgroupRegistersUp() {
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kRegisters));
+}
+
+/// 2^x on the SFU (ex2.approx.ftz): -inf gives +0, which the masks rely on.
+__device__ __forceinline__ float exp2Approx(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+  return y;
+}
+
+template <int kN> __device__ __forceinline__ void pinRegisters(unsigned (&r)[kN][4]) {
+#pragma unroll
+  for (int i = 0; i < kN; ++i)
+#pragma unroll
+    for (int e = 0; e < 4; ++e)
+      asm volatile("" : "+r"(r[i][e])::"memory");
+}
+
+} // namespace txc::kernels

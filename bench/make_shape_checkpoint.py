@@ -6,7 +6,7 @@ shapes and offsets, and a data section left sparse (no disk, no bytes read).
 txc compiles it with --random-weights SEED (or --no-weights), so benchmarks
 run real shapes without a checkpoint on the development machine.
 
-  make_shape_checkpoint.py qwen3-0.6b OUT_DIR
+  make_shape_checkpoint.py {qwen3-0.6b|llama-3-8b} OUT_DIR
 """
 import json
 import os
@@ -20,6 +20,14 @@ SHAPES = {
                        max_position_embeddings=40960, rope_theta=1000000.0, rms_norm_eps=1e-6,
                        tie_word_embeddings=True, hidden_act="silu", attention_bias=False,
                        bos_token_id=151643, eos_token_id=151645, torch_dtype="bfloat16"),
+    # Meta-Llama-3-8B (plain rope, theta 500000, no rope scaling).
+    "llama-3-8b": dict(architectures=["LlamaForCausalLM"], model_type="llama", hidden_size=4096,
+                       intermediate_size=14336, num_hidden_layers=32, num_attention_heads=32,
+                       num_key_value_heads=8, head_dim=128, vocab_size=128256,
+                       max_position_embeddings=8192, rope_theta=500000.0, rms_norm_eps=1e-5,
+                       tie_word_embeddings=False, hidden_act="silu", attention_bias=False,
+                       mlp_bias=False, bos_token_id=128000, eos_token_id=128001,
+                       torch_dtype="bfloat16"),
 }
 
 
@@ -35,12 +43,15 @@ def tensors(c):
         yield p + "self_attn.k_proj.weight", [kv, h]
         yield p + "self_attn.v_proj.weight", [kv, h]
         yield p + "self_attn.o_proj.weight", [h, q]
-        yield p + "self_attn.q_norm.weight", [d]
-        yield p + "self_attn.k_norm.weight", [d]
+        if c["model_type"] == "qwen3":
+            yield p + "self_attn.q_norm.weight", [d]
+            yield p + "self_attn.k_norm.weight", [d]
         yield p + "mlp.gate_proj.weight", [i, h]
         yield p + "mlp.up_proj.weight", [i, h]
         yield p + "mlp.down_proj.weight", [h, i]
     yield "model.norm.weight", [h]
+    if not c["tie_word_embeddings"]:
+        yield "lm_head.weight", [c["vocab_size"], h]
 
 
 def main():

@@ -43,14 +43,20 @@ For every model (a shape name from make_shape_checkpoint.py, or a directory with
           runs take tx-run's default path (CUDA graphs for decode, greedy argmax on the GPU).
           With --profile-ops, one more batch-1 run with `tx-run --profile-ops` (no CUDA graphs,
           every launch timed) records the GPU time per op kind.
-     HF:  (generate(new) - generate(1)) / (new - 1), medians of --reps, after a warm-up.
+     HF:  the median of per-step marks (a logits processor that records a CUDA event per
+          generated token and changes nothing: one interval = forward + sampling + loop) and
+          (generate(new) - generate(1)) / (new - 1), medians of --reps, after a warm-up.
+     The "step median" rows compare txc's backend step (without the engine's host work) with
+     HF's whole loop iteration; the "engine incl." / difference rows compare like with like.
    - time to first token, 2048-token prompt: txc the whole run of 1 new token (prefill, one
      sampling, engine) and the prefill-step median; HF generate(max_new_tokens=1). HF with a
      static cache prefills eagerly (generate compiles only the decode step), so its TTFT is
      the eager prefill on a static cache.
    - decode throughput at batch 32 and 64 (distinct 128-token prompts, `new` tokens each):
-     tokens/s of the decode phase = B * (new - 1) / (run(new) - run(1)) for every engine;
-     txc also B / (median decode-step wall); end to end = B * new / run(new) (prefill included).
+     tokens/s of the decode phase = B * (new - 1) / (run(new) - run(1)) for every engine,
+     B / (median decode step) for every engine, and end to end = B * new / run(new) (prefill
+     included). HF's static cache is sized per call (prompt + new; transformers 5 would keep
+     the largest size of any earlier call), and TTFT runs last.
    HF compiled: `generation_config.cache_implementation = "static"` and
    `compile_config = CompileConfig(fullgraph=True, mode="reduce-overhead", dynamic=False)`,
    which is transformers 5's way of `torch.compile(model.forward, mode="reduce-overhead",
@@ -194,22 +200,57 @@ def sync(dev):
         torch.cuda.synchronize()
 
 
-def hf_generate_ms(model, ids, new, dev):
+class StepClock:
+    """A logits processor that changes nothing and marks the stream once per generated token;
+    consecutive marks are one decode step of generate (forward, sampling, loop overhead)."""
+
+    def __init__(self, dev):
+        self.dev, self.marks = dev, []
+
+    def __call__(self, input_ids, scores):
+        import torch
+        if self.dev == "cuda":
+            ev = torch.cuda.Event(enable_timing=True)
+            ev.record()
+            self.marks.append(ev)
+        else:
+            self.marks.append(time.perf_counter())
+        return scores
+
+    def steps_ms(self):
+        m = self.marks
+        if self.dev == "cuda":
+            return [a.elapsed_time(b) for a, b in zip(m, m[1:])]
+        return [(b - a) * 1e3 for a, b in zip(m, m[1:])]
+
+
+def hf_generate_ms(model, ids, new, dev, steps=None):
+    """Wall ms of generate(new tokens); appends its per-step ms (new - 1 of them) to `steps`."""
     import torch
+    from transformers import LogitsProcessorList
+    clock = StepClock(dev)
+    # generate sizes a static cache by the largest length any earlier call asked for; keep each
+    # call's cache at its own prompt + new, as a fresh process would.
+    if hasattr(model, "_previous_max_cache_length"):
+        model._previous_max_cache_length = -1
     sync(dev)
     t0 = time.perf_counter()
     with torch.no_grad():
         out = model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=new,
-                             do_sample=False)
+                             do_sample=False, logits_processor=LogitsProcessorList([clock]))
     sync(dev)
     ms = (time.perf_counter() - t0) * 1e3
     if out.shape[1] != ids.shape[1] + new:
         raise RuntimeError(f"generate made {out.shape[1] - ids.shape[1]} tokens, expected {new}")
+    if steps is not None:
+        steps.extend(clock.steps_ms())
     return ms
 
 
 def hf_measure(label, model, prompts, args, dev, res, budget_end, compiled):
-    """Fills res (a dict) with label's figures; compiled peers are warmed (compiled) per shape."""
+    """Fills res (a dict) with label's figures; compiled peers are warmed (compiled) per shape.
+    Decode per token two ways: the median of per-step marks (StepClock) and the difference of
+    whole generate calls, (generate(new) - generate(1)) / (new - 1)."""
     import torch
     T = lambda p: torch.tensor(p, device=dev)  # noqa: E731
     new, reps = args.new, args.reps
@@ -224,22 +265,21 @@ def hf_measure(label, model, prompts, args, dev, res, budget_end, compiled):
             return
     t0 = time.monotonic()
     first = hf_generate_ms(model, ids1, new if compiled else 2, dev)
-    longs = [hf_generate_ms(model, ids1, new, dev) for _ in range(reps)]
+    steps = []
+    longs = [hf_generate_ms(model, ids1, new, dev, steps) for _ in range(reps)]
     shorts = [hf_generate_ms(model, ids1, 1, dev) for _ in range(reps)]
     long, short = statistics.median(longs), statistics.median(shorts)
     res["b1_decode_ms_per_token"] = (long - short) / (new - 1)
+    res["b1_decode_step_ms"] = statistics.median(steps)
+    res["b1_decode_step_ms_min_max"] = [min(steps), max(steps)]
     res["b1_generate_ms"] = {"new": long, "one": short}
     if compiled:
         res["compile_s_b1"] = (first - long) / 1e3
         COMPILE_S.append(res["compile_s_b1"])
         log(f"{label}: compile (batch 1) took {res['compile_s_b1']:.1f} s")
     last_compile_s = res.get("compile_s_b1", 0.0)
-    log(f"{label}: b1 decode {res['b1_decode_ms_per_token']:.3f} ms/token ({time.monotonic() - t0:.1f} s)")
-    # TTFT
-    ids_long = T([prompts["p_ttft"]])
-    hf_generate_ms(model, ids_long, 1, dev)
-    res["ttft_ms"] = statistics.median(hf_generate_ms(model, ids_long, 1, dev) for _ in range(reps))
-    log(f"{label}: TTFT {args.ttft_len} tokens {res['ttft_ms']:.1f} ms")
+    log(f"{label}: b1 decode {res['b1_decode_step_ms']:.3f} ms/token per step, "
+        f"{res['b1_decode_ms_per_token']:.3f} by difference ({time.monotonic() - t0:.1f} s)")
     # batches
     for b in args.batch_list:
         key = f"b{b}"
@@ -252,16 +292,25 @@ def hf_measure(label, model, prompts, args, dev, res, budget_end, compiled):
             continue
         t0 = time.monotonic()
         first = hf_generate_ms(model, ids, new if compiled else 2, dev)
-        long = statistics.median(hf_generate_ms(model, ids, new, dev) for _ in range(args.batch_reps))
+        steps = []
+        long = statistics.median(hf_generate_ms(model, ids, new, dev, steps) for _ in range(args.batch_reps))
         short = hf_generate_ms(model, ids, 1, dev)
+        step = statistics.median(steps)
         r = {"decode_tokens_per_s": b * (new - 1) / ((long - short) / 1e3),
+             "step_tokens_per_s": b / (step / 1e3), "decode_step_ms": step,
              "e2e_tokens_per_s": b * new / (long / 1e3), "generate_ms": {"new": long, "one": short}}
         if compiled:
             r["compile_s"] = (first - long) / 1e3
             last_compile_s = r["compile_s"]
             log(f"{label}: compile (batch {b}) took {r['compile_s']:.1f} s")
         res[key] = r
-        log(f"{label}: batch {b}: {r['decode_tokens_per_s']:.0f} tok/s decode ({time.monotonic() - t0:.1f} s)")
+        log(f"{label}: batch {b}: {r['step_tokens_per_s']:.0f} tok/s per step, {r['decode_tokens_per_s']:.0f} "
+            f"by difference ({time.monotonic() - t0:.1f} s)")
+    # TTFT last (its long static cache must not be what the decode runs use)
+    ids_long = T([prompts["p_ttft"]])
+    hf_generate_ms(model, ids_long, 1, dev)
+    res["ttft_ms"] = statistics.median(hf_generate_ms(model, ids_long, 1, dev) for _ in range(reps))
+    log(f"{label}: TTFT {args.ttft_len} tokens {res['ttft_ms']:.1f} ms")
 
 
 # --- one model -------------------------------------------------------------------------------
@@ -455,7 +504,8 @@ def table(out, args):
         T, E, C, P = m["txc"], m["hf_eager"], m["hf_compiled"], m["parity"]
         g = lambda d, *ks: _get(d, ks)  # noqa: E731
         rows = [
-            ("b1 decode ms/token (step median)", g(T, "b1", "decode_step_wall_ms"), None, None, ".3f"),
+            ("b1 decode ms/token (step median)", g(T, "b1", "decode_step_wall_ms"), g(E, "b1_decode_step_ms"),
+             g(C, "b1_decode_step_ms"), ".3f"),
             ("b1 decode ms/token (engine incl.)", g(T, "b1", "decode_ms_per_token_engine"),
              g(E, "b1_decode_ms_per_token"), g(C, "b1_decode_ms_per_token"), ".3f"),
             (f"TTFT {args.ttft_len}-token prompt, ms", g(T, "ttft", "whole_run_ms"), g(E, "ttft_ms"),
@@ -466,7 +516,8 @@ def table(out, args):
         for b in args.batch_list:
             rows.append((f"b{b} decode tok/s", g(T, f"b{b}", "decode_tokens_per_s"),
                          g(E, f"b{b}", "decode_tokens_per_s"), g(C, f"b{b}", "decode_tokens_per_s"), ".0f"))
-            rows.append((f"b{b} decode tok/s (step median)", g(T, f"b{b}", "step_tokens_per_s"), None, None, ".0f"))
+            rows.append((f"b{b} decode tok/s (step median)", g(T, f"b{b}", "step_tokens_per_s"),
+                         g(E, f"b{b}", "step_tokens_per_s"), g(C, f"b{b}", "step_tokens_per_s"), ".0f"))
             rows.append((f"b{b} end-to-end tok/s", g(T, f"b{b}", "e2e_tokens_per_s"),
                          g(E, f"b{b}", "e2e_tokens_per_s"), g(C, f"b{b}", "e2e_tokens_per_s"), ".0f"))
         lines.append(f"\n## {m['model']} ({out['gpu']}, commit {out['commit']})")

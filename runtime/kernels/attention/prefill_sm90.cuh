@@ -63,11 +63,16 @@ template <typename DType_, int kHeadDim_, int kPageSize_ = 0> struct PrefillSm90
   static constexpr int kKVElems = kBlockN * kHeadDim;
   static constexpr int kTileBytes = (kQElems + 2 * kStages * kKVElems) * (int)sizeof(DType);
   static constexpr int kBarriers = 4 * kStages; // full K, full V, empty K, empty V
-  static constexpr int kSmemBytes = kTileBytes + kBarriers * 8;
+  // Row offsets of three key blocks (the one whose K and the one whose V is
+  // being issued, and the next one being resolved): one page-table lookup per
+  // key per block, shared by the producer threads.
+  static constexpr int kOffsetSlots = 3;
+  static constexpr int kSmemBytes = kTileBytes + kBarriers * 8 + kOffsetSlots * kBlockN * 8;
 
   static_assert(sizeof(DType) == 2, "prefill supports 16-bit element types");
   static_assert(kHeadDim == 64 || kHeadDim == 128 || kHeadDim == 256, "head_dim must be 64, 128 or 256");
   static_assert(kBlockN == 64 || kBlockN == 128, "S is m64n64 or m64n128");
+  static_assert(kBlockN <= kProducerThreads, "one producer thread resolves each key row");
   static_assert(kProducerThreads % kChunksPerRow == 0 && kBlockN % (kProducerThreads / kChunksPerRow) == 0,
                 "the producer covers a K/V tile in whole passes");
   static_assert((kWarpgroupRows * kHeadDim * sizeof(DType)) % 1024 == 0 &&
@@ -84,6 +89,7 @@ namespace sm90 {
 /// issue GEMMs, and each consumer's own Q-tile barrier.
 constexpr int kTurnBarrier0 = 1;
 constexpr int kQBarrier0 = 3;
+constexpr int kProducerBarrier = 5;
 
 /// S (+)= Q K^T for one k16 step, both operands K-major in shared memory.
 template <typename T, int kN>
@@ -148,6 +154,7 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
   unsigned long long *full_v = full_k + kStages;
   unsigned long long *empty_k = full_v + kStages;
   unsigned long long *empty_v = empty_k + kStages;
+  long long *row_offsets = reinterpret_cast<long long *>(empty_v + kStages); // [kOffsetSlots][BN]
 
   const int m_block = gridDim.x - 1 - blockIdx.x;
   const int head = blockIdx.y, seq = blockIdx.z;
@@ -190,31 +197,58 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
     const T *v_base = static_cast<const T *>(kv.v) + kv_head * kv.head_stride;
     constexpr int kRowsPerPass = Traits::kProducerThreads / CPR;
     const int c = tid % CPR, r0 = tid / CPR;
-    auto loadTile = [&](const T *base, T *tile, int n_block) {
-#pragma unroll 4
-      for (int r = r0; r < BN; r += kRowsPerPass) {
-        const int key = n_block * BN + r;
-        const bool valid = key < kv_len;
-        const long long row = valid ? kvRowOffset<Traits::kPageSize>(kv, seq, key) + c * 8 : 0;
-        cpAsync16(tile + wgmmaTileOffset(BN, r, c), base + row, valid);
+    // Thread tid resolves key row tid of a block (page-table read included);
+    // -1 marks keys past the sequence. Issued a step ahead of its use, so the
+    // lookup latency hides behind the waits for free stages.
+    auto resolveRow = [&](int step) -> long long {
+      const int key = (n_end - 1 - step) * BN + tid;
+      return tid < BN && key < kv_len ? kvRowOffset<Traits::kPageSize>(kv, seq, key) : -1;
+    };
+    auto loadTile = [&](const T *base, T *tile, int step) {
+      const long long *offsets = row_offsets + (step % Traits::kOffsetSlots) * BN;
+      // The offset reads are batched ahead of the copies: a cp.async writes
+      // shared memory, so no read after it may be hoisted above it.
+      constexpr int kRowsPerThread = BN / kRowsPerPass, kBatch = kRowsPerThread < 8 ? kRowsPerThread : 8;
+#pragma unroll
+      for (int i0 = 0; i0 < kRowsPerThread; i0 += kBatch) {
+        long long rows[kBatch];
+#pragma unroll
+        for (int j = 0; j < kBatch; ++j)
+          rows[j] = offsets[r0 + (i0 + j) * kRowsPerPass];
+#pragma unroll
+        for (int j = 0; j < kBatch; ++j) {
+          const int r = r0 + (i0 + j) * kRowsPerPass;
+          const bool valid = rows[j] >= 0;
+          cpAsync16(tile + wgmmaTileOffset(BN, r, c), base + (valid ? rows[j] + c * 8 : 0), valid);
+        }
       }
     };
-    auto loadV = [&](int step) {
-      const int stage = step % kStages;
-      mbarrierWait(&empty_v[stage], ((step / kStages) & 1) ^ 1);
-      loadTile(v_base, smem_v + stage * Traits::kKVElems, n_end - 1 - step);
-      cpAsyncMbarrierArrive(&full_v[stage]);
-    };
+    if (n_count > 0 && tid < BN)
+      row_offsets[tid] = resolveRow(0);
     for (int step = 0; step < n_count; ++step) {
+      // Offsets of this step visible to all; every thread is past step - 1,
+      // so the slot written below (last read for V of step - 2) is free.
+      namedBarrierSync(sm90::kProducerBarrier, Traits::kProducerThreads);
       const int stage = step % kStages;
       mbarrierWait(&empty_k[stage], ((step / kStages) & 1) ^ 1);
-      loadTile(k_base, smem_k + stage * Traits::kKVElems, n_end - 1 - step);
+      loadTile(k_base, smem_k + stage * Traits::kKVElems, step);
       cpAsyncMbarrierArrive(&full_k[stage]);
-      if (step > 0)
-        loadV(step - 1);
+      const long long next = step + 1 < n_count ? resolveRow(step + 1) : -1;
+      if (step > 0) {
+        const int prev = (step - 1) % kStages;
+        mbarrierWait(&empty_v[prev], (((step - 1) / kStages) & 1) ^ 1);
+        loadTile(v_base, smem_v + prev * Traits::kKVElems, step - 1);
+        cpAsyncMbarrierArrive(&full_v[prev]);
+      }
+      if (tid < BN)
+        row_offsets[((step + 1) % Traits::kOffsetSlots) * BN + tid] = next;
     }
-    if (n_count > 0)
-      loadV(n_count - 1);
+    if (n_count > 0) {
+      const int last = (n_count - 1) % kStages;
+      mbarrierWait(&empty_v[last], (((n_count - 1) / kStages) & 1) ^ 1);
+      loadTile(v_base, smem_v + last * Traits::kKVElems, n_count - 1);
+      cpAsyncMbarrierArrive(&full_v[last]);
+    }
     cpAsyncWaitAll(); // no copy outlives its issuing thread
     return;
   }
@@ -266,23 +300,28 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
   // is taken on raw scores and the scale folds into exp2's argument (FFMA).
   const float score_scale = Variant::kSoftCap ? 1.f : params.variant.sm_scale_log2;
 
+  // Descriptors are built once; a k16 step or a stage only moves the start
+  // address, which is the low field (address / 16) of the descriptor.
+  const unsigned long long q_desc = wgmmaDescriptorK128(q_addr);
+  const unsigned long long k_desc = wgmmaDescriptorK128(smemAddress(smem_k));
+  const unsigned long long v_desc = wgmmaDescriptorMN128(smemAddress(smem_v), BN * 128);
+  constexpr unsigned kStageStep = Traits::kKVElems * sizeof(T) / 16;
   auto issueQK = [&](int stage) {
-    const unsigned k_addr = smemAddress(smem_k + stage * Traits::kKVElems);
+    const unsigned long long k_stage = k_desc + stage * kStageStep;
 #pragma unroll
     for (int kk = 0; kk < D / 16; ++kk) {
       // 64-column block kk / 4 (rows x 128 bytes each), then 32 bytes per k16.
       const unsigned q_byte = (kk / 4) * WM * 128 + (kk % 4) * 32;
       const unsigned k_byte = (kk / 4) * BN * 128 + (kk % 4) * 32;
-      sm90::wgmmaQK<T, BN>(s_acc, wgmmaDescriptorK128(q_addr + q_byte), wgmmaDescriptorK128(k_addr + k_byte),
-                           kk > 0);
+      sm90::wgmmaQK<T, BN>(s_acc, q_desc + (q_byte >> 4), k_stage + (k_byte >> 4), kk > 0);
     }
     wgmmaCommit();
   };
   auto issuePV = [&](int stage) {
-    const unsigned v_addr = smemAddress(smem_v + stage * Traits::kKVElems);
+    const unsigned long long v_stage = v_desc + stage * kStageStep;
 #pragma unroll
     for (int kk = 0; kk < BN / 16; ++kk) // 16 keys = two 8-row groups, 2048 bytes
-      sm90::wgmmaPV<T, D>(o_acc, p_frag[kk], wgmmaDescriptorMN128(v_addr + kk * 2048, BN * 128));
+      sm90::wgmmaPV<T, D>(o_acc, p_frag[kk], v_stage + kk * (2048 >> 4));
     wgmmaCommit();
   };
   auto releaseStage = [&](unsigned long long *bar) {
@@ -386,6 +425,7 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
       pinRegisters(s_acc);
       releaseStage(&empty_k[stage]);
       softmax(n_end - 1 - step);
+      pinRegisters(s_acc); // the softmax stays ahead of the wait for P V
       wgmmaWait<0>();
       pinRegisters(o_acc);
       pinRegisters(p_frag);

@@ -459,23 +459,36 @@ def bench_model(spec, artifact, args, dev, budget_end, out):
     write_json(out, args)
 
     # 3. peers
-    for label, compiled in (("hf_eager", False), ("hf_compiled", True)):
-        if compiled and args.no_compiled:
-            rec[label] = {"skipped": "--no-compiled"}
-            continue
+    runs = [("hf_eager", False, None)]
+    if args.no_compiled:
+        rec["hf_compiled"] = {"skipped": "--no-compiled"}
+    else:
+        runs.append(("hf_compiled", True, True))
+    while runs:
+        label, compiled, fullgraph = runs.pop(0)
         try:
             if compiled:
+                torch._dynamo.reset()
                 model.generation_config.cache_implementation = "static"
-                cc = CompileConfig(fullgraph=True, mode=args.compile_mode, dynamic=False)
+                cc = CompileConfig(fullgraph=fullgraph, mode=args.compile_mode, dynamic=False)
                 if dev == "cpu":
                     cc._compile_all_devices = True
                 model.generation_config.compile_config = cc
+                rec[label]["compile_config"] = {"fullgraph": fullgraph, "mode": args.compile_mode,
+                                                "dynamic": False}
             hf_measure(f"{name} {label}", model, prompts, args, dev, rec[label], budget_end, compiled)
         except Exception as e:  # a peer failing must not hide txc's figures
             traceback.print_exc()
-            rec[label]["error"] = f"{type(e).__name__}: {e}"[:2000]
-            rec["errors"].append({"kind": label, "message": rec[label]["error"]})
-            out["peer_failed"] = True
+            msg = f"{type(e).__name__}: {e}"[:2000]
+            if compiled and fullgraph:
+                # once more without fullgraph (graph breaks allowed), keeping the first error
+                log(f"{name} {label}: fullgraph=True failed ({msg[:200]}); trying fullgraph=False")
+                rec[label] = {"error_fullgraph": msg}
+                runs.append((label, True, False))
+            else:
+                rec[label]["error"] = msg
+                rec["errors"].append({"kind": label, "message": msg})
+                out["peer_failed"] = True
         write_json(out, args)
     del model
     if dev == "cuda":

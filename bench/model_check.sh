@@ -23,8 +23,17 @@ prepare)
   TX_RUN=${TX_RUN:-build-cuda/bin/tx-run}
   commit="$(git rev-parse --short HEAD)"
   if [ "${FROM_HEAD:-0}" = 1 ]; then
+    # HEAD's tree into build-bench/head-src; files whose content did not change keep their
+    # timestamps, so a rebuild after a bench-only commit is quick.
     src=build-bench/head-src
-    rm -rf "$src" && mkdir -p "$src" && git archive HEAD | tar -x -C "$src" || exit 1
+    fresh=$(mktemp -d)
+    git archive HEAD | tar -x -C "$fresh" || exit 1
+    mkdir -p "$src"
+    (cd "$fresh" && find . -type f) | while read -r f; do
+      cmp -s "$fresh/$f" "$src/$f" || { mkdir -p "$(dirname "$src/$f")" && cp "$fresh/$f" "$src/$f"; }
+    done
+    (cd "$src" && find . -type f) | while read -r f; do [ -e "$fresh/$f" ] || rm -f "$src/$f"; done
+    rm -rf "$fresh"
     cmake -S "$src" -B build-bench/head-build -G Ninja -DCMAKE_BUILD_TYPE=Release \
       -DTXC_ENABLE_CUDA=ON -DTXC_ENABLE_COMPILER=OFF -DTXC_ENABLE_TESTS=OFF >/dev/null || exit 1
     ninja -C build-bench/head-build tx-run > build-bench/head-build.log 2>&1 ||

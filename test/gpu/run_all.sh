@@ -29,7 +29,11 @@ timing() { # name artifact batch new-tokens extra-flags...
 Q=$B/qwen3-0.6b.txm
 timing q06-b1-graphs "$Q" 1 128
 timing q06-b1-nographs "$Q" 1 128 --no-cuda-graphs
+timing q06-b1-nopdl "$Q" 1 128 --no-pdl
 timing q06-b1-profile "$Q" 1 32 --profile-ops
+timing q06-b1-fusednorms "$Q" 1 128 --fuse-norms
+timing q06-b2-graphs "$Q" 2 64
+timing q06-b4-graphs "$Q" 4 64
 timing q06-b8-graphs "$Q" 8 64
 timing q06-b32-graphs "$Q" 32 64
 timing q06-b64-graphs "$Q" 64 64

@@ -63,6 +63,10 @@ Output:
                           print the GPU time of each op kind; runs without
                           CUDA graphs, so steps are slower than without it
   --no-cuda-graphs        (cuda) launch decode steps one kernel at a time
+  --no-pdl                (cuda) launch kernels without programmatic dependent
+                          launch (for comparison)
+  --fuse-norms            (cuda) fold decode rms_norm launches into the GEMV
+                          after them (slower on the H200 so far; see bench/)
   --help                  this text
 )";
 
@@ -81,6 +85,8 @@ struct Options {
   bool timing = false;
   bool profile_ops = false;
   bool cuda_graphs = true;
+  bool pdl = true;
+  bool fuse_norms = false;
 };
 
 /// Exits with a one-line message naming the flag.
@@ -172,6 +178,10 @@ Options parseArguments(int argc, char **argv) {
       options.timing = true;
     } else if (arg == "--no-cuda-graphs") {
       options.cuda_graphs = false;
+    } else if (arg == "--no-pdl") {
+      options.pdl = false;
+    } else if (arg == "--fuse-norms") {
+      options.fuse_norms = true;
     } else if (arg == "--timing") {
       options.timing = true;
     } else if (!arg.empty() && arg[0] == '-') {
@@ -237,6 +247,8 @@ int main(int argc, char **argv) {
     cuda_options.num_kv_pages = options.kv_pages;
     cuda_options.profile_launches = options.profile_ops;
     cuda_options.use_cuda_graphs = options.cuda_graphs;
+    cuda_options.use_pdl = options.pdl;
+    cuda_options.fuse_norms = options.fuse_norms;
     auto cuda_executor = txc::cuda::CudaExecutor::create(**artifact, cuda_options);
     if (!cuda_executor.isOk())
       fail("--device cuda: " + cuda_executor.status().message());

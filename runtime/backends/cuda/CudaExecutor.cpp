@@ -154,6 +154,52 @@ struct GemmPlan {
   cublasLtMatmulAlgo_t algo;
 };
 
+bool slotsOverlap(const pb::ValueRef &a, const pb::ValueRef &b) {
+  return a.ref_case() == pb::ValueRef::kArena && b.ref_case() == pb::ValueRef::kArena &&
+         a.arena().offset() < b.arena().offset() + b.arena().bytes() &&
+         b.arena().offset() < a.arena().offset() + a.arena().bytes();
+}
+
+/// The rms_norm launches whose result is operand 0 of the very next launch,
+/// a GEMM, and is read by nothing else before the slot is written again.
+std::set<int> fusableNorms(const pb::Plan &plan) {
+  std::set<int> fusable;
+  for (int i = 0; i + 1 < plan.launches_size(); ++i) {
+    const pb::Launch &norm = plan.launches(i), &next = plan.launches(i + 1);
+    if (norm.op() != "txk.rms_norm" || norm.results_size() != 1 ||
+        (next.op() != "txk.gemm" && next.op() != "txk.gemm_rope_append") ||
+        next.operands_size() == 0)
+      continue;
+    const pb::ValueRef &slot = norm.results(0);
+    if (slot.ref_case() != pb::ValueRef::kArena ||
+        next.operands(0).ref_case() != pb::ValueRef::kArena ||
+        next.operands(0).arena().offset() != slot.arena().offset())
+      continue;
+    bool only_reader = true;
+    for (int k = 1; k < next.operands_size(); ++k)
+      only_reader = only_reader && !slotsOverlap(next.operands(k), slot);
+    for (int j = i + 2; only_reader && j < plan.launches_size(); ++j) {
+      const pb::Launch &later = plan.launches(j);
+      for (const pb::ValueRef &operand : later.operands())
+        only_reader = only_reader && !slotsOverlap(operand, slot);
+      bool overwritten = false;
+      for (const pb::ValueRef &result : later.results())
+        if (slotsOverlap(result, slot)) {
+          bool covers = result.arena().offset() <= slot.arena().offset() &&
+                        result.arena().offset() + result.arena().bytes() >=
+                            slot.arena().offset() + slot.arena().bytes();
+          only_reader = only_reader && covers;
+          overwritten = true;
+        }
+      if (overwritten)
+        break;
+    }
+    if (only_reader)
+      fusable.insert(i);
+  }
+  return fusable;
+}
+
 constexpr int kMaxDecodeSplits = 32;
 constexpr size_t kCublasWorkspaceBytes = size_t{32} << 20;
 
@@ -205,6 +251,15 @@ struct CudaExecutor::State {
   int32_t graph_max_batch = 0; // 0: no graphs
   engine::Batch padded;        // the bucket-sized batch a graph runs
   int32_t graph_context = 0;   // > 0 while running a graph: planning context
+  // rms_norm launches whose result only the next launch's GEMM reads: for
+  // decode-sized batches the GEMV applies the norm in its prologue and the
+  // norm launch is skipped (fusableNorms).
+  std::set<int> fusable_norms;
+  struct PendingNorm {
+    bool active = false;
+    DMatrix input, weight, out;
+    float eps = 0.0f;
+  } pending_norm;
 
   // The step being run.
   const engine::Batch *batch = nullptr;
@@ -235,6 +290,9 @@ struct CudaExecutor::State {
   StatusOr<bool> tryGemv(const DMatrix &input, const DMatrix &weight,
                          const DMatrix &bias, const DMatrix &residual,
                          GemvEpilogue epilogue, const DMatrix &out);
+  Status launchNorm(const DMatrix &input, const DMatrix *residual, const DMatrix &weight,
+                    float eps, const DMatrix *sum, const DMatrix &out);
+  Status flushPendingNorm();
   Status attention(const LaunchAttributes &attributes, const DMatrix &query,
                    const LayerCache &cache, const DMatrix &out);
 };
@@ -416,6 +474,8 @@ Status CudaExecutor::State::prepare() {
       rope_tables[i] = table;
     }
   }
+  if (options.use_gemv && options.fuse_norms)
+    fusable_norms = fusableNorms(*plan);
   bool writes_logits = false;
   for (const pb::Launch &launch : plan->launches())
     for (const pb::ValueRef &result : launch.results())
@@ -692,6 +752,7 @@ Status CudaExecutor::State::gemm(const DMatrix &input, const DMatrix &weight,
                                           out));
   if (done)
     return Status::ok();
+  TXC_RETURN_IF_ERROR(flushPendingNorm());
   GemmPlanKey key{m, n, k, static_cast<int>(weight.dtype),
                   static_cast<int>(input.dtype),
                   residual.present() ? 1 : 0, static_cast<int>(out.dtype),
@@ -758,6 +819,18 @@ StatusOr<bool> CudaExecutor::State::tryGemv(const DMatrix &input, const DMatrix 
     return false;
   GemvArgs g;
   g.x = input.data;
+  const PendingNorm &norm = pending_norm;
+  if (norm.active) {
+    // The input is the deferred norm's result: read the norm's input instead.
+    if (norm.out.data != input.data || norm.input.dtype != input.dtype ||
+        norm.input.cols != input.cols ||
+        overlaps(norm.input.data, norm.input.bytes(), out.data, out.bytes()))
+      return false;
+    g.x = norm.input.data;
+    g.norm_weight = norm.weight.data;
+    TXC_ASSIGN_OR_RETURN(g.norm_type, etype(norm.weight.dtype, "the norm weight"));
+    g.norm_eps = norm.eps;
+  }
   g.w = weight.data;
   g.bias = bias.data;
   if (bias.present()) {
@@ -771,10 +844,41 @@ StatusOr<bool> CudaExecutor::State::tryGemv(const DMatrix &input, const DMatrix 
   g.n = weight.rows;
   g.k = input.cols;
   g.epilogue = epilogue;
+  g.pdl = options.use_pdl;
   if (!gemvSupports(g))
     return false;
   TXC_RETURN_IF_ERROR(cudaStatus(launchGemv(g, stream), "gemv launch"));
+  pending_norm.active = false;
   return true;
+}
+
+Status CudaExecutor::State::launchNorm(const DMatrix &input, const DMatrix *residual,
+                                       const DMatrix &weight, float eps, const DMatrix *sum,
+                                       const DMatrix &out) {
+  TXC_ASSIGN_OR_RETURN(EType it, etype(input.dtype, "the input"));
+  TXC_ASSIGN_OR_RETURN(EType wt, etype(weight.dtype, "the weight"));
+  TXC_ASSIGN_OR_RETURN(EType ot, etype(out.dtype, "the result"));
+  EType rt = EType::kF32, st = EType::kF32;
+  if (residual) {
+    TXC_ASSIGN_OR_RETURN(rt, etype(residual->dtype, "the residual"));
+  }
+  if (sum) {
+    TXC_ASSIGN_OR_RETURN(st, etype(sum->dtype, "the sum"));
+  }
+  return cudaStatus(launchRmsNorm(input.data, it, residual ? residual->data : nullptr, rt,
+                                  weight.data, wt, weight.rows * weight.cols, input.rows,
+                                  input.cols, eps, sum ? sum->data : nullptr, st, out.data,
+                                  ot, stream, options.use_pdl),
+                    "kernel launch");
+}
+
+// A deferred norm whose GEMM did not take it runs now, before the GEMM.
+Status CudaExecutor::State::flushPendingNorm() {
+  if (!pending_norm.active)
+    return Status::ok();
+  pending_norm.active = false;
+  return launchNorm(pending_norm.input, nullptr, pending_norm.weight, pending_norm.eps,
+                    nullptr, pending_norm.out);
 }
 
 Status CudaExecutor::State::attention(const LaunchAttributes &attributes,
@@ -923,6 +1027,8 @@ Status CudaExecutor::State::runLaunch(int index, const pb::Launch &launch) {
   LaunchAttributes attributes(launch);
   copy_scratch_used = 0;
   const std::string kernel = "kernel launch";
+  if (op != "txk.gemm" && op != "txk.gemm_rope_append")
+    TXC_RETURN_IF_ERROR(flushPendingNorm());
 
   if (op == "txk.embedding") {
     TXC_ASSIGN_OR_RETURN(Bound tokens, bindOperand(launch, 0, true));
@@ -962,22 +1068,18 @@ Status CudaExecutor::State::runLaunch(int index, const pb::Launch &launch) {
     if (add && (residual.rows != input.rows || residual.cols != input.cols ||
                 sum.cols != input.cols))
       return invalidArgument("add_rms_norm residual and sum must match the input");
+    if (!add && fusable_norms.count(index) && input.rows <= kGemvMaxRows &&
+        group == input.cols && !overlaps(input.data, input.bytes(), out.data, out.bytes())) {
+      // The next launch's GEMV normalises in its prologue (or flushes this).
+      pending_norm = {true, input, weight, out, static_cast<float>(eps)};
+      return Status::ok();
+    }
     std::vector<DMatrix> results = {out};
     if (add)
       results.push_back(sum);
     TXC_RETURN_IF_ERROR(unalias({&input, &residual}, results));
-    TXC_ASSIGN_OR_RETURN(EType it, etype(input.dtype, "the input"));
-    TXC_ASSIGN_OR_RETURN(EType wt, etype(weight.dtype, "the weight"));
-    TXC_ASSIGN_OR_RETURN(EType ot, etype(out.dtype, "the result"));
-    EType rt = EType::kF32, st = EType::kF32;
-    if (add) {
-      TXC_ASSIGN_OR_RETURN(rt, etype(residual.dtype, "the residual"));
-      TXC_ASSIGN_OR_RETURN(st, etype(sum.dtype, "the sum"));
-    }
-    return cudaStatus(launchRmsNorm(input.data, it, add ? residual.data : nullptr, rt,
-                                    weight.data, wt, group, input.rows, input.cols,
-                                    static_cast<float>(eps), add ? sum.data : nullptr,
-                                    st, out.data, ot, stream), kernel);
+    return launchNorm(input, add ? &residual : nullptr, weight, static_cast<float>(eps),
+                      add ? &sum : nullptr, out);
   }
   if (op == "txk.gemm") {
     TXC_ASSIGN_OR_RETURN(DMatrix input, floatOperand(launch, 0, true));
@@ -1103,6 +1205,7 @@ Status CudaExecutor::State::runLaunch(int index, const pb::Launch &launch) {
     a.page_size = page_size;
     a.out = out.data;
     TXC_ASSIGN_OR_RETURN(a.out_type, etype(out.dtype, "the result"));
+    a.pdl = options.use_pdl;
     return cudaStatus(launchRopeAppend(a, stream), kernel);
   }
   if (op == "txk.attention") {
@@ -1238,6 +1341,7 @@ Status CudaExecutor::State::enqueueLaunches(const engine::Batch &b) {
   batch = &b;
   rows_at_offset.clear();
   wrote_logits = false;
+  pending_norm.active = false;
   Status status = Status::ok();
   // ~20 ms at 2 GHz, longer than enqueueing a step's launches takes.
   if (profile)

@@ -41,6 +41,14 @@ struct CudaExecutorOptions {
   bool use_attention_library = true;
   /// Off: every GEMM runs on cuBLASLt (tests compare the two paths).
   bool use_gemv = true;
+  /// Decode-sized rms_norm launches whose result only the next GEMM reads
+  /// are folded into that GEMV's prologue. Off by default: measured on the
+  /// H200 the prologue's serial inverse-RMS pass cost more per GEMV (+2 µs)
+  /// than the norm launch it saves once PDL overlaps launches (bench/README.md).
+  bool fuse_norms = false;
+  /// The GEMV, norm and rope kernels launch with programmatic dependent
+  /// launch, so each one's blocks start while its predecessor finishes.
+  bool use_pdl = true;
   /// Decode steps (one new token per sequence) replay a CUDA graph per
   /// batch-size bucket. Off with profile_launches (events per launch).
   bool use_cuda_graphs = true;

@@ -1,5 +1,6 @@
 //===- CudaKernels.cu - Plain CUDA kernels of the CUDA backend ------------===//
 #include "runtime/backends/cuda/CudaKernels.h"
+#include "runtime/backends/cuda/Launch.cuh"
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -94,6 +95,8 @@ __global__ void rmsNormKernel(const void *input, EType input_type,
                               EType out_type) {
   extern __shared__ float row[];
   __shared__ float reduce[32];
+  pdlLaunchDependents();
+  pdlWait();
   int64_t r = blockIdx.x;
   for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
     float v = ld(input, input_type, r * cols + c);
@@ -140,6 +143,8 @@ __global__ void __launch_bounds__(kRopeHeadsPerBlock * 32)
   const int64_t t = blockIdx.x;
   const int64_t h = static_cast<int64_t>(blockIdx.y) * kRopeHeadsPerBlock + warp;
   const int64_t total = a.heads + 2 * a.kv_heads;
+  pdlLaunchDependents();
+  pdlWait();
   if (h >= total)
     return;
   const int64_t d = a.head_dim;
@@ -365,7 +370,7 @@ cudaError_t launchRmsNorm(const void *input, EType input_type,
                           const void *weight, EType weight_type, int64_t group,
                           int64_t rows, int64_t cols, float eps, void *sum,
                           EType sum_type, void *out, EType out_type,
-                          cudaStream_t stream) {
+                          cudaStream_t stream, bool pdl) {
   size_t smem = static_cast<size_t>(cols) * sizeof(float);
   if (smem > 48 * 1024) {
     cudaError_t e = cudaFuncSetAttribute(
@@ -374,11 +379,9 @@ cudaError_t launchRmsNorm(const void *input, EType input_type,
     if (e != cudaSuccess)
       return e;
   }
-  rmsNormKernel<<<rows, 256, smem, stream>>>(input, input_type, residual,
-                                             residual_type, weight, weight_type,
-                                             group, cols, eps, sum, sum_type,
-                                             out, out_type);
-  return cudaGetLastError();
+  return launchKernel(rmsNormKernel, dim3(static_cast<unsigned>(rows)), dim3(256), smem,
+                      stream, pdl, input, input_type, residual, residual_type, weight,
+                      weight_type, group, cols, eps, sum, sum_type, out, out_type);
 }
 
 cudaError_t launchSwiglu(const float *acc, int64_t rows, int64_t half,
@@ -395,8 +398,8 @@ cudaError_t launchRopeAppend(const RopeAppendArgs &args, cudaStream_t stream) {
   int64_t heads = args.heads + 2 * args.kv_heads;
   dim3 grid(static_cast<unsigned>(args.num_tokens),
             static_cast<unsigned>((heads + kRopeHeadsPerBlock - 1) / kRopeHeadsPerBlock));
-  ropeAppendKernel<<<grid, kRopeHeadsPerBlock * 32, 0, stream>>>(args);
-  return cudaGetLastError();
+  return launchKernel(ropeAppendKernel, grid, dim3(kRopeHeadsPerBlock * 32), 0, stream,
+                      args.pdl, args);
 }
 
 cudaError_t launchSimpleAttention(const SimpleAttentionArgs &args,

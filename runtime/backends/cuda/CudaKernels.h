@@ -41,7 +41,7 @@ cudaError_t launchRmsNorm(const void *input, EType input_type,
                           const void *weight, EType weight_type, int64_t group,
                           int64_t rows, int64_t cols, float eps, void *sum,
                           EType sum_type, void *out, EType out_type,
-                          cudaStream_t stream);
+                          cudaStream_t stream, bool pdl = false);
 
 /// out[r, j] = silu(acc[r, j]) * acc[r, j + half] (acc fp32, [rows, 2 half]).
 cudaError_t launchSwiglu(const float *acc, int64_t rows, int64_t half,
@@ -64,6 +64,7 @@ struct RopeAppendArgs {
   int64_t page_size = 0;
   void *out = nullptr;
   EType out_type = EType::kF32;
+  bool pdl = false; // programmatic dependent launch (Launch.cuh)
 };
 /// One warp per (token, head); head_dim <= 512; qkv must not overlap out
 /// (the caller copies).
@@ -83,6 +84,7 @@ struct SimpleAttentionArgs {
   int64_t sliding_window = 0;
   void *out = nullptr;
   EType out_type = EType::kF32;
+  bool pdl = false; // programmatic dependent launch (Launch.cuh)
 };
 /// The simple, any-dtype attention (one block per token and head, chunked
 /// online softmax): the fallback where runtime/kernels has no variant.

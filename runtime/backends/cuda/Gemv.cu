@@ -1,14 +1,16 @@
 //===- Gemv.cu - Bandwidth-bound GEMMs of few rows (decode) ---------------===//
 //
-// One warp per pair of weight rows (rows j and j + n/2 for SwiGLU, so the
-// gate and its up projection meet in one warp; rows 2j and 2j+1 otherwise).
-// Each lane streams 16-byte chunks of both rows, kUnroll chunks in flight,
-// and multiplies them with every input row (the inputs are small and stay in
-// L1/L2). fp32 accumulation, a butterfly reduction that leaves the sums in
-// every lane, and lane m stores row m's result, rounded once.
+// A pair of weight rows (rows j and j + n/2 for SwiGLU, so the gate and its
+// up projection meet; rows 2j and 2j+1 otherwise) is split over `slices`
+// warps of one block along K (slicesFor). Each lane streams 16-byte chunks
+// of both rows, kUnroll chunks in flight, and multiplies them with every
+// input row (the inputs are small and stay in L1/L2). fp32 accumulation, a
+// butterfly reduction, the slices summed in order through shared memory, and
+// lane m stores row m's result, rounded once.
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/backends/cuda/Gemv.h"
+#include "runtime/backends/cuda/Launch.cuh"
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -17,7 +19,7 @@ namespace txc::cuda {
 
 namespace {
 
-constexpr int kWarpsPerBlock = 4;
+constexpr int kWarpsPerBlock = 8;
 constexpr int kUnroll = 4;
 
 template <typename T> struct Pack;
@@ -83,19 +85,51 @@ template <> struct Store<float> {
   static __device__ __forceinline__ float toFloat(float v) { return v; }
 };
 
+/// The RMSNorm prologue: 8 input values scaled by inv_rms and the norm
+/// weight, in the reference's order ((x * inv_rms) * w), rounded to T as the
+/// separate rms_norm launch would have stored them.
+template <typename T>
+__device__ __forceinline__ uint4 normalize(const uint4 &x, const uint4 &w, float inv_rms) {
+  const T *xs = reinterpret_cast<const T *>(&x);
+  const T *ws = reinterpret_cast<const T *>(&w);
+  uint4 out;
+  T *os = reinterpret_cast<T *>(&out);
+#pragma unroll
+  for (int i = 0; i < 8; ++i)
+    os[i] = Pack<T>::fromFloat(Pack<T>::toFloat(xs[i]) * inv_rms * Pack<T>::toFloat(ws[i]));
+  return out;
+}
+
+template <typename T>
+__device__ __forceinline__ float sumOfSquares(const uint4 &x) {
+  const T *xs = reinterpret_cast<const T *>(&x);
+  float sum = 0.0f;
+#pragma unroll
+  for (int i = 0; i < 8; ++i) {
+    float v = Pack<T>::toFloat(xs[i]);
+    sum += v * v;
+  }
+  return sum;
+}
+
 template <typename T, typename OutT, int kMaxRows>
 __global__ void __launch_bounds__(kWarpsPerBlock * 32)
-    gemvKernel(const GemvArgs a) {
-  const int lane = threadIdx.x % 32;
-  const int64_t pair =
-      static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + threadIdx.x / 32;
+    gemvKernel(const GemvArgs a, const int slices) {
+  __shared__ float partial[kWarpsPerBlock][2][kMaxRows];
+  pdlLaunchDependents();
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   const bool swiglu = a.epilogue == GemvEpilogue::kSwiglu;
   const int64_t pairs = swiglu ? a.n / 2 : (a.n + 1) / 2;
-  if (pair >= pairs)
-    return;
-  const int64_t row0 = swiglu ? pair : 2 * pair;
-  const int64_t row1 = swiglu ? pair + a.n / 2 : min(2 * pair + 1, a.n - 1);
+  const int64_t pair = static_cast<int64_t>(blockIdx.x) * (kWarpsPerBlock / slices) +
+                       warp / slices;
+  const int slice = warp % slices;
+  const bool valid = pair < pairs;
+  const int64_t row0 = valid ? (swiglu ? pair : 2 * pair) : 0;
+  const int64_t row1 = valid ? (swiglu ? pair + a.n / 2 : min(2 * pair + 1, a.n - 1)) : 0;
   const int64_t vecs = a.k / 8; // 16-byte chunks per row
+  // This warp's slice of K: [begin, end) in chunks.
+  const int64_t begin = valid ? vecs * slice / slices : 0;
+  const int64_t end = valid ? vecs * (slice + 1) / slices : 0;
   const uint4 *w0 = static_cast<const uint4 *>(a.w) + row0 * vecs;
   const uint4 *w1 = static_cast<const uint4 *>(a.w) + row1 * vecs;
   const uint4 *x = static_cast<const uint4 *>(a.x);
@@ -105,33 +139,65 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
   for (int m = 0; m < kMaxRows; ++m)
     acc0[m] = acc1[m] = 0.0f;
 
-  int64_t v = lane;
-  for (; v + 32 * (kUnroll - 1) < vecs; v += 32 * kUnroll) {
-    uint4 a0[kUnroll], a1[kUnroll];
+  // Weights are constant: the first loads go out before waiting for the
+  // previous kernel. They are read once per step, so stream them past L1.
+  uint4 a0[kUnroll], a1[kUnroll];
+  int64_t v = begin + lane;
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
-      // Weights are read once per step: stream them past L1.
+  for (int u = 0; u < kUnroll; ++u)
+    if (v + 32 * u < end) {
       a0[u] = __ldcs(w0 + v + 32 * u);
       a1[u] = __ldcs(w1 + v + 32 * u);
     }
+  pdlWait();
+  // The fused RMSNorm: every block computes each input row's inverse RMS
+  // (the rows are a few KB, read from L2).
+  __shared__ float inv_rms[kMaxRows];
+  __shared__ float squares[kWarpsPerBlock][kMaxRows];
+  const uint4 *gamma = static_cast<const uint4 *>(a.norm_weight);
+  if (gamma) {
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u)
+    for (int m = 0; m < kMaxRows; ++m) {
+      float sum = 0.0f;
+      if (m < a.m)
+        for (int64_t c = threadIdx.x; c < vecs; c += kWarpsPerBlock * 32)
+          sum += sumOfSquares<T>(__ldg(x + m * vecs + c));
+      for (int o = 16; o > 0; o >>= 1)
+        sum += __shfl_xor_sync(0xffffffffu, sum, o);
+      if (lane == 0)
+        squares[warp][m] = sum;
+    }
+    __syncthreads();
+    if (threadIdx.x < kMaxRows) {
+      float total = 0.0f;
+      for (int w = 0; w < kWarpsPerBlock; ++w)
+        total += squares[w][threadIdx.x];
+      inv_rms[threadIdx.x] = 1.0f / sqrtf(total / static_cast<float>(a.k) + a.norm_eps);
+    }
+    __syncthreads();
+  }
+  for (; v < end; v += 32 * kUnroll) {
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      uint4 g = {};
+      if (gamma && v + 32 * u < end)
+        g = __ldg(gamma + v + 32 * u);
 #pragma unroll
       for (int m = 0; m < kMaxRows; ++m)
-        if (m < a.m) {
+        if (m < a.m && v + 32 * u < end) {
           uint4 xv = __ldg(x + m * vecs + v + 32 * u);
+          if (gamma)
+            xv = normalize<T>(xv, g, inv_rms[m]);
           Pack<T>::dot(acc0[m], a0[u], xv);
           Pack<T>::dot(acc1[m], a1[u], xv);
         }
-  }
-  for (; v < vecs; v += 32) {
-    uint4 b0 = __ldcs(w0 + v), b1 = __ldcs(w1 + v);
+    }
+    const int64_t next = v + 32 * kUnroll;
 #pragma unroll
-    for (int m = 0; m < kMaxRows; ++m)
-      if (m < a.m) {
-        uint4 xv = __ldg(x + m * vecs + v);
-        Pack<T>::dot(acc0[m], b0, xv);
-        Pack<T>::dot(acc1[m], b1, xv);
+    for (int u = 0; u < kUnroll; ++u)
+      if (next + 32 * u < end) {
+        a0[u] = __ldcs(w0 + next + 32 * u);
+        a1[u] = __ldcs(w1 + next + 32 * u);
       }
   }
 #pragma unroll
@@ -141,6 +207,27 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
       acc0[m] += __shfl_xor_sync(0xffffffffu, acc0[m], o);
       acc1[m] += __shfl_xor_sync(0xffffffffu, acc1[m], o);
     }
+  if (slices > 1) { // the slices of one pair meet in shared memory
+    if (lane == 0)
+#pragma unroll
+      for (int m = 0; m < kMaxRows; ++m) {
+        partial[warp][0][m] = acc0[m];
+        partial[warp][1][m] = acc1[m];
+      }
+    __syncthreads();
+    if (slice != 0)
+      return;
+#pragma unroll
+    for (int m = 0; m < kMaxRows; ++m) {
+      acc0[m] = acc1[m] = 0.0f;
+      for (int s = 0; s < slices; ++s) { // in slice order: deterministic
+        acc0[m] += partial[warp + s][0][m];
+        acc1[m] += partial[warp + s][1][m];
+      }
+    }
+  }
+  if (!valid)
+    return;
 
   float bias0 = 0.0f, bias1 = 0.0f;
   if (a.bias) {
@@ -170,21 +257,31 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
   }
 }
 
+/// Warps per weight-row pair: enough warps in flight to cover the GPU's
+/// memory latency even when the matrix has few rows (a 1024-row o_proj
+/// would otherwise run 512 warps, each walking its rows serially), but at
+/// least one 16-byte chunk per lane in every slice.
+int slicesFor(int64_t pairs, int64_t k) {
+  constexpr int64_t kTargetWarps = 132 * 32;
+  int slices = 1;
+  while (slices < kWarpsPerBlock && pairs * slices < kTargetWarps &&
+         k / 8 / (2 * slices) >= 32)
+    slices *= 2;
+  return slices;
+}
+
 template <typename T, typename OutT>
 cudaError_t launchTyped(const GemvArgs &a, cudaStream_t stream) {
   int64_t pairs = a.epilogue == GemvEpilogue::kSwiglu ? a.n / 2 : (a.n + 1) / 2;
-  unsigned blocks =
-      static_cast<unsigned>((pairs + kWarpsPerBlock - 1) / kWarpsPerBlock);
+  int slices = slicesFor(pairs, a.k);
+  int64_t pairs_per_block = kWarpsPerBlock / slices;
+  dim3 blocks(static_cast<unsigned>((pairs + pairs_per_block - 1) / pairs_per_block));
   dim3 threads(kWarpsPerBlock * 32);
   if (a.m <= 1)
-    gemvKernel<T, OutT, 1><<<blocks, threads, 0, stream>>>(a);
-  else if (a.m <= 2)
-    gemvKernel<T, OutT, 2><<<blocks, threads, 0, stream>>>(a);
-  else if (a.m <= 4)
-    gemvKernel<T, OutT, 4><<<blocks, threads, 0, stream>>>(a);
-  else
-    gemvKernel<T, OutT, 8><<<blocks, threads, 0, stream>>>(a);
-  return cudaGetLastError();
+    return launchKernel(gemvKernel<T, OutT, 1>, blocks, threads, 0, stream, a.pdl, a, slices);
+  if (a.m <= 2)
+    return launchKernel(gemvKernel<T, OutT, 2>, blocks, threads, 0, stream, a.pdl, a, slices);
+  return launchKernel(gemvKernel<T, OutT, 4>, blocks, threads, 0, stream, a.pdl, a, slices);
 }
 
 bool aligned16(const void *p) {
@@ -199,7 +296,8 @@ bool gemvSupports(const GemvArgs &a) {
          a.m <= kGemvMaxRows && a.n >= 1 && a.k >= 8 && a.k % 8 == 0 &&
          aligned16(a.x) && aligned16(a.w) &&
          (a.epilogue != GemvEpilogue::kSwiglu || a.n % 2 == 0) &&
-         (a.epilogue != GemvEpilogue::kResidualAdd || a.residual);
+         (a.epilogue != GemvEpilogue::kResidualAdd || a.residual) &&
+         (!a.norm_weight || (a.norm_type == a.type && aligned16(a.norm_weight)));
 }
 
 cudaError_t launchGemv(const GemvArgs &a, cudaStream_t stream) {

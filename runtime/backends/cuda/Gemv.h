@@ -20,7 +20,9 @@
 namespace txc::cuda {
 
 /// The most input rows one launch takes; larger batches go to cuBLASLt.
-constexpr int64_t kGemvMaxRows = 8;
+/// Every warp re-reads the inputs from L1, so their traffic grows with the
+/// rows: at 8 rows a Qwen3-0.6B decode step was slower than on cuBLASLt.
+constexpr int64_t kGemvMaxRows = 4;
 
 enum class GemvEpilogue {
   kNone,        // out = x w^T (+ bias)
@@ -39,6 +41,13 @@ struct GemvArgs {
   EType out_type = EType::kBF16;  // `type`, or F32 (the logits)
   int64_t m = 0, n = 0, k = 0;
   GemvEpilogue epilogue = GemvEpilogue::kNone;
+  /// With a norm weight ([k], `type`): x is RMSNorm's input, normalised in
+  /// the prologue (x * inv_rms * w, rounded to `type`), so the norm launch
+  /// before the GEMM disappears.
+  const void *norm_weight = nullptr;
+  EType norm_type = EType::kBF16;
+  float norm_eps = 0.0f;
+  bool pdl = false; // programmatic dependent launch (Launch.cuh)
 };
 
 /// Whether launchGemv takes these arguments: 16-bit type (out_type the same

@@ -2,7 +2,8 @@
 //
 // The tiny model of cpu_backend/TinyModel.h (bf16, max 8 sequences) through
 // Engine + CudaExecutor. Decode steps replayed from CUDA graphs (batch
-// padded to its bucket), GEMMs on the GEMV kernel or cuBLASLt, and greedy
+// padded to its bucket), GEMMs on the GEMV kernel or cuBLASLt, programmatic
+// dependent launch on or off, and greedy
 // sampling on the device must all give what plain launches give: the same
 // tokens, and logits within bf16 rounding of each other.
 //
@@ -95,16 +96,24 @@ TEST(CudaExecutorTest, GraphsGemvAndDeviceGreedyAgreeWithPlainLaunches) {
   CudaExecutorOptions plain;
   plain.use_cuda_graphs = false;
   plain.use_gemv = false;
+  plain.use_pdl = false;
   Generation reference = generate(**artifact, plain, true);
   ASSERT_EQ(reference.tokens.size(), prompts().size());
   EXPECT_EQ(reference.graphs, 0);
 
   CudaExecutorOptions gemv = plain;
   gemv.use_gemv = true;
+  gemv.use_pdl = true;
   Generation with_gemv = generate(**artifact, gemv, true);
   EXPECT_EQ(with_gemv.tokens, reference.tokens);
   // fp32 accumulation in another order, one bf16 rounding: a few ulps.
-  expectClose(with_gemv, reference, 0.05, "GEMV against cuBLASLt");
+  expectClose(with_gemv, reference, 0.05, "GEMV + PDL against cuBLASLt");
+
+  CudaExecutorOptions fused = gemv;
+  fused.fuse_norms = true;
+  Generation with_fused_norms = generate(**artifact, fused, true);
+  EXPECT_EQ(with_fused_norms.tokens, reference.tokens);
+  expectClose(with_fused_norms, reference, 0.05, "norms fused into the GEMV");
 
   CudaExecutorOptions graphs = gemv;
   graphs.use_cuda_graphs = true;

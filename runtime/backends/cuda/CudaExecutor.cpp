@@ -948,9 +948,12 @@ Status CudaExecutor::State::attention(const LaunchAttributes &attributes,
       p.num_kv_heads = static_cast<int>(kv_heads);
       p.variant = variant;
       int splits = 1;
+      // At most kMaxDecodeSplits (the workspace), so chunks of 32 tokens
+      // (two pages) only matter below 1k tokens of context, where one CTA
+      // per KV head would walk the whole context alone.
       status = kernels::planDecodeSplits(config, seqs, p.num_qo_heads, p.num_kv_heads,
                                          graph_context > 0 ? graph_context : max_context,
-                                         &splits);
+                                         &splits, 32, kMaxDecodeSplits);
       if (status.isOk()) {
         splits = std::max(1, std::min(splits, kMaxDecodeSplits));
         if (seqs > max_num_seqs)

@@ -153,7 +153,7 @@ class TxRun:
             cmd.append("--timing")
         if logits:
             cmd.append("--return-logits")
-        cmd += list(extra)
+        cmd += list(extra) + self.args.tx_extra.split()
         for p in prompts:
             cmd += ["--prompt-ids", ",".join(map(str, p))]
         shown = " ".join(cmd[:cmd.index("--prompt-ids")]) + f" --prompt-ids ... x{len(prompts)}"
@@ -620,6 +620,7 @@ def main():
     ap.add_argument("--hard-s", type=float, default=575,
                     help="a compiled peer is not started when its batch-1 compile would end past this")
     ap.add_argument("--tx-timeout", type=float, default=300)
+    ap.add_argument("--tx-extra", default="", help="more tx-run flags for every call, e.g. '--no-pdl'")
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args()
     args.batch_list = [int(b) for b in args.batches.split(",") if b]

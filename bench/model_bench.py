@@ -72,8 +72,8 @@ For every model (a shape name from make_shape_checkpoint.py, or a directory with
 
 A tx-run failure is reported as `FAILED: MODEL: STEP: message`; the model's remaining txc
 steps are skipped, the other models still run, the JSON is still written, and the exit
-status is 1. A parity miss exits 2 (after everything ran). HF peer errors are recorded and
-exit 3.
+status is 1. A parity miss exits 4 (after everything ran). HF peer errors are recorded and
+exit 3. Usage errors exit 2; the time limit (SIGTERM) 124.
 
 GPU run. Here (development machine, MLIR), from the repo root:
     FROM_HEAD=1 bench/model_check.sh prepare build-bench/gpu
@@ -620,7 +620,7 @@ def main():
     ap.add_argument("--hard-s", type=float, default=575,
                     help="a compiled peer is not started when its batch-1 compile would end past this")
     ap.add_argument("--tx-timeout", type=float, default=300)
-    ap.add_argument("--tx-extra", default="", help="more tx-run flags for every call, e.g. '--no-pdl'")
+    ap.add_argument("--tx-extra", default="", help="more tx-run flags for every call, e.g. --tx-extra=--no-pdl")
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args()
     args.batch_list = [int(b) for b in args.batches.split(",") if b]
@@ -675,7 +675,7 @@ def main():
     if out.get("txc_failed"):
         sys.exit(1)
     if not all(m["parity"].get("pass") for m in out["models"]):
-        sys.exit(2)
+        sys.exit(4)
     if out.get("peer_failed"):
         sys.exit(3)
 

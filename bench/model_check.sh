@@ -74,13 +74,14 @@ run)
   commit=${TXC_COMMIT:-$(cat "$DIR/commit.txt" 2>/dev/null || echo unknown)}
   margs=()
   for m in "${models[@]}"; do margs+=(--model "$m" "$DIR/$(basename "$m").txm"); done
-  # BENCH_ARGS: more model_bench.py flags (e.g. "--no-compiled", "--batches 32"), space separated.
+  # BENCH_ARGS: more model_bench.py flags, space separated (e.g. "--no-compiled --batches 32
+  # --tx-extra=--no-pdl").
   # shellcheck disable=SC2086
   TXC_COMMIT=$commit PYTHONUNBUFFERED=1 timeout 590 python3 bench/model_bench.py \
     --tx-run "$DIR/tx-run" --device "$DEVICE" "${margs[@]}" --out "$OUT" ${BENCH_ARGS:-} 2>&1 |
     tee "$OUT/model-bench.log"
   rc=${PIPESTATUS[0]}
-  echo "model_bench rc=$rc (0 ok, 1 tx-run failed, 2 parity miss, 3 HF peer error, 124 stopped at the time limit)"
+  echo "model_bench rc=$rc (0 ok, 1 tx-run failed, 2 usage, 3 HF peer error, 4 parity miss, 124 stopped at the time limit)"
   exit "$rc"
   ;;
 *)

@@ -20,11 +20,12 @@ For every model (a shape name from make_shape_checkpoint.py, or a directory with
    checked against 2 x the largest |dlogit| seen: smaller means a near-tie, where an error
    within tolerance may legitimately flip the choice (random-weight models have small top-2
    gaps, so this happens early). To compare every row anyway, HF also runs one full forward
-   (no cache) on the prompt + txc's own tokens: row i then has the same prefix in both. --return-logits makes tx-run copy the
-   logits and sample on the host; the timing runs below sample greedily on the GPU instead,
-   so their tokens are checked against the parity run's too (batch-1, and request 0 of every
-   batch, which is the same prompt): recorded, not a pass criterion, since different batch
-   sizes take different GEMM kernels and may flip near-ties.
+   (no cache) on the prompt + txc's own tokens: row i then has the same prefix in both.
+   --return-logits makes tx-run copy the logits and sample on the host; the timing runs
+   below sample greedily on the GPU instead, so their tokens are checked against the parity
+   run's too (batch-1, and request 0 of every batch, which is the same prompt): recorded,
+   not a pass criterion, since different batch sizes take different GEMM kernels and may
+   flip near-ties.
 
    Tolerance (bf16): tol = max(0.15, 2 * max|HF bf16 - HF fp32|) on the logits. Both txc and
    HF compute in bf16 (8-bit mantissa, unit roundoff 2^-9 relative) but round at different
@@ -35,6 +36,8 @@ For every model (a shape name from make_shape_checkpoint.py, or a directory with
    guessed: with HF's std-0.02 init the logits have a std of about 1.3 and the residual
    stream grows to ~10 over 28-32 layers, where one bf16 ulp is 0.06, so d is a few 1e-2.
    The floor 0.15 is the repo's tolerance for the tiny bf16 goldens (test/gpu/cuda_goldens.sh).
+   Seen on the CPU (2026-12-01, Qwen3-0.6B shape, 32-token prompt, tx-run --device cpu):
+   HF bf16 vs fp32 0.037, txc vs HF bf16 0.050, greedy flipped at token 2 on a 0.016 gap.
    Parity passes when max|dlogit| <= tol over the compared rows and over the teacher-forced
    rows, and the greedy tokens agree up to --parity-new or the first disagreement is a
    near-tie.
@@ -91,9 +94,9 @@ which runs (under `timeout 590`; SIGTERM keeps what was measured, exit 124)
         --model llama-3-8b build-bench/gpu/llama-3-8b.txm --out $OUT
 and brings back $OUT/model-bench-DATE.json, model-bench.log and gpu.txt. The HF weights
 (1.2 + 16 GB) are written to /tmp/txc-model-bench on the GPU machine, never under $OUT.
-Expected wall: ~4 min for Qwen3-0.6B, ~4-5 min for Llama-3-8B (16 GB save_pretrained, ~10 s
-of weight binding per tx-run call, torch.compile per batch size); compiled batches that do
-not fit --budget-s are skipped and say so. For every figure, one model per call:
+Guessed, not yet measured: ~3-4 min for Qwen3-0.6B, ~4-5 min for Llama-3-8B (16 GB
+save_pretrained, ~10 s of weight binding per tx-run call, torch.compile per batch size);
+compiled batches that do not fit --budget-s are skipped and say so. For every figure, one model per call:
     bench/model_check.sh run build-bench/gpu llama-3-8b
 
 Local logic test (CPU, tiny fixture, HF compiled peer on CPU with mode=default):

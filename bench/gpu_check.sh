@@ -10,7 +10,7 @@ mkdir -p "$OUT"
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv | tee "$OUT/gpu.txt"
 "$BIN_DIR/nvrtc_attention_test" 2>&1 | tee "$OUT/nvrtc.log"
 nvrtc_rc=${PIPESTATUS[0]}
-"$BIN_DIR/attention_bench" --json "$OUT/ours.json" 2>&1 | tee "$OUT/bench.log"
+"$BIN_DIR/attention_bench" --json "$OUT/ours.json" --prefill-compare 2>&1 | tee "$OUT/bench.log"
 bench_rc=${PIPESTATUS[0]}
 PYTHONUNBUFFERED=1 python3 bench/torch_attention_peers.py "$OUT/torch.json" 2>&1 | tee "$OUT/torch.log"
 python3 bench/summarize.py "$OUT/ours.json" "$OUT/torch.json" "${TXC_COMMIT:-unknown}" "$OUT"

@@ -91,6 +91,10 @@ __device__ __forceinline__ void cpAsync16(void *smem, const void *gmem, bool val
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(smemAddress(smem)), "l"(gmem),
                "r"(src_bytes));
 }
+/// 16-byte async copy of a chunk known to be in range.
+__device__ __forceinline__ void cpAsync16(void *smem, const void *gmem) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(smemAddress(smem)), "l"(gmem));
+}
 __device__ __forceinline__ void cpAsyncCommit() { asm volatile("cp.async.commit_group;"); }
 template <int kPending> __device__ __forceinline__ void cpAsyncWait() {
   asm volatile("cp.async.wait_group %0;" ::"n"(kPending));

@@ -193,22 +193,30 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
   if (warpgroup == 0) {
     // ---------------------------------------------------------------- producer
     warpgroupRegistersDown<Traits::kProducerRegisters>();
-    const T *k_base = static_cast<const T *>(kv.k) + kv_head * kv.head_stride;
-    const T *v_base = static_cast<const T *>(kv.v) + kv_head * kv.head_stride;
     constexpr int kRowsPerPass = Traits::kProducerThreads / CPR;
     const int c = tid % CPR, r0 = tid / CPR;
-    // Thread tid resolves key row tid of a block (page-table read included);
-    // -1 marks keys past the sequence. Issued a step ahead of its use, so the
-    // lookup latency hides behind the waits for free stages.
+    // This thread's 16-byte chunk of any row: byte pointers, so a copy costs
+    // one 64-bit add on top of the row's byte offset.
+    const char *k_base = static_cast<const char *>(kv.k) + c * 16;
+    const char *v_base = static_cast<const char *>(kv.v) + c * 16;
+    const long long head_offset = (long long)kv_head * kv.head_stride;
+    // Thread tid resolves key row tid of a block (page-table read included)
+    // to a byte offset shared by K and V; -1 marks keys past the sequence.
+    // Issued a step ahead of its use, so the lookup latency hides behind the
+    // waits for free stages.
     auto resolveRow = [&](int step) -> long long {
       const int key = (n_end - 1 - step) * BN + tid;
-      return tid < BN && key < kv_len ? kvRowOffset<Traits::kPageSize>(kv, seq, key) : -1;
+      return tid < BN && key < kv_len
+                 ? (kvRowOffset<Traits::kPageSize>(kv, seq, key) + head_offset) * (long long)sizeof(T)
+                 : -1;
     };
-    auto loadTile = [&](const T *base, T *tile, int step) {
+    const int first_row_offset = wgmmaTileOffset(BN, r0, c);
+    auto loadTile = [&](const char *base, T *tile, int step) {
       const long long *offsets = row_offsets + (step % Traits::kOffsetSlots) * BN;
       // The offset reads are batched ahead of the copies: a cp.async writes
       // shared memory, so no read after it may be hoisted above it.
-      constexpr int kRowsPerThread = BN / kRowsPerPass, kBatch = kRowsPerThread < 8 ? kRowsPerThread : 8;
+      constexpr int kRowsPerThread = BN / kRowsPerPass;
+      constexpr int kBatch = kRowsPerPass % 8 != 0 ? 4 : kRowsPerThread < 8 ? kRowsPerThread : 8; // within 40 registers
 #pragma unroll
       for (int i0 = 0; i0 < kRowsPerThread; i0 += kBatch) {
         long long rows[kBatch];
@@ -218,8 +226,14 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
 #pragma unroll
         for (int j = 0; j < kBatch; ++j) {
           const int r = r0 + (i0 + j) * kRowsPerPass;
-          const bool valid = rows[j] >= 0;
-          cpAsync16(tile + wgmmaTileOffset(BN, r, c), base + (valid ? rows[j] + c * 8 : 0), valid);
+          // Passes of a multiple of 8 rows keep (r % 8), so the swizzled
+          // offset only moves by whole rows.
+          T *dst = kRowsPerPass % 8 == 0 ? tile + first_row_offset + (i0 + j) * kRowsPerPass * 64
+                                         : tile + wgmmaTileOffset(BN, r, c);
+          if (rows[j] >= 0)
+            cpAsync16(dst, base + rows[j]);
+          else
+            cpAsync16(dst, base, false); // past the sequence: zero-fill, nothing read
         }
       }
     };
@@ -337,21 +351,26 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
     const bool needs_mask =
         key0 + BN > kv_len || (Variant::kCausal && key0 + BN - 1 > wm0 + pos_offset) ||
         (Variant::kWindow && key0 < wm0 + WM - 1 + pos_offset - params.variant.window_left);
+    if constexpr (Variant::kSoftCap) {
 #pragma unroll
-    for (int j = 0; j < kSTiles; ++j)
+      for (int j = 0; j < kSTiles; ++j)
 #pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        float x = s_acc[j][e];
-        if constexpr (Variant::kSoftCap)
-          x = Variant::logit(x, params.variant);
-        if (needs_mask) {
+        for (int e = 0; e < 4; ++e)
+          s_acc[j][e] = Variant::logit(s_acc[j][e], params.variant);
+    }
+    // A branch of its own: folded into the loop above, the compiler
+    // predicates the per-element test into every block, masked or not.
+    if (needs_mask) {
+      const int query_pos0 = wm0 + warp * 16 + group + pos_offset;
+#pragma unroll
+      for (int j = 0; j < kSTiles; ++j)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
           const int key = key0 + j * 8 + quad * 2 + (e & 1);
-          const int query_pos = wm0 + warp * 16 + group + (e >> 1) * 8 + pos_offset;
-          if (!Variant::visible(query_pos, key, kv_len, params.variant))
-            x = -INFINITY;
+          if (!Variant::visible(query_pos0 + (e >> 1) * 8, key, kv_len, params.variant))
+            s_acc[j][e] = -INFINITY;
         }
-        s_acc[j][e] = x;
-      }
+    }
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
       float block_max = row_max[r];

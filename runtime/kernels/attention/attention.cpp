@@ -54,7 +54,7 @@ Status launchPagedDecode(const AttentionConfig &config, const DecodeParams &para
   return Status::unsupported("decode: unsupported element type");
 }
 
-PrefillKernel defaultPrefillKernel() { return PrefillKernel::kSingleWarpgroup; }
+PrefillKernel defaultPrefillKernel() { return PrefillKernel::kWarpSpecialized; }
 
 Status launchPrefill(const AttentionConfig &config, const PrefillParams &params, cudaStream_t stream) {
   switch (config.dtype) {

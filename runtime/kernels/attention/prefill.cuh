@@ -279,9 +279,9 @@ __global__ void __launch_bounds__(Traits::kThreads, 1) prefillKernel(const Prefi
     prefillSingleWgBody<Traits, Variant>(params);
 }
 
-/// Default prefill configuration (the one codegen names). Stays on the
-/// single-warpgroup kernel until the warp-specialized one is verified on the GPU.
+/// Default prefill configuration (the one codegen names): the warp-specialized
+/// kernel. PrefillSingleWgTraits stays selectable (PrefillKernel::kSingleWarpgroup).
 template <typename DType, int kHeadDim, int kPageSize = 0>
-using PrefillTraits = PrefillSingleWgTraits<DType, kHeadDim, kPageSize>;
+using PrefillTraits = PrefillSm90Traits<DType, kHeadDim, kPageSize>;
 
 } // namespace txc::kernels

@@ -41,6 +41,10 @@ struct CudaExecutorOptions {
   bool use_attention_library = true;
   /// Off: every GEMM runs on cuBLASLt (tests compare the two paths).
   bool use_gemv = true;
+  /// create() runs throwaway prefill and decode steps, so kernel module
+  /// loading and cuBLASLt's algorithm choice happen at startup and not in
+  /// the first request's time to first token.
+  bool warm_up = true;
   /// Decode-sized rms_norm launches whose result only the next GEMM reads
   /// are folded into that GEMV's prologue. Off by default: measured on the
   /// H200 the prologue's serial inverse-RMS pass cost more per GEMV (+2 µs)

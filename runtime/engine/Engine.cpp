@@ -89,17 +89,23 @@ Status Engine::step() {
 
   int32_t vocab = executor_.vocabSize();
   const Batch &batch = scheduled.batch;
-  // All-greedy steps take the argmax on the device when the backend can:
-  // no logits row crosses to the host.
-  bool device_greedy = executor_.hasDeviceGreedy();
-  for (size_t i = 0; device_greedy && i < scheduled.sequences.size(); ++i)
-    if (scheduled.samples_token[i] && scheduled.sequences[i]->sampling.temperature > 0.0f &&
-        scheduled.sequences[i]->sampling.top_k != 1)
-      device_greedy = false;
+  // Backends that sample on the device get each sequence's choices and
+  // return tokens: no logits row crosses to the host.
+  bool on_device = executor_.hasDeviceSampling();
   Status executed = Status::ok();
-  if (device_greedy) {
-    greedy_tokens_.assign(static_cast<size_t>(batch.numSequences()), -1);
-    executed = executor_.executeGreedy(batch, greedy_tokens_.data());
+  if (on_device) {
+    row_sampling_.assign(scheduled.sequences.size(), RowSampling{});
+    for (size_t i = 0; i < scheduled.sequences.size(); ++i) {
+      if (!scheduled.samples_token[i])
+        continue; // greedy on a row nobody reads
+      const Sequence &sequence = *scheduled.sequences[i];
+      row_sampling_[i] = {sequence.sampling.temperature, sequence.sampling.top_k,
+                          sequence.sampling.top_p,
+                          samplingUniform(sequence.sampling.seed,
+                                          static_cast<uint64_t>(sequence.numGenerated()))};
+    }
+    device_tokens_.assign(static_cast<size_t>(batch.numSequences()), -1);
+    executed = executor_.executeSampled(batch, row_sampling_, device_tokens_.data());
   } else {
     logits_.assign(static_cast<size_t>(batch.numSequences()) * vocab, 0.0f);
     executed = executor_.execute(batch, logits_.data());
@@ -117,9 +123,9 @@ Status Engine::step() {
       continue;
     Sequence &sequence = *scheduled.sequences[i];
     StatusOr<int32_t> token =
-        device_greedy
-            ? (greedy_tokens_[i] >= 0
-                   ? StatusOr<int32_t>(greedy_tokens_[i])
+        on_device
+            ? (device_tokens_[i] >= 0
+                   ? StatusOr<int32_t>(device_tokens_[i])
                    : StatusOr<int32_t>(internalError(
                          "the logits row is NaN or all -inf; cannot sample")))
             : sampleToken(logits_.data() + i * vocab, vocab, sequence.sampling,

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # One call on the GPU machine: the CUDA unit tests, the HF goldens through
 # the CUDA backend, and decode/prefill step timings of the real model shapes
-# (graphs on and off, per-op profile). Logs and a summary go to $OUT.
-#   test/gpu/run_all.sh BUNDLE   (BUNDLE from test/gpu/make_bundle.sh)
+# (greedy and sampled; with FULL=1 also graphs/PDL off and per-op profiles).
+# Logs go to $OUT.
+#   [FULL=1] test/gpu/run_all.sh BUNDLE   (BUNDLE from test/gpu/make_bundle.sh)
 set -u
 B=${1:-build-cuda/gpu}
 OUT=${OUT:-/tmp/txc-out}
@@ -27,17 +28,20 @@ timing() { # name artifact batch new-tokens extra-flags...
   [ "${PIPESTATUS[0]}" = 0 ] || { echo "FAILED: $name"; fails=$((fails + 1)); }
 }
 Q=$B/qwen3-0.6b.txm
+L=$B/llama-3-8b.txm
+sample=(--temperature 0.8 --top-k 50 --top-p 0.9 --seed 7)
 timing q06-b1-graphs "$Q" 1 128
-timing q06-b1-nographs "$Q" 1 128 --no-cuda-graphs
-timing q06-b1-nopdl "$Q" 1 128 --no-pdl
-timing q06-b1-profile "$Q" 1 32 --profile-ops
-timing q06-b1-fusednorms "$Q" 1 128 --fuse-norms
-timing q06-b2-graphs "$Q" 2 64
-timing q06-b4-graphs "$Q" 4 64
-timing q06-b8-graphs "$Q" 8 64
+timing q06-b1-sampled "$Q" 1 128 "${sample[@]}"
 timing q06-b32-graphs "$Q" 32 64
-timing q06-b64-graphs "$Q" 64 64
-[ -f "$B/llama-3-8b.txm" ] && timing l8b-b1-graphs "$B/llama-3-8b.txm" 1 64
-[ -f "$B/llama-3-8b.txm" ] && timing l8b-b1-profile "$B/llama-3-8b.txm" 1 16 --profile-ops
+timing q06-b32-sampled "$Q" 32 64 "${sample[@]}"
+[ -f "$L" ] && timing l8b-b1-graphs "$L" 1 64
+if [ "${FULL:-0}" = 1 ]; then # comparisons and profiles
+  timing q06-b1-nographs "$Q" 1 128 --no-cuda-graphs
+  timing q06-b1-nopdl "$Q" 1 128 --no-pdl
+  timing q06-b1-fusednorms "$Q" 1 128 --fuse-norms
+  timing q06-b1-profile "$Q" 1 32 --profile-ops
+  for b in 2 4 8 64; do timing "q06-b$b-graphs" "$Q" "$b" 64; done
+  [ -f "$L" ] && timing l8b-b1-profile "$L" 1 16 --profile-ops
+fi
 echo "run_all failures: $fails"
 exit $fails

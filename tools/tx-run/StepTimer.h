@@ -32,9 +32,11 @@ public:
   Status execute(const engine::Batch &batch, float *logits) override {
     return timed(batch, [&] { return inner_.execute(batch, logits); });
   }
-  bool hasDeviceGreedy() const override { return inner_.hasDeviceGreedy(); }
-  Status executeGreedy(const engine::Batch &batch, int32_t *tokens) override {
-    return timed(batch, [&] { return inner_.executeGreedy(batch, tokens); });
+  bool hasDeviceSampling() const override { return inner_.hasDeviceSampling(); }
+  Status executeSampled(const engine::Batch &batch,
+                        const std::vector<engine::RowSampling> &sampling,
+                        int32_t *tokens) override {
+    return timed(batch, [&] { return inner_.executeSampled(batch, sampling, tokens); });
   }
 
   struct Summary {

@@ -20,6 +20,16 @@
 
 namespace txc::engine {
 
+/// How one sequence's next token is drawn (SamplingParams plus the uniform
+/// sampleToken would draw for this step). temperature <= 0 or top_k == 1 is
+/// greedy.
+struct RowSampling {
+  float temperature = 0.0f;
+  int32_t top_k = 0;
+  float top_p = 1.0f;
+  double uniform = 0.0;
+};
+
 struct Batch {
   /// [num_tokens] the new tokens of all sequences, sequence after sequence.
   std::vector<int32_t> token_ids;
@@ -61,16 +71,19 @@ public:
   /// tokens' K and V to the KV cache at batch.slot_mapping.
   virtual Status execute(const Batch &batch, float *logits) = 0;
 
-  /// Whether executeGreedy is implemented. The engine then runs steps whose
-  /// sampled sequences are all greedy through it and skips the logits copy.
-  virtual bool hasDeviceGreedy() const { return false; }
-  /// execute(), then the argmax of each sequence's logits row (ties to the
-  /// lowest id, as sampleToken) in tokens[i]; -1 marks a row holding NaN or
-  /// only -inf, which the engine reports as an error.
-  virtual Status executeGreedy(const Batch &batch, int32_t *tokens) {
+  /// Whether executeSampled is implemented. The engine then runs every step
+  /// through it and no logits row crosses to the host.
+  virtual bool hasDeviceSampling() const { return false; }
+  /// execute(), then sequence i's next token drawn from its logits row with
+  /// sampling[i] exactly as sampleToken draws it (greedy ties to the lowest
+  /// id; the same candidate order, cut-offs and uniform), in tokens[i]; -1
+  /// marks a row holding NaN or only -inf, which the engine reports.
+  virtual Status executeSampled(const Batch &batch, const std::vector<RowSampling> &sampling,
+                                int32_t *tokens) {
     (void)batch;
+    (void)sampling;
     (void)tokens;
-    return unimplemented("this backend has no on-device greedy sampling");
+    return unimplemented("this backend has no on-device sampling");
   }
 };
 

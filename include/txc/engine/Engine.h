@@ -65,7 +65,8 @@ private:
   Scheduler scheduler_;
   RequestId next_id_ = 0;
   std::vector<float> logits_;
-  std::vector<int32_t> greedy_tokens_; // executeGreedy steps
+  std::vector<RowSampling> row_sampling_; // executeSampled steps
+  std::vector<int32_t> device_tokens_;
 };
 
 } // namespace txc::engine

@@ -32,11 +32,13 @@ public:
   int32_t vocabSize() const override { return inner_.vocabSize(); }
   Status execute(const engine::Batch &batch, float *logits) override;
   /// Passed through while no request wants its logits kept.
-  bool hasDeviceGreedy() const override {
-    return prompt_lens_.empty() && inner_.hasDeviceGreedy();
+  bool hasDeviceSampling() const override {
+    return prompt_lens_.empty() && inner_.hasDeviceSampling();
   }
-  Status executeGreedy(const engine::Batch &batch, int32_t *tokens) override {
-    return inner_.executeGreedy(batch, tokens);
+  Status executeSampled(const engine::Batch &batch,
+                        const std::vector<engine::RowSampling> &sampling,
+                        int32_t *tokens) override {
+    return inner_.executeSampled(batch, sampling, tokens);
   }
 
   /// The sampled rows of `request`, in generation order.

@@ -19,6 +19,7 @@
 #include "runtime/backends/cpu/Rotary.h"
 #include "runtime/backends/cuda/CudaKernels.h"
 #include "runtime/backends/cuda/Gemv.h"
+#include "runtime/backends/cuda/Sampler.h"
 
 #include <cublasLt.h>
 #include <cuda_runtime.h>
@@ -242,9 +243,12 @@ struct CudaExecutor::State {
   size_t inputs_capacity = 0;
   std::map<GemmPlanKey, GemmPlan> gemm_plans;
   float last_step_ms = 0.0f;
-  // Greedy sampling: argmax per row on the device, tokens back through
-  // pinned memory.
+  // Sampling on the device (argmax alone when every row is greedy), tokens
+  // back through pinned memory.
   int32_t *device_tokens = nullptr, *host_tokens = nullptr;
+  engine::RowSampling *device_sampling = nullptr, *host_sampling = nullptr;
+  void *sampling_workspace = nullptr;
+  size_t sampling_workspace_bytes = 0;
   // Decode steps replay a CUDA graph per (batch bucket, context bucket); the
   // context bucket fixes the split-KV count the graph was captured with.
   std::map<std::pair<int32_t, int32_t>, cudaGraphExec_t> decode_graphs;
@@ -278,7 +282,8 @@ struct CudaExecutor::State {
   Status enqueueLaunches(const engine::Batch &batch);
   bool graphable(const engine::Batch &batch) const;
   Status runDecodeGraph(const engine::Batch &batch);
-  Status step(const engine::Batch &batch, float *logits, int32_t *tokens);
+  Status step(const engine::Batch &batch, float *logits, int32_t *tokens,
+              const std::vector<engine::RowSampling> *sampling = nullptr);
   Status warmUp();
 
   StatusOr<Bound> bindOperand(const pb::Launch &launch, int i, bool required);
@@ -312,6 +317,8 @@ CudaExecutor::State::~State() {
     cublasLtDestroy(lt);
   if (host_tokens)
     cudaFreeHost(host_tokens);
+  if (host_sampling)
+    cudaFreeHost(host_sampling);
   for (void *p : allocations)
     cudaFree(p);
   if (host_inputs)
@@ -567,6 +574,13 @@ Status CudaExecutor::State::prepare() {
   device_tokens = static_cast<int32_t *>(dt);
   CU(cudaMallocHost(&host_tokens, static_cast<size_t>(max_num_seqs) * 4),
      path + ": pinned sampled tokens");
+  size_t sampling_bytes = static_cast<size_t>(max_num_seqs) * sizeof(engine::RowSampling);
+  TXC_ASSIGN_OR_RETURN(void *ds, allocate(sampling_bytes, "sampling parameters"));
+  device_sampling = static_cast<engine::RowSampling *>(ds);
+  CU(cudaMallocHost(&host_sampling, sampling_bytes), path + ": pinned sampling parameters");
+  sampling_workspace_bytes = samplingWorkspaceBytes(vocab_size);
+  TXC_ASSIGN_OR_RETURN(sampling_workspace,
+                       allocate(sampling_workspace_bytes, "the sampling workspace"));
 
   // Graphs capture the step inputs' device addresses, so the input buffer
   // is sized once for the largest step the plan takes and never moves.
@@ -1489,8 +1503,8 @@ Status CudaExecutor::State::runDecodeGraph(const engine::Batch &b) {
 // (`tokens`). The one host synchronisation is at the end, also after a
 // failed launch, so nothing is left in flight on buffers the next step
 // reuses.
-Status CudaExecutor::State::step(const engine::Batch &b, float *logits,
-                                 int32_t *tokens) {
+Status CudaExecutor::State::step(const engine::Batch &b, float *logits, int32_t *tokens,
+                                 const std::vector<engine::RowSampling> *sampling) {
   TXC_RETURN_IF_ERROR(validateBatch(b));
   int32_t n = b.numSequences();
   if (n > device_logits_rows)
@@ -1511,15 +1525,33 @@ Status CudaExecutor::State::step(const engine::Batch &b, float *logits,
                                         static_cast<size_t>(n) * vocab_size * 4,
                                         cudaMemcpyDeviceToHost, stream),
                         path + ": copying the logits back");
-  if (status.isOk() && tokens) {
+  bool all_greedy = true;
+  if (sampling) {
+    if (sampling->size() != static_cast<size_t>(n))
+      status = invalidArgument(path + ": " + std::to_string(sampling->size()) +
+                               " sampling choices for " + std::to_string(n) + " sequences");
+    for (const engine::RowSampling &row : *sampling)
+      all_greedy = all_greedy && (row.temperature <= 0.0f || row.top_k == 1);
+  }
+  if (status.isOk() && tokens && !all_greedy) {
+    std::memcpy(host_sampling, sampling->data(), sizeof(engine::RowSampling) * n);
+    status = cudaStatus(cudaMemcpyAsync(device_sampling, host_sampling,
+                                        sizeof(engine::RowSampling) * n,
+                                        cudaMemcpyHostToDevice, stream),
+                        path + ": copying the sampling parameters");
+    if (status.isOk())
+      status = cudaStatus(launchSampling(device_logits, n, vocab_size, device_sampling,
+                                         sampling_workspace, sampling_workspace_bytes,
+                                         device_tokens, stream),
+                          path + ": sampling");
+  } else if (status.isOk() && tokens) {
     status = cudaStatus(launchArgmax(device_logits, n, vocab_size, device_tokens, stream),
                         path + ": greedy sampling");
-    if (status.isOk())
-      status = cudaStatus(cudaMemcpyAsync(host_tokens, device_tokens,
-                                          static_cast<size_t>(n) * 4,
-                                          cudaMemcpyDeviceToHost, stream),
-                          path + ": copying the sampled tokens back");
   }
+  if (status.isOk() && tokens)
+    status = cudaStatus(cudaMemcpyAsync(host_tokens, device_tokens, static_cast<size_t>(n) * 4,
+                                        cudaMemcpyDeviceToHost, stream),
+                        path + ": copying the sampled tokens back");
   cudaEventRecord(step_end, stream);
   Status sync = cudaStatus(cudaStreamSynchronize(stream),
                            path + ": running the step on the GPU");
@@ -1548,8 +1580,10 @@ Status CudaExecutor::execute(const engine::Batch &batch, float *logits) {
   return state_->step(batch, logits, nullptr);
 }
 
-Status CudaExecutor::executeGreedy(const engine::Batch &batch, int32_t *tokens) {
-  return state_->step(batch, nullptr, tokens);
+Status CudaExecutor::executeSampled(const engine::Batch &batch,
+                                    const std::vector<engine::RowSampling> &sampling,
+                                    int32_t *tokens) {
+  return state_->step(batch, nullptr, tokens, &sampling);
 }
 
 int32_t CudaExecutor::decodeGraphCount() const {

@@ -81,8 +81,10 @@ public:
 
   int32_t vocabSize() const override;
   Status execute(const engine::Batch &batch, float *logits) override;
-  bool hasDeviceGreedy() const override { return true; }
-  Status executeGreedy(const engine::Batch &batch, int32_t *tokens) override;
+  bool hasDeviceSampling() const override { return true; }
+  Status executeSampled(const engine::Batch &batch,
+                        const std::vector<engine::RowSampling> &sampling,
+                        int32_t *tokens) override;
 
   int32_t numKvPages() const;
   int32_t kvPageSize() const;

@@ -36,7 +36,7 @@ std::vector<std::vector<int32_t>> prompts() {
 /// `keep_logits` through a LogitsRecorder (host sampling), else with
 /// device greedy sampling.
 Generation generate(const artifact::LoadedArtifact &artifact, const CudaExecutorOptions &options,
-             bool keep_logits) {
+                   bool keep_logits, engine::SamplingParams sampling = {}) {
   Generation run;
   auto executor = CudaExecutor::create(artifact, options);
   EXPECT_TRUE(executor.isOk()) << executor.status().toString();
@@ -49,6 +49,8 @@ Generation generate(const artifact::LoadedArtifact &artifact, const CudaExecutor
   for (size_t i = 0; i < prompts().size(); ++i) {
     engine::Request request;
     request.prompt_ids = prompts()[i];
+    request.sampling = sampling;
+    request.sampling.seed += i;
     request.sampling.max_new_tokens = 8;
     request.sampling.ignore_eos = true;
     requests.push_back(request);
@@ -125,6 +127,40 @@ TEST(CudaExecutorTest, GraphsGemvAndDeviceGreedyAgreeWithPlainLaunches) {
 
   Generation device_greedy = generate(**artifact, graphs, false);
   EXPECT_EQ(device_greedy.tokens, reference.tokens);
+
+  // Top-k + top-p sampling on the device draws what the host sampler draws
+  // from the same logits (the recorder forces host sampling).
+  engine::SamplingParams sampled;
+  sampled.temperature = 1.2f;
+  sampled.top_k = 20;
+  sampled.top_p = 0.9f;
+  sampled.seed = 42;
+  Generation host_sampled = generate(**artifact, graphs, true, sampled);
+  Generation device_sampled = generate(**artifact, graphs, false, sampled);
+  EXPECT_EQ(device_sampled.tokens, host_sampled.tokens);
+  EXPECT_NE(host_sampled.tokens, reference.tokens) << "sampling must not be greedy here";
+}
+
+TEST(CudaExecutorTest, OutOfGpuMemoryIsAClearErrorAndLeavesTheGpuUsable) {
+  TXC_SKIP_WITHOUT_GPU();
+  TinyModelOptions model;
+  model.dtype = DType::kBF16;
+  std::string path = cpu::testing::tempPath("tiny-cuda-oom.txm");
+  ASSERT_TRUE(cpu::testing::writeTinyModel(path, model).isOk());
+  auto artifact = artifact::LoadedArtifact::load(path);
+  ASSERT_TRUE(artifact.isOk()) << artifact.status().toString();
+  CudaExecutorOptions huge;
+  huge.num_kv_pages = 1 << 30; // 256 GiB of cache per layer
+  auto executor = CudaExecutor::create(**artifact, huge);
+  ASSERT_FALSE(executor.isOk());
+  EXPECT_EQ(executor.status().code(), StatusCode::kResourceExhausted);
+  EXPECT_NE(executor.status().message().find("KV cache of layer 0"), std::string::npos)
+      << executor.status().message();
+  EXPECT_NE(executor.status().message().find("free"), std::string::npos)
+      << executor.status().message();
+  // Nothing leaked into the next user of the GPU.
+  auto retry = CudaExecutor::create(**artifact, {});
+  EXPECT_TRUE(retry.isOk()) << retry.status().toString();
 }
 
 } // namespace

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 
 namespace txc::engine {
 namespace {
@@ -258,48 +259,92 @@ TEST(EngineTest, ExecutorFailureEndsEveryRequestAndFreesPages) {
   EXPECT_EQ((*engine)->scheduler().pages().numFreePages(), config.num_pages);
 }
 
-// A backend with on-device greedy sampling: the argmax of the fake's own
-// logits, or -1 (NaN row) for the request named by nan_request.
-class FakeGreedyExecutor : public FakeExecutor {
+// A backend that samples "on the device": its own logits through a sampler
+// that sees only the RowSampling the engine passes (the uniform included,
+// not the seed), or -1 (NaN row) for the request named by nan_request.
+class FakeSamplingExecutor : public FakeExecutor {
 public:
   using FakeExecutor::FakeExecutor;
-  bool hasDeviceGreedy() const override { return true; }
-  Status executeGreedy(const Batch &batch, int32_t *tokens) override {
-    ++greedy_steps;
+  bool hasDeviceSampling() const override { return true; }
+  Status executeSampled(const Batch &batch, const std::vector<RowSampling> &sampling,
+                        int32_t *tokens) override {
+    ++sampled_steps;
+    EXPECT_EQ(sampling.size(), static_cast<size_t>(batch.numSequences()));
     std::vector<float> logits(static_cast<size_t>(batch.numSequences()) * vocabSize());
     TXC_RETURN_IF_ERROR(execute(batch, logits.data()));
     for (int32_t i = 0; i < batch.numSequences(); ++i) {
       const float *row = logits.data() + static_cast<size_t>(i) * vocabSize();
-      tokens[i] = static_cast<int32_t>(std::max_element(row, row + vocabSize()) - row);
+      tokens[i] = drawWithUniform(row, sampling[i]);
       if (batch.request_ids[i] == nan_request)
         tokens[i] = -1;
     }
     return Status::ok();
   }
-  int64_t greedy_steps = 0;
+  int64_t sampled_steps = 0;
   RequestId nan_request = -1;
+
+private:
+  // sampleToken's algorithm (Sampling.cpp) with the uniform it is handed
+  // instead of one drawn from (seed, step): equal outputs to host sampling
+  // mean the engine passed every row's choices and its uniform.
+  int32_t drawWithUniform(const float *row, const RowSampling &s) {
+    int32_t vocab = vocabSize();
+    int32_t best = static_cast<int32_t>(std::max_element(row, row + vocab) - row);
+    if (s.temperature <= 0.0f || s.top_k == 1)
+      return best;
+    std::vector<int32_t> order(vocab);
+    for (int32_t t = 0; t < vocab; ++t)
+      order[t] = t;
+    bool sorted = s.top_k > 0 || s.top_p < 1.0f;
+    if (sorted)
+      std::stable_sort(order.begin(), order.end(),
+                       [&](int32_t a, int32_t b) { return row[a] > row[b]; });
+    if (s.top_k > 0 && s.top_k < vocab)
+      order.resize(s.top_k);
+    std::vector<double> w(order.size());
+    double total = 0.0;
+    for (size_t i = 0; i < order.size(); ++i)
+      total += w[i] = std::exp((double(row[order[i]]) - row[best]) / s.temperature);
+    if (s.top_p < 1.0f) {
+      double kept = 0.0;
+      size_t keep = 0;
+      while (keep < order.size()) {
+        kept += w[keep++];
+        if (kept >= s.top_p * total)
+          break;
+      }
+      order.resize(keep);
+      total = kept;
+    }
+    double target = s.uniform * total, cumulative = 0.0;
+    for (size_t i = 0; i < order.size(); ++i)
+      if (target < (cumulative += w[i]))
+        return order[i];
+    return order.back();
+  }
 };
 
-TEST(EngineTest, AllGreedyStepsSampleOnTheDeviceAndMatchHostSampling) {
-  std::vector<Request> requests = mixedRequests();
-  requests[3].sampling.temperature = 0.0f; // the longest runs greedy
-  requests[1].sampling.top_k = 1;          // top-k 1 is greedy too
+TEST(EngineTest, DeviceSamplingGetsEachRowsChoicesAndMatchesHostSampling) {
+  std::vector<Request> requests = mixedRequests(); // greedy and top-k/top-p sampled
+  requests[3].sampling.top_k = 0;                  // temperature only
+  requests[3].sampling.top_p = 1.0f;
+  requests[3].sampling.temperature = 1.3f;
+  requests[3].sampling.seed = 77;
   EngineRun host = runTogether(requests, generousConfig());
   SchedulerConfig config = generousConfig();
-  FakeGreedyExecutor executor(kVocab, config.num_pages, config.page_size);
+  FakeSamplingExecutor executor(kVocab, config.num_pages, config.page_size);
   auto engine = Engine::create(executor, EngineConfig{config, {}});
   ASSERT_TRUE(engine.isOk());
   auto results = (*engine)->generate(requests);
   ASSERT_TRUE(results.isOk()) << results.status().toString();
   EXPECT_EQ(outputsOf({*results, {}, {}}), outputsOf(host));
-  // Request 5 samples for its first 10 steps; the greedy ones outlast it.
-  EXPECT_GT(executor.greedy_steps, 0);
-  EXPECT_LT(executor.greedy_steps, static_cast<int64_t>(executor.batches().size()));
+  EXPECT_EQ(executor.sampled_steps, static_cast<int64_t>(executor.batches().size()))
+      << "every step samples on the device";
 }
 
-TEST(EngineTest, DeviceGreedyNanRowFailsTheStep) {
+TEST(EngineTest, DeviceSamplingNanRowFailsTheStep) {
   SchedulerConfig config = generousConfig();
-  FakeGreedyExecutor executor(kVocab, config.num_pages, config.page_size);
+  FakeSamplingExecutor executor(kVocab, config.num_pages, config.page_size);
   executor.nan_request = 0;
   auto engine = Engine::create(executor, EngineConfig{config, {}});
   ASSERT_TRUE(engine.isOk());

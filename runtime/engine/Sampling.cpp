@@ -69,6 +69,13 @@ Status validateSamplingParams(const SamplingParams &params, int32_t vocab_size) 
 
 StatusOr<int32_t> sampleToken(const float *logits, int32_t vocab_size,
                               const SamplingParams &params, uint64_t step) {
+  return sampleTokenWithUniform(logits, vocab_size,
+                                {params.temperature, params.top_k, params.top_p,
+                                 samplingUniform(params.seed, step)});
+}
+
+StatusOr<int32_t> sampleTokenWithUniform(const float *logits, int32_t vocab_size,
+                                         const RowSampling &params) {
   float best_logit = -std::numeric_limits<float>::infinity();
   int32_t best = -1;
   for (int32_t token = 0; token < vocab_size; ++token) {
@@ -121,7 +128,7 @@ StatusOr<int32_t> sampleToken(const float *logits, int32_t vocab_size,
     weights.resize(keep);
     total = kept;
   }
-  return drawFrom(candidates, weights, total, samplingUniform(params.seed, step));
+  return drawFrom(candidates, weights, total, params.uniform);
 }
 
 } // namespace txc::engine

@@ -34,6 +34,7 @@ timing q06-b1-graphs "$Q" 1 128
 timing q06-b1-sampled "$Q" 1 128 "${sample[@]}"
 timing q06-b32-graphs "$Q" 32 64
 timing q06-b32-sampled "$Q" 32 64 "${sample[@]}"
+timing q06-b32-device-sampled "$Q" 32 64 "${sample[@]}" --device-sampling
 [ -f "$L" ] && timing l8b-b1-graphs "$L" 1 64
 if [ "${FULL:-0}" = 1 ]; then # comparisons and profiles
   timing q06-b1-nographs "$Q" 1 128 --no-cuda-graphs

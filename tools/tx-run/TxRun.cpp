@@ -67,6 +67,8 @@ Output:
                           launch (for comparison)
   --fuse-norms            (cuda) fold decode rms_norm launches into the GEMV
                           after them (slower on the H200 so far; see bench/)
+  --device-sampling       (cuda) draw non-greedy tokens on the GPU (not yet
+                          verified on a GPU; greedy always runs there)
   --help                  this text
 )";
 
@@ -87,6 +89,7 @@ struct Options {
   bool cuda_graphs = true;
   bool pdl = true;
   bool fuse_norms = false;
+  bool device_sampling = false;
 };
 
 /// Exits with a one-line message naming the flag.
@@ -182,6 +185,8 @@ Options parseArguments(int argc, char **argv) {
       options.pdl = false;
     } else if (arg == "--fuse-norms") {
       options.fuse_norms = true;
+    } else if (arg == "--device-sampling") {
+      options.device_sampling = true;
     } else if (arg == "--timing") {
       options.timing = true;
     } else if (!arg.empty() && arg[0] == '-') {
@@ -249,6 +254,7 @@ int main(int argc, char **argv) {
     cuda_options.use_cuda_graphs = options.cuda_graphs;
     cuda_options.use_pdl = options.pdl;
     cuda_options.fuse_norms = options.fuse_norms;
+    cuda_options.device_sampling = options.device_sampling;
     auto cuda_executor = txc::cuda::CudaExecutor::create(**artifact, cuda_options);
     if (!cuda_executor.isOk())
       fail("--device cuda: " + cuda_executor.status().message());

@@ -14,21 +14,12 @@
 
 #include "txc/Status.h"
 #include "txc/engine/Request.h"
+#include "txc/engine/Sampling.h"
 
 #include <cstdint>
 #include <vector>
 
 namespace txc::engine {
-
-/// How one sequence's next token is drawn (SamplingParams plus the uniform
-/// sampleToken would draw for this step). temperature <= 0 or top_k == 1 is
-/// greedy.
-struct RowSampling {
-  float temperature = 0.0f;
-  int32_t top_k = 0;
-  float top_p = 1.0f;
-  double uniform = 0.0;
-};
 
 struct Batch {
   /// [num_tokens] the new tokens of all sequences, sequence after sequence.

@@ -37,6 +37,16 @@ struct SamplingParams {
   bool ignore_eos = false;
 };
 
+/// How one sequence's next token is drawn (SamplingParams plus the uniform
+/// sampleToken would draw for this step). temperature <= 0 or top_k == 1 is
+/// greedy.
+struct RowSampling {
+  float temperature = 0.0f;
+  int32_t top_k = 0;
+  float top_p = 1.0f;
+  double uniform = 0.0;
+};
+
 /// Rejects values no sampler can honour, naming the field and the limit.
 Status validateSamplingParams(const SamplingParams &params, int32_t vocab_size);
 
@@ -45,6 +55,11 @@ Status validateSamplingParams(const SamplingParams &params, int32_t vocab_size);
 /// or all -inf (a backend bug worth a message, not a crash).
 StatusOr<int32_t> sampleToken(const float *logits, int32_t vocab_size,
                               const SamplingParams &params, uint64_t step);
+
+/// sampleToken with the uniform given instead of drawn from (seed, step):
+/// what a backend sampling on its own, or checking its device sampler, uses.
+StatusOr<int32_t> sampleTokenWithUniform(const float *logits, int32_t vocab_size,
+                                         const RowSampling &choice);
 
 /// The uniform [0, 1) value sampleToken draws for (seed, step).
 double samplingUniform(uint64_t seed, uint64_t step);

@@ -246,9 +246,10 @@ struct CudaExecutor::State {
   // Sampling on the device (argmax alone when every row is greedy), tokens
   // back through pinned memory.
   int32_t *device_tokens = nullptr, *host_tokens = nullptr;
-  engine::RowSampling *device_sampling = nullptr, *host_sampling = nullptr;
+  engine::RowSampling *device_row_sampling = nullptr, *host_row_sampling = nullptr;
   void *sampling_workspace = nullptr;
   size_t sampling_workspace_bytes = 0;
+  std::vector<float> host_logits; // non-greedy rows sampled on the host
   // Decode steps replay a CUDA graph per (batch bucket, context bucket); the
   // context bucket fixes the split-KV count the graph was captured with.
   std::map<std::pair<int32_t, int32_t>, cudaGraphExec_t> decode_graphs;
@@ -317,8 +318,8 @@ CudaExecutor::State::~State() {
     cublasLtDestroy(lt);
   if (host_tokens)
     cudaFreeHost(host_tokens);
-  if (host_sampling)
-    cudaFreeHost(host_sampling);
+  if (host_row_sampling)
+    cudaFreeHost(host_row_sampling);
   for (void *p : allocations)
     cudaFree(p);
   if (host_inputs)
@@ -574,13 +575,15 @@ Status CudaExecutor::State::prepare() {
   device_tokens = static_cast<int32_t *>(dt);
   CU(cudaMallocHost(&host_tokens, static_cast<size_t>(max_num_seqs) * 4),
      path + ": pinned sampled tokens");
-  size_t sampling_bytes = static_cast<size_t>(max_num_seqs) * sizeof(engine::RowSampling);
-  TXC_ASSIGN_OR_RETURN(void *ds, allocate(sampling_bytes, "sampling parameters"));
-  device_sampling = static_cast<engine::RowSampling *>(ds);
-  CU(cudaMallocHost(&host_sampling, sampling_bytes), path + ": pinned sampling parameters");
-  sampling_workspace_bytes = samplingWorkspaceBytes(vocab_size);
-  TXC_ASSIGN_OR_RETURN(sampling_workspace,
-                       allocate(sampling_workspace_bytes, "the sampling workspace"));
+  if (options.device_sampling) {
+    size_t sampling_bytes = static_cast<size_t>(max_num_seqs) * sizeof(engine::RowSampling);
+    TXC_ASSIGN_OR_RETURN(void *ds, allocate(sampling_bytes, "sampling parameters"));
+    device_row_sampling = static_cast<engine::RowSampling *>(ds);
+    CU(cudaMallocHost(&host_row_sampling, sampling_bytes), path + ": pinned sampling parameters");
+    sampling_workspace_bytes = samplingWorkspaceBytes(vocab_size);
+    TXC_ASSIGN_OR_RETURN(sampling_workspace,
+                         allocate(sampling_workspace_bytes, "the sampling workspace"));
+  }
 
   // Graphs capture the step inputs' device addresses, so the input buffer
   // is sized once for the largest step the plan takes and never moves.
@@ -1533,14 +1536,20 @@ Status CudaExecutor::State::step(const engine::Batch &b, float *logits, int32_t 
     for (const engine::RowSampling &row : *sampling)
       all_greedy = all_greedy && (row.temperature <= 0.0f || row.top_k == 1);
   }
-  if (status.isOk() && tokens && !all_greedy) {
-    std::memcpy(host_sampling, sampling->data(), sizeof(engine::RowSampling) * n);
-    status = cudaStatus(cudaMemcpyAsync(device_sampling, host_sampling,
+  bool host_sampling_rows = tokens && !all_greedy && !options.device_sampling;
+  if (status.isOk() && host_sampling_rows) {
+    host_logits.resize(static_cast<size_t>(n) * vocab_size);
+    status = cudaStatus(cudaMemcpyAsync(host_logits.data(), device_logits,
+                                        host_logits.size() * 4, cudaMemcpyDeviceToHost, stream),
+                        path + ": copying the logits back");
+  } else if (status.isOk() && tokens && !all_greedy) {
+    std::memcpy(host_row_sampling, sampling->data(), sizeof(engine::RowSampling) * n);
+    status = cudaStatus(cudaMemcpyAsync(device_row_sampling, host_row_sampling,
                                         sizeof(engine::RowSampling) * n,
                                         cudaMemcpyHostToDevice, stream),
                         path + ": copying the sampling parameters");
     if (status.isOk())
-      status = cudaStatus(launchSampling(device_logits, n, vocab_size, device_sampling,
+      status = cudaStatus(launchSampling(device_logits, n, vocab_size, device_row_sampling,
                                          sampling_workspace, sampling_workspace_bytes,
                                          device_tokens, stream),
                           path + ": sampling");
@@ -1548,7 +1557,7 @@ Status CudaExecutor::State::step(const engine::Batch &b, float *logits, int32_t 
     status = cudaStatus(launchArgmax(device_logits, n, vocab_size, device_tokens, stream),
                         path + ": greedy sampling");
   }
-  if (status.isOk() && tokens)
+  if (status.isOk() && tokens && !host_sampling_rows)
     status = cudaStatus(cudaMemcpyAsync(host_tokens, device_tokens, static_cast<size_t>(n) * 4,
                                         cudaMemcpyDeviceToHost, stream),
                         path + ": copying the sampled tokens back");
@@ -1558,8 +1567,15 @@ Status CudaExecutor::State::step(const engine::Batch &b, float *logits, int32_t 
   batch = nullptr;
   TXC_RETURN_IF_ERROR(status);
   TXC_RETURN_IF_ERROR(sync);
-  if (tokens)
+  if (host_sampling_rows) {
+    for (int32_t i = 0; i < n; ++i) {
+      StatusOr<int32_t> token = engine::sampleTokenWithUniform(
+          host_logits.data() + static_cast<size_t>(i) * vocab_size, vocab_size, (*sampling)[i]);
+      tokens[i] = token.isOk() ? *token : -1;
+    }
+  } else if (tokens) {
     std::memcpy(tokens, host_tokens, static_cast<size_t>(n) * 4);
+  }
   cudaEventElapsedTime(&last_step_ms, step_start, step_end);
   if (profile) {
     bool decode = b.numTokens() == n;

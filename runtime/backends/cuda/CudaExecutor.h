@@ -41,6 +41,11 @@ struct CudaExecutorOptions {
   bool use_attention_library = true;
   /// Off: every GEMM runs on cuBLASLt (tests compare the two paths).
   bool use_gemv = true;
+  /// Non-greedy rows sampled on the GPU (Sampler.cu) instead of copying
+  /// their logits rows to the host and sampling there. Off until
+  /// SamplerTest has run on a GPU (it was written after this session's
+  /// last device run); greedy rows always take the argmax on the GPU.
+  bool device_sampling = false;
   /// create() runs throwaway prefill and decode steps, so kernel module
   /// loading and cuBLASLt's algorithm choice happen at startup and not in
   /// the first request's time to first token.

@@ -136,7 +136,11 @@ TEST(CudaExecutorTest, GraphsGemvAndDeviceGreedyAgreeWithPlainLaunches) {
   sampled.top_p = 0.9f;
   sampled.seed = 42;
   Generation host_sampled = generate(**artifact, graphs, true, sampled);
-  Generation device_sampled = generate(**artifact, graphs, false, sampled);
+  Generation backend_host_sampled = generate(**artifact, graphs, false, sampled);
+  EXPECT_EQ(backend_host_sampled.tokens, host_sampled.tokens);
+  CudaExecutorOptions on_device = graphs;
+  on_device.device_sampling = true;
+  Generation device_sampled = generate(**artifact, on_device, false, sampled);
   EXPECT_EQ(device_sampled.tokens, host_sampled.tokens);
   EXPECT_NE(host_sampled.tokens, reference.tokens) << "sampling must not be greedy here";
 }

@@ -6,7 +6,6 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <cmath>
 
 namespace txc::engine {
 namespace {
@@ -259,9 +258,10 @@ TEST(EngineTest, ExecutorFailureEndsEveryRequestAndFreesPages) {
   EXPECT_EQ((*engine)->scheduler().pages().numFreePages(), config.num_pages);
 }
 
-// A backend that samples "on the device": its own logits through a sampler
-// that sees only the RowSampling the engine passes (the uniform included,
-// not the seed), or -1 (NaN row) for the request named by nan_request.
+// A backend that samples "on the device": its own logits through the host
+// sampler given only the RowSampling the engine passes (the uniform, not the
+// seed), or -1 (NaN row) for the request named by nan_request. Equal outputs
+// to host sampling mean the engine passed every row's choices.
 class FakeSamplingExecutor : public FakeExecutor {
 public:
   using FakeExecutor::FakeExecutor;
@@ -274,54 +274,14 @@ public:
     TXC_RETURN_IF_ERROR(execute(batch, logits.data()));
     for (int32_t i = 0; i < batch.numSequences(); ++i) {
       const float *row = logits.data() + static_cast<size_t>(i) * vocabSize();
-      tokens[i] = drawWithUniform(row, sampling[i]);
-      if (batch.request_ids[i] == nan_request)
-        tokens[i] = -1;
+      StatusOr<int32_t> token = sampleTokenWithUniform(row, vocabSize(), sampling[i]);
+      tokens[i] = token.isOk() && batch.request_ids[i] != nan_request ? *token : -1;
     }
     return Status::ok();
   }
   int64_t sampled_steps = 0;
   RequestId nan_request = -1;
 
-private:
-  // sampleToken's algorithm (Sampling.cpp) with the uniform it is handed
-  // instead of one drawn from (seed, step): equal outputs to host sampling
-  // mean the engine passed every row's choices and its uniform.
-  int32_t drawWithUniform(const float *row, const RowSampling &s) {
-    int32_t vocab = vocabSize();
-    int32_t best = static_cast<int32_t>(std::max_element(row, row + vocab) - row);
-    if (s.temperature <= 0.0f || s.top_k == 1)
-      return best;
-    std::vector<int32_t> order(vocab);
-    for (int32_t t = 0; t < vocab; ++t)
-      order[t] = t;
-    bool sorted = s.top_k > 0 || s.top_p < 1.0f;
-    if (sorted)
-      std::stable_sort(order.begin(), order.end(),
-                       [&](int32_t a, int32_t b) { return row[a] > row[b]; });
-    if (s.top_k > 0 && s.top_k < vocab)
-      order.resize(s.top_k);
-    std::vector<double> w(order.size());
-    double total = 0.0;
-    for (size_t i = 0; i < order.size(); ++i)
-      total += w[i] = std::exp((double(row[order[i]]) - row[best]) / s.temperature);
-    if (s.top_p < 1.0f) {
-      double kept = 0.0;
-      size_t keep = 0;
-      while (keep < order.size()) {
-        kept += w[keep++];
-        if (kept >= s.top_p * total)
-          break;
-      }
-      order.resize(keep);
-      total = kept;
-    }
-    double target = s.uniform * total, cumulative = 0.0;
-    for (size_t i = 0; i < order.size(); ++i)
-      if (target < (cumulative += w[i]))
-        return order[i];
-    return order.back();
-  }
 };
 
 TEST(EngineTest, DeviceSamplingGetsEachRowsChoicesAndMatchesHostSampling) {

@@ -379,6 +379,13 @@ Status CudaExecutor::State::prepare() {
                               std::to_string(prop.minor) +
                               "; the CUDA backend is built for sm_90a (Hopper)");
 
+  // A cpu-target plan uses the same txk ops and runs here too (the tests
+  // compare the two); a plan for another GPU generation does not.
+  const std::string &target = message.options().target();
+  if (!target.empty() && target != "cpu" && target != "sm_90a")
+    return failedPrecondition(path + ": compiled for target '" + target +
+                              "'; the CUDA backend runs sm_90a (or cpu) plans: recompile "
+                              "with txc compile --target sm_90a");
   if (message.plans_size() == 0)
     return invalidArgument(path + ": the artifact has no plan");
   if (message.plans_size() > 1 || message.options().tensor_parallel() > 1)

@@ -19,6 +19,8 @@ done
 "$TXC" compile $F/tiny-qwen3 -o "$OUT/qwen3-bf16.txm"
 "$TXC" compile $F/tiny-qwen2 --dtype f32 -o "$OUT/qwen2-f32.txm"
 "$TXC" compile $F/tiny-llama -o "$OUT/llama-bf16.txm"
+"$TXC" compile $F/tiny-mistral --dtype f32 -o "$OUT/mistral-f32.txm"
+"$TXC" compile $F/tiny-mistral -o "$OUT/mistral-bf16.txm"
 if [ -d ../shared/models/stories260K ]; then
   "$TXC" compile ../shared/models/stories260K -o "$OUT/stories.txm"
   cp ../shared/models/stories260K/golden.json "$OUT/stories-golden.json"

@@ -11,7 +11,7 @@ OUT=$BUILD/gpu
 TXC=$BUILD/bin/txc
 F=test/fixtures
 mkdir -p "$OUT"
-for bin in tx-run CudaBackendTests EngineTests; do
+for bin in tx-run CudaBackendTests EngineTests decode_ops_bench; do
   cp "$BUILD/bin/$bin" "$OUT/"
 done
 # HF-golden fixtures, as the e2e lit tests compile them.

@@ -16,6 +16,9 @@ nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,temperature.gpu,power.draw -
 test/gpu/cuda_goldens.sh "$B" "$B" 2>&1 | tee "$OUT/goldens.log" | grep -E "^==|FAIL|failures|steps compared"
 [ "${PIPESTATUS[0]}" = 0 ] || fails=$((fails + 1))
 
+"$B/decode_ops_bench" --json "$OUT/decode-ops.json" 2>&1 | tee "$OUT/decode-ops.log"
+[ "${PIPESTATUS[0]}" = 0 ] || fails=$((fails + 1))
+
 # Decode timings: 128-token prompt, 128 new tokens, random weights (seed 1).
 prompt=$(python3 -c "import random; r=random.Random(0); print(','.join(str(r.randrange(1000, 30000)) for _ in range(128)))")
 timing() { # name artifact batch new-tokens extra-flags...

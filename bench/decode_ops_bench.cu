@@ -1,0 +1,203 @@
+//===- decode_ops_bench.cu - Decode GEMVs and the launch floor on the GPU -===//
+//
+// Where a decode step's time goes, op by op, without the model around it:
+// for each projection of the Qwen3-0.6B and Llama-3-8B shapes (m = 1 and 4)
+// the GEMV of the CUDA backend (Gemv.cu) is launched 200 times back to back,
+// rotating over enough weight copies that every launch reads from DRAM
+// (L2 is 60 MB), and timed with CUDA events: plainly on a stream, and
+// replayed from a CUDA graph with programmatic dependent launch (how a
+// decode step runs). An empty kernel gives the launch floor; a device copy
+// gives the bandwidth ceiling. Median of 7 batches after a warm-up.
+//
+//   decode_ops_bench [--json FILE]
+//
+//===----------------------------------------------------------------------===//
+#include "runtime/backends/cuda/Gemv.h"
+#include "runtime/backends/cuda/Launch.cuh"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+using namespace txc::cuda;
+
+#define CHECK(call)                                                                    \
+  do {                                                                                 \
+    cudaError_t e_ = (call);                                                           \
+    if (e_ != cudaSuccess) {                                                           \
+      std::fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__, cudaGetErrorString(e_)); \
+      std::exit(1);                                                                    \
+    }                                                                                  \
+  } while (0)
+
+namespace {
+
+constexpr int kLaunches = 200;
+constexpr int kBatches = 7;
+
+__global__ void emptyKernel() {
+  pdlLaunchDependents();
+  pdlWait();
+}
+
+__global__ void fillKernel(unsigned short *p, size_t n, unsigned seed) {
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n;
+       i += size_t(gridDim.x) * blockDim.x) {
+    unsigned h = (unsigned(i) * 2654435761u) ^ seed;
+    p[i] = static_cast<unsigned short>(0x3c00 | (h & 0x3ff)) ^ ((h >> 16) & 0x8000); // +-[0.5,1) bf16
+  }
+}
+
+template <typename Enqueue> float timeMs(Enqueue enqueue, cudaStream_t stream, bool graph) {
+  cudaGraphExec_t exec = nullptr;
+  if (graph) {
+    cudaGraph_t g;
+    CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+    for (int i = 0; i < kLaunches; ++i)
+      enqueue(i);
+    CHECK(cudaStreamEndCapture(stream, &g));
+    CHECK(cudaGraphInstantiate(&exec, g, 0));
+    CHECK(cudaGraphDestroy(g));
+  }
+  cudaEvent_t a, b;
+  CHECK(cudaEventCreate(&a));
+  CHECK(cudaEventCreate(&b));
+  std::vector<float> ms;
+  for (int batch = 0; batch <= kBatches; ++batch) { // batch 0 warms up
+    CHECK(cudaEventRecord(a, stream));
+    if (graph)
+      CHECK(cudaGraphLaunch(exec, stream));
+    else
+      for (int i = 0; i < kLaunches; ++i)
+        enqueue(i);
+    CHECK(cudaEventRecord(b, stream));
+    CHECK(cudaEventSynchronize(b));
+    float t = 0;
+    CHECK(cudaEventElapsedTime(&t, a, b));
+    if (batch > 0)
+      ms.push_back(t / kLaunches);
+  }
+  std::sort(ms.begin(), ms.end());
+  if (exec)
+    CHECK(cudaGraphExecDestroy(exec));
+  CHECK(cudaEventDestroy(a));
+  CHECK(cudaEventDestroy(b));
+  return ms[ms.size() / 2];
+}
+
+struct Shape {
+  const char *model, *op;
+  int64_t n, k;
+  GemvEpilogue epilogue;
+  bool f32_out;
+};
+
+} // namespace
+
+int main(int argc, char **argv) {
+  const char *json_path = argc == 3 && std::string(argv[1]) == "--json" ? argv[2] : nullptr;
+  cudaStream_t stream;
+  CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  std::string json = "{\"rows\": [\n";
+  bool first = true;
+  auto row = [&](const std::string &what, int m, const char *mode, float us, double gbps) {
+    std::printf("%-34s m=%d %-10s %8.2f us %8.0f GB/s\n", what.c_str(), m, mode, us, gbps);
+    char line[256];
+    std::snprintf(line, sizeof line,
+                  "%s {\"op\": \"%s\", \"m\": %d, \"mode\": \"%s\", \"us\": %.3f, \"gbps\": %.1f}",
+                  first ? "" : ",\n", what.c_str(), m, mode, us, gbps);
+    json += line;
+    first = false;
+  };
+
+  // The ceiling: a device-to-device copy of 1 GiB (read + write counted).
+  size_t copy_bytes = size_t(1) << 30;
+  void *src, *dst;
+  CHECK(cudaMalloc(&src, copy_bytes));
+  CHECK(cudaMalloc(&dst, copy_bytes));
+  float copy_ms = timeMs(
+      [&](int) { CHECK(cudaMemcpyAsync(dst, src, copy_bytes, cudaMemcpyDeviceToDevice, stream)); },
+      stream, false);
+  row("device copy 1 GiB", 0, "stream", copy_ms * 1000, 2.0 * copy_bytes / (copy_ms * 1e6));
+  CHECK(cudaFree(src));
+  CHECK(cudaFree(dst));
+
+  for (bool graph : {false, true})
+    row("empty kernel", 0, graph ? "graph+pdl" : "stream",
+        1000 * timeMs(
+                   [&](int) {
+                     CHECK(launchKernel(emptyKernel, dim3(132), dim3(128), 0, stream, graph));
+                   },
+                   stream, graph),
+        0);
+
+  const Shape shapes[] = {
+      {"qwen3-0.6b", "qkv", 4096, 1024, GemvEpilogue::kNone, false},
+      {"qwen3-0.6b", "o_proj+residual", 1024, 2048, GemvEpilogue::kResidualAdd, false},
+      {"qwen3-0.6b", "gate_up+swiglu", 6144, 1024, GemvEpilogue::kSwiglu, false},
+      {"qwen3-0.6b", "down+residual", 1024, 3072, GemvEpilogue::kResidualAdd, false},
+      {"qwen3-0.6b", "lm_head (f32)", 151936, 1024, GemvEpilogue::kNone, true},
+      {"llama-3-8b", "qkv", 6144, 4096, GemvEpilogue::kNone, false},
+      {"llama-3-8b", "o_proj+residual", 4096, 4096, GemvEpilogue::kResidualAdd, false},
+      {"llama-3-8b", "gate_up+swiglu", 28672, 4096, GemvEpilogue::kSwiglu, false},
+      {"llama-3-8b", "down+residual", 4096, 14336, GemvEpilogue::kResidualAdd, false},
+      {"llama-3-8b", "lm_head (f32)", 128256, 4096, GemvEpilogue::kNone, true},
+  };
+  for (const Shape &s : shapes) {
+    size_t weight_bytes = size_t(s.n) * s.k * 2;
+    int copies = static_cast<int>(std::max<size_t>(1, (size_t(256) << 20) / weight_bytes + 1));
+    copies = std::min(copies, kLaunches);
+    std::vector<unsigned short *> w(copies);
+    for (auto &p : w) {
+      CHECK(cudaMalloc(&p, weight_bytes));
+      fillKernel<<<1024, 256, 0, stream>>>(p, weight_bytes / 2, 7u);
+    }
+    unsigned short *x, *residual;
+    void *out;
+    CHECK(cudaMalloc(&x, size_t(4) * s.k * 2));
+    fillKernel<<<64, 256, 0, stream>>>(x, size_t(4) * s.k, 3u);
+    CHECK(cudaMalloc(&residual, size_t(4) * s.n * 2));
+    fillKernel<<<64, 256, 0, stream>>>(residual, size_t(4) * s.n, 5u);
+    CHECK(cudaMalloc(&out, size_t(4) * s.n * 4));
+    for (int m : {1, 4})
+      for (bool graph : {false, true}) {
+        GemvArgs a;
+        a.x = x;
+        a.type = EType::kBF16;
+        a.out_type = s.f32_out ? EType::kF32 : EType::kBF16;
+        a.residual = s.epilogue == GemvEpilogue::kResidualAdd ? residual : nullptr;
+        a.out = out;
+        a.m = m;
+        a.n = s.n;
+        a.k = s.k;
+        a.epilogue = s.epilogue;
+        a.pdl = graph;
+        float ms = timeMs(
+            [&](int i) {
+              a.w = w[i % copies];
+              CHECK(launchGemv(a, stream));
+            },
+            stream, graph);
+        row(std::string(s.model) + " " + s.op, m, graph ? "graph+pdl" : "stream", ms * 1000,
+            weight_bytes / (ms * 1e6));
+      }
+    for (auto *p : w)
+      CHECK(cudaFree(p));
+    CHECK(cudaFree(x));
+    CHECK(cudaFree(residual));
+    CHECK(cudaFree(out));
+  }
+  json += "\n]}\n";
+  if (json_path) {
+    FILE *f = std::fopen(json_path, "w");
+    if (!f) {
+      std::fprintf(stderr, "cannot write %s\n", json_path);
+      return 1;
+    }
+    std::fputs(json.c_str(), f);
+    std::fclose(f);
+  }
+  return 0;
+}

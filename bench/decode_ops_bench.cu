@@ -23,13 +23,13 @@
 
 using namespace txc::cuda;
 
-#define CHECK(call)                                                                    \
-  do {                                                                                 \
-    cudaError_t e_ = (call);                                                           \
-    if (e_ != cudaSuccess) {                                                           \
-      std::fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__, cudaGetErrorString(e_)); \
-      std::exit(1);                                                                    \
-    }                                                                                  \
+#define CHECK(call)                                                                                \
+  do {                                                                                             \
+    cudaError_t e_ = (call);                                                                       \
+    if (e_ != cudaSuccess) {                                                                       \
+      std::fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__, cudaGetErrorString(e_));             \
+      std::exit(1);                                                                                \
+    }                                                                                              \
   } while (0)
 
 namespace {
@@ -46,7 +46,8 @@ __global__ void fillKernel(unsigned short *p, size_t n, unsigned seed) {
   for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n;
        i += size_t(gridDim.x) * blockDim.x) {
     unsigned h = (unsigned(i) * 2654435761u) ^ seed;
-    p[i] = static_cast<unsigned short>(0x3c00 | (h & 0x3ff)) ^ ((h >> 16) & 0x8000); // +-[0.5,1) bf16
+    p[i] =
+        static_cast<unsigned short>(0x3c00 | (h & 0x3ff)) ^ ((h >> 16) & 0x8000); // +-[0.5,1) bf16
   }
 }
 

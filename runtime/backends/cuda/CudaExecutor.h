@@ -79,17 +79,15 @@ class CudaExecutor : public engine::StepExecutor {
 public:
   /// Checks the GPU (present, sm_90) and the plan (known ops, KV geometry),
   /// uploads the weights and allocates arena, cache and workspaces.
-  static StatusOr<std::unique_ptr<CudaExecutor>>
-  create(const artifact::LoadedArtifact &artifact,
-         const CudaExecutorOptions &options = {});
+  static StatusOr<std::unique_ptr<CudaExecutor>> create(const artifact::LoadedArtifact &artifact,
+                                                        const CudaExecutorOptions &options = {});
   ~CudaExecutor() override;
 
   int32_t vocabSize() const override;
   Status execute(const engine::Batch &batch, float *logits) override;
   bool hasDeviceSampling() const override { return true; }
   Status executeSampled(const engine::Batch &batch,
-                        const std::vector<engine::RowSampling> &sampling,
-                        int32_t *tokens) override;
+                        const std::vector<engine::RowSampling> &sampling, int32_t *tokens) override;
 
   int32_t numKvPages() const;
   int32_t kvPageSize() const;

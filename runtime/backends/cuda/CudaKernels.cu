@@ -75,24 +75,20 @@ __device__ float blockMax(float v, float *shared) {
   return total;
 }
 
-__global__ void embeddingKernel(const int32_t *tokens, const void *table,
-                                EType table_type, int64_t table_rows,
-                                int64_t cols, int64_t vocab_start, void *out,
+__global__ void embeddingKernel(const int32_t *tokens, const void *table, EType table_type,
+                                int64_t table_rows, int64_t cols, int64_t vocab_start, void *out,
                                 EType out_type) {
   int64_t t = blockIdx.x;
   int64_t row = static_cast<int64_t>(tokens[t]) - vocab_start;
   bool inside = row >= 0 && row < table_rows;
   for (int64_t c = threadIdx.x; c < cols; c += blockDim.x)
-    st(out, out_type, t * cols + c,
-       inside ? ld(table, table_type, row * cols + c) : 0.0f);
+    st(out, out_type, t * cols + c, inside ? ld(table, table_type, row * cols + c) : 0.0f);
 }
 
-__global__ void rmsNormKernel(const void *input, EType input_type,
-                              const void *residual, EType residual_type,
-                              const void *weight, EType weight_type,
-                              int64_t group, int64_t cols, float eps,
-                              void *sum, EType sum_type, void *out,
-                              EType out_type) {
+__global__ void rmsNormKernel(const void *input, EType input_type, const void *residual,
+                              EType residual_type, const void *weight, EType weight_type,
+                              int64_t group, int64_t cols, float eps, void *sum, EType sum_type,
+                              void *out, EType out_type) {
   extern __shared__ float row[];
   __shared__ float reduce[32];
   pdlLaunchDependents();
@@ -115,13 +111,12 @@ __global__ void rmsNormKernel(const void *input, EType input_type,
     float total = blockSum(local, reduce);
     float inv_rms = 1.0f / sqrtf(total / static_cast<float>(group) + eps);
     for (int64_t i = threadIdx.x; i < group; i += blockDim.x)
-      st(out, out_type, r * cols + g + i,
-         row[g + i] * inv_rms * ld(weight, weight_type, i));
+      st(out, out_type, r * cols + g + i, row[g + i] * inv_rms * ld(weight, weight_type, i));
   }
 }
 
-__global__ void swigluKernel(const float *acc, int64_t rows, int64_t half,
-                             void *out, EType out_type) {
+__global__ void swigluKernel(const float *acc, int64_t rows, int64_t half, void *out,
+                             EType out_type) {
   int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= rows * half)
     return;
@@ -136,8 +131,7 @@ __global__ void swigluKernel(const float *acc, int64_t rows, int64_t half,
 constexpr int kRopeHeadsPerBlock = 4;
 constexpr int kRopeMaxHeadDim = 512;
 
-__global__ void __launch_bounds__(kRopeHeadsPerBlock * 32)
-    ropeAppendKernel(RopeAppendArgs a) {
+__global__ void __launch_bounds__(kRopeHeadsPerBlock * 32) ropeAppendKernel(RopeAppendArgs a) {
   __shared__ float staged[kRopeHeadsPerBlock][kRopeMaxHeadDim];
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int64_t t = blockIdx.x;
@@ -233,8 +227,8 @@ __global__ void simpleAttentionKernel(SimpleAttentionArgs a) {
   const int32_t *table = a.block_tables + static_cast<int64_t>(s) * a.max_pages_per_seq;
   auto base = [&](int which, int64_t j) {
     int64_t page = table[j / a.page_size], offset = j % a.page_size;
-    return page * 2 * a.page_size * kv_cols +
-           (which * a.page_size + offset) * kv_cols + kv_head * a.head_dim;
+    return page * 2 * a.page_size * kv_cols + (which * a.page_size + offset) * kv_cols +
+           kv_head * a.head_dim;
   };
   float acc[kAttnMaxDimsPerThread] = {0, 0, 0, 0};
   float running_max = -INFINITY, denominator = 0.0f;
@@ -279,9 +273,8 @@ __global__ void simpleAttentionKernel(SimpleAttentionArgs a) {
   }
 }
 
-__global__ void gatherLastKernel(const void *input, EType input_type,
-                                 int64_t cols, const int32_t *qso, void *out,
-                                 EType out_type) {
+__global__ void gatherLastKernel(const void *input, EType input_type, int64_t cols,
+                                 const int32_t *qso, void *out, EType out_type) {
   int64_t s = blockIdx.x;
   int64_t row = qso[s + 1] - 1;
   for (int64_t c = threadIdx.x; c < cols; c += blockDim.x)
@@ -309,9 +302,7 @@ __global__ void argmaxKernel(const float *logits, int64_t vocab, int32_t *out) {
       index = static_cast<int32_t>(c);
     }
   }
-  auto better = [](float v, int32_t i, float w, int32_t j) {
-    return v > w || (v == w && i < j);
-  };
+  auto better = [](float v, int32_t i, float w, int32_t j) { return v > w || (v == w && i < j); };
   for (int o = 16; o > 0; o >>= 1) {
     float v = __shfl_xor_sync(0xffffffffu, best, o);
     int32_t i = __shfl_xor_sync(0xffffffffu, index, o);
@@ -349,46 +340,40 @@ cudaError_t launchSpin(long long cycles, cudaStream_t stream) {
   return cudaGetLastError();
 }
 
-cudaError_t launchArgmax(const float *logits, int64_t rows, int64_t vocab,
-                         int32_t *out, cudaStream_t stream) {
+cudaError_t launchArgmax(const float *logits, int64_t rows, int64_t vocab, int32_t *out,
+                         cudaStream_t stream) {
   argmaxKernel<<<rows, kArgmaxThreads, 0, stream>>>(logits, vocab, out);
   return cudaGetLastError();
 }
 
-cudaError_t launchEmbedding(const int32_t *tokens, int64_t num_tokens,
-                            const void *table, EType table_type,
-                            int64_t table_rows, int64_t cols,
-                            int64_t vocab_start, void *out, EType out_type,
-                            cudaStream_t stream) {
-  embeddingKernel<<<num_tokens, 256, 0, stream>>>(
-      tokens, table, table_type, table_rows, cols, vocab_start, out, out_type);
+cudaError_t launchEmbedding(const int32_t *tokens, int64_t num_tokens, const void *table,
+                            EType table_type, int64_t table_rows, int64_t cols, int64_t vocab_start,
+                            void *out, EType out_type, cudaStream_t stream) {
+  embeddingKernel<<<num_tokens, 256, 0, stream>>>(tokens, table, table_type, table_rows, cols,
+                                                  vocab_start, out, out_type);
   return cudaGetLastError();
 }
 
-cudaError_t launchRmsNorm(const void *input, EType input_type,
-                          const void *residual, EType residual_type,
-                          const void *weight, EType weight_type, int64_t group,
-                          int64_t rows, int64_t cols, float eps, void *sum,
-                          EType sum_type, void *out, EType out_type,
-                          cudaStream_t stream, bool pdl) {
+cudaError_t launchRmsNorm(const void *input, EType input_type, const void *residual,
+                          EType residual_type, const void *weight, EType weight_type, int64_t group,
+                          int64_t rows, int64_t cols, float eps, void *sum, EType sum_type,
+                          void *out, EType out_type, cudaStream_t stream, bool pdl) {
   size_t smem = static_cast<size_t>(cols) * sizeof(float);
   if (smem > 48 * 1024) {
-    cudaError_t e = cudaFuncSetAttribute(
-        rmsNormKernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-        static_cast<int>(smem));
+    cudaError_t e = cudaFuncSetAttribute(rmsNormKernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                         static_cast<int>(smem));
     if (e != cudaSuccess)
       return e;
   }
-  return launchKernel(rmsNormKernel, dim3(static_cast<unsigned>(rows)), dim3(256), smem,
-                      stream, pdl, input, input_type, residual, residual_type, weight,
-                      weight_type, group, cols, eps, sum, sum_type, out, out_type);
+  return launchKernel(rmsNormKernel, dim3(static_cast<unsigned>(rows)), dim3(256), smem, stream,
+                      pdl, input, input_type, residual, residual_type, weight, weight_type, group,
+                      cols, eps, sum, sum_type, out, out_type);
 }
 
-cudaError_t launchSwiglu(const float *acc, int64_t rows, int64_t half,
-                         void *out, EType out_type, cudaStream_t stream) {
+cudaError_t launchSwiglu(const float *acc, int64_t rows, int64_t half, void *out, EType out_type,
+                         cudaStream_t stream) {
   int64_t n = rows * half;
-  swigluKernel<<<(n + 255) / 256, 256, 0, stream>>>(acc, rows, half, out,
-                                                    out_type);
+  swigluKernel<<<(n + 255) / 256, 256, 0, stream>>>(acc, rows, half, out, out_type);
   return cudaGetLastError();
 }
 
@@ -398,27 +383,23 @@ cudaError_t launchRopeAppend(const RopeAppendArgs &args, cudaStream_t stream) {
   int64_t heads = args.heads + 2 * args.kv_heads;
   dim3 grid(static_cast<unsigned>(args.num_tokens),
             static_cast<unsigned>((heads + kRopeHeadsPerBlock - 1) / kRopeHeadsPerBlock));
-  return launchKernel(ropeAppendKernel, grid, dim3(kRopeHeadsPerBlock * 32), 0, stream,
-                      args.pdl, args);
+  return launchKernel(ropeAppendKernel, grid, dim3(kRopeHeadsPerBlock * 32), 0, stream, args.pdl,
+                      args);
 }
 
-cudaError_t launchSimpleAttention(const SimpleAttentionArgs &args,
-                                  cudaStream_t stream) {
+cudaError_t launchSimpleAttention(const SimpleAttentionArgs &args, cudaStream_t stream) {
   if (args.head_dim > kAttnThreads * kAttnMaxDimsPerThread)
     return cudaErrorInvalidValue;
-  dim3 grid(static_cast<unsigned>(args.num_tokens),
-            static_cast<unsigned>(args.heads));
-  simpleAttentionKernel<<<grid, kAttnThreads, args.head_dim * sizeof(float),
-                          stream>>>(args);
+  dim3 grid(static_cast<unsigned>(args.num_tokens), static_cast<unsigned>(args.heads));
+  simpleAttentionKernel<<<grid, kAttnThreads, args.head_dim * sizeof(float), stream>>>(args);
   return cudaGetLastError();
 }
 
 cudaError_t launchGatherLast(const void *input, EType input_type, int64_t cols,
-                             const int32_t *query_start_offsets,
-                             int32_t num_seqs, void *out, EType out_type,
-                             cudaStream_t stream) {
-  gatherLastKernel<<<num_seqs, 256, 0, stream>>>(
-      input, input_type, cols, query_start_offsets, out, out_type);
+                             const int32_t *query_start_offsets, int32_t num_seqs, void *out,
+                             EType out_type, cudaStream_t stream) {
+  gatherLastKernel<<<num_seqs, 256, 0, stream>>>(input, input_type, cols, query_start_offsets, out,
+                                                 out_type);
   return cudaGetLastError();
 }
 

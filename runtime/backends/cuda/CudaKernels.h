@@ -24,28 +24,24 @@ cudaError_t launchSpin(long long cycles, cudaStream_t stream);
 
 /// out[r] = argmax of fp32 logits row r (ties to the lowest id; -1 for a row
 /// with a NaN or only -inf).
-cudaError_t launchArgmax(const float *logits, int64_t rows, int64_t vocab,
-                         int32_t *out, cudaStream_t stream);
+cudaError_t launchArgmax(const float *logits, int64_t rows, int64_t vocab, int32_t *out,
+                         cudaStream_t stream);
 
-cudaError_t launchEmbedding(const int32_t *tokens, int64_t num_tokens,
-                            const void *table, EType table_type,
-                            int64_t table_rows, int64_t cols,
-                            int64_t vocab_start, void *out, EType out_type,
-                            cudaStream_t stream);
+cudaError_t launchEmbedding(const int32_t *tokens, int64_t num_tokens, const void *table,
+                            EType table_type, int64_t table_rows, int64_t cols, int64_t vocab_start,
+                            void *out, EType out_type, cudaStream_t stream);
 
 /// rms_norm (residual == nullptr) or add_rms_norm (sum = input + residual,
 /// stored, then normalised as stored). One block per row; rows are read
 /// completely before any write, so results may alias inputs row for row.
-cudaError_t launchRmsNorm(const void *input, EType input_type,
-                          const void *residual, EType residual_type,
-                          const void *weight, EType weight_type, int64_t group,
-                          int64_t rows, int64_t cols, float eps, void *sum,
-                          EType sum_type, void *out, EType out_type,
-                          cudaStream_t stream, bool pdl = false);
+cudaError_t launchRmsNorm(const void *input, EType input_type, const void *residual,
+                          EType residual_type, const void *weight, EType weight_type, int64_t group,
+                          int64_t rows, int64_t cols, float eps, void *sum, EType sum_type,
+                          void *out, EType out_type, cudaStream_t stream, bool pdl = false);
 
 /// out[r, j] = silu(acc[r, j]) * acc[r, j + half] (acc fp32, [rows, 2 half]).
-cudaError_t launchSwiglu(const float *acc, int64_t rows, int64_t half,
-                         void *out, EType out_type, cudaStream_t stream);
+cudaError_t launchSwiglu(const float *acc, int64_t rows, int64_t half, void *out, EType out_type,
+                         cudaStream_t stream);
 
 struct RopeAppendArgs {
   const void *qkv = nullptr;
@@ -76,8 +72,7 @@ struct SimpleAttentionArgs {
   const void *cache = nullptr;
   EType cache_type = EType::kF32;
   int64_t page_size = 0, kv_heads = 0, head_dim = 0, heads = 0;
-  const int32_t *query_start_offsets = nullptr, *context_lens = nullptr,
-                *block_tables = nullptr;
+  const int32_t *query_start_offsets = nullptr, *context_lens = nullptr, *block_tables = nullptr;
   int32_t max_pages_per_seq = 0, num_seqs = 0, num_tokens = 0;
   float scale = 1.0f, softcap = 0.0f;
   bool causal = true;
@@ -88,14 +83,12 @@ struct SimpleAttentionArgs {
 };
 /// The simple, any-dtype attention (one block per token and head, chunked
 /// online softmax): the fallback where runtime/kernels has no variant.
-cudaError_t launchSimpleAttention(const SimpleAttentionArgs &args,
-                                  cudaStream_t stream);
+cudaError_t launchSimpleAttention(const SimpleAttentionArgs &args, cudaStream_t stream);
 
 /// out[s] = input[query_start_offsets[s + 1] - 1].
 cudaError_t launchGatherLast(const void *input, EType input_type, int64_t cols,
-                             const int32_t *query_start_offsets,
-                             int32_t num_seqs, void *out, EType out_type,
-                             cudaStream_t stream);
+                             const int32_t *query_start_offsets, int32_t num_seqs, void *out,
+                             EType out_type, cudaStream_t stream);
 
 } // namespace txc::cuda
 

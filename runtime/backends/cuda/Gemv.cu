@@ -26,27 +26,22 @@ template <typename T> struct Pack;
 
 // 8 bf16 in a uint4 -> fp32: a bf16 is the top half of its fp32.
 template <> struct Pack<__nv_bfloat16> {
-  static __device__ __forceinline__ void dot(float &acc, const uint4 &w,
-                                             const uint4 &x) {
+  static __device__ __forceinline__ void dot(float &acc, const uint4 &w, const uint4 &x) {
     const unsigned wv[4] = {w.x, w.y, w.z, w.w}, xv[4] = {x.x, x.y, x.z, x.w};
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
       acc = fmaf(__uint_as_float(wv[i] << 16), __uint_as_float(xv[i] << 16), acc);
-      acc = fmaf(__uint_as_float(wv[i] & 0xffff0000u),
-                 __uint_as_float(xv[i] & 0xffff0000u), acc);
+      acc = fmaf(__uint_as_float(wv[i] & 0xffff0000u), __uint_as_float(xv[i] & 0xffff0000u), acc);
     }
   }
   static __device__ __forceinline__ __nv_bfloat16 fromFloat(float v) {
     return __float2bfloat16_rn(v);
   }
-  static __device__ __forceinline__ float toFloat(__nv_bfloat16 v) {
-    return __bfloat162float(v);
-  }
+  static __device__ __forceinline__ float toFloat(__nv_bfloat16 v) { return __bfloat162float(v); }
 };
 
 template <> struct Pack<__half> {
-  static __device__ __forceinline__ void dot(float &acc, const uint4 &w,
-                                             const uint4 &x) {
+  static __device__ __forceinline__ void dot(float &acc, const uint4 &w, const uint4 &x) {
     const unsigned wv[4] = {w.x, w.y, w.z, w.w}, xv[4] = {x.x, x.y, x.z, x.w};
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
@@ -56,16 +51,11 @@ template <> struct Pack<__half> {
       acc = fmaf(a.y, b.y, acc);
     }
   }
-  static __device__ __forceinline__ __half fromFloat(float v) {
-    return __float2half_rn(v);
-  }
-  static __device__ __forceinline__ float toFloat(__half v) {
-    return __half2float(v);
-  }
+  static __device__ __forceinline__ __half fromFloat(float v) { return __float2half_rn(v); }
+  static __device__ __forceinline__ float toFloat(__half v) { return __half2float(v); }
 };
 
-__device__ __forceinline__ float loadBias(const void *bias, EType type,
-                                          int64_t i) {
+__device__ __forceinline__ float loadBias(const void *bias, EType type, int64_t i) {
   switch (type) {
   case EType::kBF16:
     return __bfloat162float(static_cast<const __nv_bfloat16 *>(bias)[i]);
@@ -100,8 +90,7 @@ __device__ __forceinline__ uint4 normalize(const uint4 &x, const uint4 &w, float
   return out;
 }
 
-template <typename T>
-__device__ __forceinline__ float sumOfSquares(const uint4 &x) {
+template <typename T> __device__ __forceinline__ float sumOfSquares(const uint4 &x) {
   const T *xs = reinterpret_cast<const T *>(&x);
   float sum = 0.0f;
 #pragma unroll
@@ -120,8 +109,7 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   const bool swiglu = a.epilogue == GemvEpilogue::kSwiglu;
   const int64_t pairs = swiglu ? a.n / 2 : (a.n + 1) / 2;
-  const int64_t pair = static_cast<int64_t>(blockIdx.x) * (kWarpsPerBlock / slices) +
-                       warp / slices;
+  const int64_t pair = static_cast<int64_t>(blockIdx.x) * (kWarpsPerBlock / slices) + warp / slices;
   const int slice = warp % slices;
   const bool valid = pair < pairs;
   const int64_t row0 = valid ? (swiglu ? pair : 2 * pair) : 0;
@@ -264,8 +252,7 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
 int slicesFor(int64_t pairs, int64_t k) {
   constexpr int64_t kTargetWarps = 132 * 32;
   int slices = 1;
-  while (slices < kWarpsPerBlock && pairs * slices < kTargetWarps &&
-         k / 8 / (2 * slices) >= 32)
+  while (slices < kWarpsPerBlock && pairs * slices < kTargetWarps && k / 8 / (2 * slices) >= 32)
     slices *= 2;
   return slices;
 }
@@ -284,17 +271,14 @@ cudaError_t launchTyped(const GemvArgs &a, cudaStream_t stream) {
   return launchKernel(gemvKernel<T, OutT, 4>, blocks, threads, 0, stream, a.pdl, a, slices);
 }
 
-bool aligned16(const void *p) {
-  return reinterpret_cast<uintptr_t>(p) % 16 == 0;
-}
+bool aligned16(const void *p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 
 } // namespace
 
 bool gemvSupports(const GemvArgs &a) {
   return (a.type == EType::kBF16 || a.type == EType::kF16) &&
-         (a.out_type == a.type || a.out_type == EType::kF32) && a.m >= 1 &&
-         a.m <= kGemvMaxRows && a.n >= 1 && a.k >= 8 && a.k % 8 == 0 &&
-         aligned16(a.x) && aligned16(a.w) &&
+         (a.out_type == a.type || a.out_type == EType::kF32) && a.m >= 1 && a.m <= kGemvMaxRows &&
+         a.n >= 1 && a.k >= 8 && a.k % 8 == 0 && aligned16(a.x) && aligned16(a.w) &&
          (a.epilogue != GemvEpilogue::kSwiglu || a.n % 2 == 0) &&
          (a.epilogue != GemvEpilogue::kResidualAdd || a.residual) &&
          (!a.norm_weight || (a.norm_type == a.type && aligned16(a.norm_weight)));

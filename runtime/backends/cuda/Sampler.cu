@@ -135,8 +135,7 @@ size_t cubBytes(int32_t vocab) {
   size_t bytes = 0;
   int items = kSamplerRowsPerPass * vocab;
   cub::DeviceRadixSort::SortPairs(nullptr, bytes, static_cast<uint64_t *>(nullptr),
-                                  static_cast<uint64_t *>(nullptr),
-                                  static_cast<int32_t *>(nullptr),
+                                  static_cast<uint64_t *>(nullptr), static_cast<int32_t *>(nullptr),
                                   static_cast<int32_t *>(nullptr), items);
   return bytes;
 }
@@ -177,13 +176,12 @@ cudaError_t launchSampling(const float *logits, int32_t rows, int32_t vocab,
     buildKeys<<<pass, kThreads, 0, stream>>>(pass_logits, vocab, w.keys_in, w.ids_in);
     size_t cub_bytes = w.cub_bytes;
     // Row index in bits 32..35 (kSamplerRowsPerPass <= 16), logit below.
-    cudaError_t e = cub::DeviceRadixSort::SortPairs(w.cub, cub_bytes, w.keys_in, w.keys_out,
-                                                    w.ids_in, w.ids_out, pass * vocab, 0, 36,
-                                                    stream);
+    cudaError_t e = cub::DeviceRadixSort::SortPairs(
+        w.cub, cub_bytes, w.keys_in, w.keys_out, w.ids_in, w.ids_out, pass * vocab, 0, 36, stream);
     if (e != cudaSuccess)
       return e;
-    drawKernel<<<pass, kThreads, 0, stream>>>(pass_logits, vocab, w.ids_out,
-                                              sampling + first, tokens + first);
+    drawKernel<<<pass, kThreads, 0, stream>>>(pass_logits, vocab, w.ids_out, sampling + first,
+                                              tokens + first);
   }
   return cudaGetLastError();
 }

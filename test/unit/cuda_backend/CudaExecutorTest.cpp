@@ -36,7 +36,7 @@ std::vector<std::vector<int32_t>> prompts() {
 /// `keep_logits` through a LogitsRecorder (host sampling), else with
 /// device greedy sampling.
 Generation generate(const artifact::LoadedArtifact &artifact, const CudaExecutorOptions &options,
-                   bool keep_logits, engine::SamplingParams sampling = {}) {
+                    bool keep_logits, engine::SamplingParams sampling = {}) {
   Generation run;
   auto executor = CudaExecutor::create(artifact, options);
   EXPECT_TRUE(executor.isOk()) << executor.status().toString();

@@ -15,9 +15,9 @@
 namespace txc::cuda {
 namespace {
 
-using cpu::testing::TestTensor;
 using cpu::testing::poisonedTensor;
 using cpu::testing::randomTensor;
+using cpu::testing::TestTensor;
 using cpu::testing::toleranceFor;
 
 struct GemvCase {
@@ -33,8 +33,7 @@ struct GemvCase {
 void *upload(const TestTensor &t) {
   void *p = nullptr;
   EXPECT_EQ(cudaMalloc(&p, std::max<size_t>(t.bytes.size(), 16)), cudaSuccess);
-  EXPECT_EQ(cudaMemcpy(p, t.bytes.data(), t.bytes.size(), cudaMemcpyHostToDevice),
-            cudaSuccess);
+  EXPECT_EQ(cudaMemcpy(p, t.bytes.data(), t.bytes.size(), cudaMemcpyHostToDevice), cudaSuccess);
   return p;
 }
 
@@ -42,8 +41,7 @@ EType etypeOf(DType dtype) { return dtype == DType::kBF16 ? EType::kBF16 : EType
 
 void runCase(const GemvCase &c) {
   SCOPED_TRACE("m " + std::to_string(c.m) + " n " + std::to_string(c.n) + " k " +
-               std::to_string(c.k) + " epilogue " +
-               std::to_string(static_cast<int>(c.epilogue)));
+               std::to_string(c.k) + " epilogue " + std::to_string(static_cast<int>(c.epilogue)));
   std::mt19937 rng(static_cast<uint32_t>(c.m * 1000003 + c.n * 101 + c.k));
   TestTensor x = randomTensor(c.dtype, c.m, c.k, rng);
   TestTensor w = randomTensor(c.dtype, c.n, c.k, rng, -0.1, 0.1);
@@ -52,8 +50,7 @@ void runCase(const GemvCase &c) {
   const double eps = 1e-6;
   int64_t out_cols = c.epilogue == GemvEpilogue::kSwiglu ? c.n / 2 : c.n;
   TestTensor residual = randomTensor(c.out_dtype, c.m, out_cols, rng);
-  TestTensor out =
-      c.residual_in_place ? residual : poisonedTensor(c.out_dtype, c.m, out_cols);
+  TestTensor out = c.residual_in_place ? residual : poisonedTensor(c.out_dtype, c.m, out_cols);
 
   void *dx = upload(x), *dw = upload(w), *db = upload(bias), *dr = upload(residual);
   void *dg = upload(gamma);
@@ -119,8 +116,7 @@ void runCase(const GemvCase &c) {
       }
       double got = out.at(r, j);
       if (!(std::abs(got - want) <= toleranceFor(c.out_dtype, std::abs(want))) && ++bad <= 5)
-        ADD_FAILURE() << "row " << r << " col " << j << ": got " << got << ", want "
-                      << want;
+        ADD_FAILURE() << "row " << r << " col " << j << ": got " << got << ", want " << want;
     }
   EXPECT_EQ(bad, 0);
 }

@@ -5,13 +5,13 @@
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
-#define TXC_SKIP_WITHOUT_GPU()                                                 \
-  do {                                                                         \
-    int count_ = 0;                                                            \
-    if (cudaGetDeviceCount(&count_) != cudaSuccess || count_ == 0) {           \
-      cudaGetLastError();                                                      \
-      GTEST_SKIP() << "no CUDA GPU on this machine";                           \
-    }                                                                          \
+#define TXC_SKIP_WITHOUT_GPU()                                                                     \
+  do {                                                                                             \
+    int count_ = 0;                                                                                \
+    if (cudaGetDeviceCount(&count_) != cudaSuccess || count_ == 0) {                               \
+      cudaGetLastError();                                                                          \
+      GTEST_SKIP() << "no CUDA GPU on this machine";                                               \
+    }                                                                                              \
   } while (0)
 
 #endif

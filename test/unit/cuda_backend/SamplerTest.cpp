@@ -71,8 +71,7 @@ void checkVocabulary(int32_t vocab) {
                              d_tokens, nullptr),
               cudaSuccess);
     std::vector<int32_t> tokens(rows);
-    ASSERT_EQ(cudaMemcpy(tokens.data(), d_tokens, rows * 4, cudaMemcpyDeviceToHost),
-              cudaSuccess);
+    ASSERT_EQ(cudaMemcpy(tokens.data(), d_tokens, rows * 4, cudaMemcpyDeviceToHost), cudaSuccess);
     for (int32_t r = 0; r < rows; ++r, ++draws) {
       auto want = engine::sampleToken(logits.data() + static_cast<size_t>(r) * vocab, vocab,
                                       params[r], step);
@@ -91,12 +90,12 @@ void checkVocabulary(int32_t vocab) {
                        cudaMemcpyHostToDevice),
             cudaSuccess);
   std::vector<engine::RowSampling> two = {{0.0f, 0, 1.0f, 0.5}, {1.0f, 10, 0.9f, 0.5}};
-  ASSERT_EQ(cudaMemcpy(d_sampling, two.data(), 2 * sizeof(engine::RowSampling),
-                       cudaMemcpyHostToDevice),
-            cudaSuccess);
-  ASSERT_EQ(launchSampling(d_logits, 2, vocab, d_sampling, workspace, workspace_bytes,
-                           d_tokens, nullptr),
-            cudaSuccess);
+  ASSERT_EQ(
+      cudaMemcpy(d_sampling, two.data(), 2 * sizeof(engine::RowSampling), cudaMemcpyHostToDevice),
+      cudaSuccess);
+  ASSERT_EQ(
+      launchSampling(d_logits, 2, vocab, d_sampling, workspace, workspace_bytes, d_tokens, nullptr),
+      cudaSuccess);
   int32_t bad[2] = {0, 0};
   ASSERT_EQ(cudaMemcpy(bad, d_tokens, 8, cudaMemcpyDeviceToHost), cudaSuccess);
   EXPECT_EQ(bad[0], -1) << "NaN row";

@@ -1,0 +1,249 @@
+//===- ExecutorState.h - The CUDA executor's state, shared by its parts -===//
+//
+// CudaExecutor's implementation is split by concern, one file each:
+// CudaExecutor.cpp (checks, allocation at create, the public class),
+// Binding.cpp (plan operands to device matrices, step inputs), Launches.cpp
+// (one txk op to kernels: GEMM/GEMV, norms, rope, attention), Steps.cpp (a
+// step: warm-up, CUDA graphs, sampling). Private to runtime/backends/cuda.
+//
+// Binding mirrors CpuExecutor: an arena slot's -1 row dimension is set per
+// step by the launch that writes the slot and remembered per offset (host
+// bookkeeping only; nothing waits on the GPU). Inputs that overlap a result
+// in a way a kernel could race on are copied to scratch first.
+//
+//===----------------------------------------------------------------------===//
+#ifndef TXC_RUNTIME_BACKENDS_CUDA_EXECUTORSTATE_H
+#define TXC_RUNTIME_BACKENDS_CUDA_EXECUTORSTATE_H
+
+// The kernel library's status.h defines its own TXC_RETURN_IF_ERROR for
+// txc::kernels::Status: include it first and let txc/Status.h's win.
+#include "attention/attention.h"
+#undef TXC_RETURN_IF_ERROR
+#undef TXC_ASSIGN_OR_RETURN
+
+#include "runtime/backends/cpu/Kernels.h" // shapeString, GemmEpilogue
+#include "runtime/backends/cpu/LaunchAttributes.h"
+#include "runtime/backends/cpu/PlanValues.h"
+#include "runtime/backends/cuda/CudaExecutor.h"
+#include "runtime/backends/cuda/CudaKernels.h"
+#include "runtime/backends/cuda/Gemv.h"
+
+#include <cublasLt.h>
+#include <cuda_runtime.h>
+
+#include <map>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace txc::cuda {
+
+namespace pb = artifact::pb;
+using cpu::LaunchAttributes;
+using cpu::shapeString;
+
+inline Status cudaStatus(cudaError_t error, const std::string &what) {
+  if (error == cudaSuccess)
+    return Status::ok();
+  if (error == cudaErrorMemoryAllocation)
+    return resourceExhausted(what + ": out of GPU memory (" + cudaGetErrorString(error) + ")");
+  return internalError(what + ": " + cudaGetErrorName(error) + " (" + cudaGetErrorString(error) +
+                       ")");
+}
+
+inline Status cublasStatus(cublasStatus_t status, const std::string &what) {
+  if (status == CUBLAS_STATUS_SUCCESS)
+    return Status::ok();
+  return internalError(what + ": cuBLASLt status " + std::to_string(static_cast<int>(status)));
+}
+
+#define CU(call, what) TXC_RETURN_IF_ERROR(cudaStatus((call), (what)))
+
+inline StatusOr<EType> etype(DType dtype, const std::string &what) {
+  switch (dtype) {
+  case DType::kF32:
+    return EType::kF32;
+  case DType::kBF16:
+    return EType::kBF16;
+  case DType::kF16:
+    return EType::kF16;
+  default:
+    return unimplemented(what + " has dtype " + std::string(dtypeName(dtype)) +
+                         "; the CUDA kernels take F32, BF16 or F16");
+  }
+}
+
+inline cudaDataType_t cudaType(DType dtype) {
+  switch (dtype) {
+  case DType::kBF16:
+    return CUDA_R_16BF;
+  case DType::kF16:
+    return CUDA_R_16F;
+  default:
+    return CUDA_R_32F;
+  }
+}
+
+inline std::string describeLaunch(int index, const pb::Launch &launch) {
+  std::string text = "launch " + std::to_string(index) + " (" + launch.op();
+  if (!launch.location().empty())
+    text += " at " + launch.location();
+  return text + ")";
+}
+
+inline Status withContext(const std::string &context, const Status &status) {
+  if (status.isOk())
+    return status;
+  return Status(status.code(), context + ": " + status.message());
+}
+
+inline bool overlaps(const void *a, uint64_t a_bytes, const void *b, uint64_t b_bytes) {
+  auto x = reinterpret_cast<uintptr_t>(a), y = reinterpret_cast<uintptr_t>(b);
+  return a && b && x < y + b_bytes && y < x + a_bytes;
+}
+
+/// A device tensor view (row-major 2-D).
+struct DMatrix {
+  void *data = nullptr;
+  DType dtype = DType::kInvalid;
+  int64_t rows = 0, cols = 0;
+  bool present() const { return data != nullptr; }
+  uint64_t bytes() const { return static_cast<uint64_t>(rows * cols) * dtypeSize(dtype); }
+};
+
+struct Bound {
+  enum class Kind { kAbsent, kMatrix, kTokenIds, kPositions, kBatch, kCache } kind = Kind::kAbsent;
+  DMatrix matrix;
+  int32_t layer = -1;
+};
+
+struct LayerCache {
+  void *data = nullptr;
+  int64_t kv_heads = 0, head_dim = 0;
+};
+
+struct RopeTable {
+  float *inv_freq = nullptr; // device
+  int64_t half = 0;
+  float attention_scaling = 1.0f;
+};
+
+struct GemmPlanKey {
+  int64_t m, n, k;
+  int a, b, c, d, bias;
+  bool operator<(const GemmPlanKey &o) const {
+    return std::tie(m, n, k, a, b, c, d, bias) <
+           std::tie(o.m, o.n, o.k, o.a, o.b, o.c, o.d, o.bias);
+  }
+};
+
+struct GemmPlan {
+  cublasLtMatmulDesc_t op = nullptr;
+  cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr, d = nullptr;
+  cublasLtMatmulAlgo_t algo;
+};
+
+inline constexpr int kMaxDecodeSplits = 32;
+inline constexpr size_t kCublasWorkspaceBytes = size_t{32} << 20;
+
+struct CudaExecutor::State {
+  const artifact::LoadedArtifact *artifact = nullptr;
+  CudaExecutorOptions options;
+  const pb::Plan *plan = nullptr;
+  std::string path;
+  int32_t vocab_size = 0, page_size = 0, num_pages = 0;
+  DType cache_dtype = DType::kInvalid;
+  int64_t max_num_seqs = 256;
+
+  cudaStream_t stream = nullptr;
+  cudaEvent_t step_start = nullptr, step_end = nullptr;
+  // profile_launches: one event before each launch and one at the end.
+  bool profile = false;
+  std::vector<cudaEvent_t> launch_events;
+  std::map<std::pair<std::string, bool>, LaunchProfileEntry> profile_totals;
+  cublasLtHandle_t lt = nullptr;
+  std::vector<void *> allocations;
+  std::vector<void *> weights; // device pointer per manifest entry
+  unsigned char *arena = nullptr;
+  uint64_t arena_bytes = 0;
+  std::map<int32_t, LayerCache> caches;
+  std::map<int, RopeTable> rope_tables; // per launch index
+  unsigned char *gemm_scratch = nullptr;
+  uint64_t gemm_scratch_bytes = 0;
+  unsigned char *copy_scratch = nullptr;
+  uint64_t copy_scratch_bytes = 0, copy_scratch_used = 0;
+  void *cublas_workspace = nullptr;
+  unsigned char *decode_workspace = nullptr;
+  uint64_t decode_workspace_bytes = 0;
+  unsigned *split_counters = nullptr;
+  int64_t max_heads = 0, max_kv_heads = 0, max_head_dim = 0;
+  float *device_logits = nullptr;
+  int64_t device_logits_rows = 0;
+  int32_t *host_inputs = nullptr, *device_inputs = nullptr;
+  size_t inputs_capacity = 0;
+  std::map<GemmPlanKey, GemmPlan> gemm_plans;
+  float last_step_ms = 0.0f;
+  // Sampling on the device (argmax alone when every row is greedy), tokens
+  // back through pinned memory.
+  int32_t *device_tokens = nullptr, *host_tokens = nullptr;
+  engine::RowSampling *device_row_sampling = nullptr, *host_row_sampling = nullptr;
+  void *sampling_workspace = nullptr;
+  size_t sampling_workspace_bytes = 0;
+  std::vector<float> host_logits; // non-greedy rows sampled on the host
+  // Decode steps replay a CUDA graph per (batch bucket, context bucket); the
+  // context bucket fixes the split-KV count the graph was captured with.
+  std::map<std::pair<int32_t, int32_t>, cudaGraphExec_t> decode_graphs;
+  int32_t graph_max_batch = 0; // 0: no graphs
+  engine::Batch padded;        // the bucket-sized batch a graph runs
+  int32_t graph_context = 0;   // > 0 while running a graph: planning context
+  // rms_norm launches whose result only the next launch's GEMM reads: for
+  // decode-sized batches the GEMV applies the norm in its prologue and the
+  // norm launch is skipped (fusableNorms).
+  std::set<int> fusable_norms;
+  struct PendingNorm {
+    bool active = false;
+    DMatrix input, weight, out;
+    float eps = 0.0f;
+  } pending_norm;
+
+  // The step being run.
+  const engine::Batch *batch = nullptr;
+  const int32_t *d_tokens = nullptr, *d_positions = nullptr, *d_slots = nullptr, *d_qso = nullptr,
+                *d_context = nullptr, *d_tables = nullptr;
+  int32_t max_new_tokens = 0, max_context = 0;
+  std::unordered_map<uint64_t, int64_t> rows_at_offset;
+  bool wrote_logits = false;
+
+  ~State();
+  StatusOr<void *> allocate(uint64_t bytes, const std::string &what);
+  Status prepare();
+  Status validateBatch(const engine::Batch &batch) const;
+  Status uploadInputs(const engine::Batch &batch);
+  Status runLaunch(int index, const pb::Launch &launch);
+  Status enqueueLaunches(const engine::Batch &batch);
+  bool graphable(const engine::Batch &batch) const;
+  Status runDecodeGraph(const engine::Batch &batch);
+  Status step(const engine::Batch &batch, float *logits, int32_t *tokens,
+              const std::vector<engine::RowSampling> *sampling = nullptr);
+  Status warmUp();
+
+  StatusOr<Bound> bindOperand(const pb::Launch &launch, int i, bool required);
+  StatusOr<DMatrix> floatOperand(const pb::Launch &launch, int i, bool required);
+  StatusOr<DMatrix> bindResult(const pb::Launch &launch, int i, int64_t rows);
+  StatusOr<DMatrix> copyToScratch(const DMatrix &input);
+  Status unalias(std::vector<DMatrix *> inputs, std::vector<DMatrix> results);
+  Status gemm(const DMatrix &input, const DMatrix &weight, const DMatrix &bias,
+              const DMatrix &residual, const DMatrix &out);
+  StatusOr<bool> tryGemv(const DMatrix &input, const DMatrix &weight, const DMatrix &bias,
+                         const DMatrix &residual, GemvEpilogue epilogue, const DMatrix &out);
+  Status launchNorm(const DMatrix &input, const DMatrix *residual, const DMatrix &weight, float eps,
+                    const DMatrix *sum, const DMatrix &out);
+  Status flushPendingNorm();
+  Status attention(const LaunchAttributes &attributes, const DMatrix &query,
+                   const LayerCache &cache, const DMatrix &out);
+};
+
+} // namespace txc::cuda
+
+#endif

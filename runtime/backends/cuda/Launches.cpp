@@ -1,0 +1,533 @@
+//===- Launches.cpp - One txk op to kernels --------------------------------===//
+// First, on its own: it settles the TXC_RETURN_IF_ERROR clash (see there).
+#include "runtime/backends/cuda/ExecutorState.h"
+
+#include <algorithm>
+
+namespace txc::cuda {
+
+// out = input @ weight^T (+ bias) (+ residual), fp32 accumulation. Row-major
+// out[M, N] is column-major out^T = weight (K x N, transposed) * input^T.
+Status CudaExecutor::State::gemm(const DMatrix &input, const DMatrix &weight, const DMatrix &bias,
+                                 const DMatrix &residual, const DMatrix &out) {
+  int64_t m = input.rows, k = input.cols, n = weight.rows;
+  if (weight.cols != k)
+    return invalidArgument("gemm input " + shapeString(m, k) + " and weight " +
+                           shapeString(weight.rows, weight.cols) + " disagree on K");
+  if (out.rows != m || out.cols != n)
+    return invalidArgument("gemm result " + shapeString(out.rows, out.cols) + " must be " +
+                           shapeString(m, n));
+  if (input.dtype != weight.dtype)
+    return unimplemented(std::string("gemm of a ") + std::string(dtypeName(input.dtype)) +
+                         " input by a " + std::string(dtypeName(weight.dtype)) +
+                         " weight: cuBLASLt needs one operand type");
+  if (residual.present() &&
+      (residual.dtype != out.dtype || residual.rows != m || residual.cols != n))
+    return unimplemented("gemm residual must have the result's shape and dtype");
+  if (bias.present() && bias.rows * bias.cols != n)
+    return invalidArgument("gemm bias must have " + std::to_string(n) + " elements");
+  TXC_ASSIGN_OR_RETURN(
+      bool done,
+      tryGemv(input, weight, bias, residual,
+              residual.present() ? GemvEpilogue::kResidualAdd : GemvEpilogue::kNone, out));
+  if (done)
+    return Status::ok();
+  TXC_RETURN_IF_ERROR(flushPendingNorm());
+  GemmPlanKey key{m,
+                  n,
+                  k,
+                  static_cast<int>(weight.dtype),
+                  static_cast<int>(input.dtype),
+                  residual.present() ? 1 : 0,
+                  static_cast<int>(out.dtype),
+                  bias.present() ? static_cast<int>(bias.dtype) : -1};
+  auto it = gemm_plans.find(key);
+  if (it == gemm_plans.end()) {
+    GemmPlan p;
+    cublasComputeType_t compute = CUBLAS_COMPUTE_32F;
+    TXC_RETURN_IF_ERROR(
+        cublasStatus(cublasLtMatmulDescCreate(&p.op, compute, CUDA_R_32F), "matmul desc"));
+    cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
+    cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta));
+    cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb));
+    if (bias.present()) {
+      cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_BIAS;
+      cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue,
+                                     sizeof(epilogue));
+      cudaDataType_t bt = cudaType(bias.dtype);
+      cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bt, sizeof(bt));
+    }
+    cublasLtMatrixLayoutCreate(&p.a, cudaType(weight.dtype), k, n, k);
+    cublasLtMatrixLayoutCreate(&p.b, cudaType(input.dtype), k, m, k);
+    cublasLtMatrixLayoutCreate(&p.c, cudaType(out.dtype), n, m, n);
+    cublasLtMatrixLayoutCreate(&p.d, cudaType(out.dtype), n, m, n);
+    cublasLtMatmulPreference_t pref;
+    cublasLtMatmulPreferenceCreate(&pref);
+    size_t ws = kCublasWorkspaceBytes;
+    cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws,
+                                         sizeof(ws));
+    cublasLtMatmulHeuristicResult_t result;
+    int found = 0;
+    cublasStatus_t status =
+        cublasLtMatmulAlgoGetHeuristic(lt, p.op, p.a, p.b, p.c, p.d, pref, 1, &result, &found);
+    cublasLtMatmulPreferenceDestroy(pref);
+    if (status != CUBLAS_STATUS_SUCCESS || found == 0) {
+      cublasLtMatmulDescDestroy(p.op);
+      for (cublasLtMatrixLayout_t l : {p.a, p.b, p.c, p.d})
+        cublasLtMatrixLayoutDestroy(l);
+      return unimplemented("cuBLASLt has no algorithm for " + shapeString(m, k) + " x " +
+                           shapeString(n, k) + "^T in " + std::string(dtypeName(input.dtype)) +
+                           " -> " + std::string(dtypeName(out.dtype)) +
+                           (bias.present() ? " with bias" : ""));
+    }
+    p.algo = result.algo;
+    it = gemm_plans.emplace(key, p).first;
+  }
+  GemmPlan &p = it->second;
+  if (bias.present())
+    cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias.data,
+                                   sizeof(bias.data));
+  float alpha = 1.0f, beta = residual.present() ? 1.0f : 0.0f;
+  const void *c = residual.present() ? residual.data : out.data;
+  return cublasStatus(cublasLtMatmul(lt, p.op, &alpha, weight.data, p.a, input.data, p.b, &beta, c,
+                                     p.c, out.data, p.d, &p.algo, cublas_workspace,
+                                     kCublasWorkspaceBytes, stream),
+                      "cublasLtMatmul " + shapeString(m, k) + " x " + shapeString(n, k) + "^T");
+}
+
+// The decode-sized GEMMs (m <= kGemvMaxRows, 16-bit, one dtype throughout)
+// run on Gemv.cu with the epilogue fused; false leaves the GEMM to cuBLASLt.
+StatusOr<bool> CudaExecutor::State::tryGemv(const DMatrix &input, const DMatrix &weight,
+                                            const DMatrix &bias, const DMatrix &residual,
+                                            GemvEpilogue epilogue, const DMatrix &out) {
+  if (!options.use_gemv || input.dtype != weight.dtype ||
+      (residual.present() && residual.dtype != out.dtype))
+    return false;
+  GemvArgs g;
+  g.x = input.data;
+  const PendingNorm &norm = pending_norm;
+  if (norm.active) {
+    // The input is the deferred norm's result: read the norm's input instead.
+    if (norm.out.data != input.data || norm.input.dtype != input.dtype ||
+        norm.input.cols != input.cols ||
+        overlaps(norm.input.data, norm.input.bytes(), out.data, out.bytes()))
+      return false;
+    g.x = norm.input.data;
+    g.norm_weight = norm.weight.data;
+    TXC_ASSIGN_OR_RETURN(g.norm_type, etype(norm.weight.dtype, "the norm weight"));
+    g.norm_eps = norm.eps;
+  }
+  g.w = weight.data;
+  g.bias = bias.data;
+  if (bias.present()) {
+    TXC_ASSIGN_OR_RETURN(g.bias_type, etype(bias.dtype, "the bias"));
+  }
+  g.residual = residual.data;
+  g.out = out.data;
+  TXC_ASSIGN_OR_RETURN(g.type, etype(input.dtype, "the gemm input"));
+  TXC_ASSIGN_OR_RETURN(g.out_type, etype(out.dtype, "the gemm result"));
+  g.m = input.rows;
+  g.n = weight.rows;
+  g.k = input.cols;
+  g.epilogue = epilogue;
+  g.pdl = options.use_pdl;
+  if (!gemvSupports(g))
+    return false;
+  TXC_RETURN_IF_ERROR(cudaStatus(launchGemv(g, stream), "gemv launch"));
+  pending_norm.active = false;
+  return true;
+}
+
+Status CudaExecutor::State::launchNorm(const DMatrix &input, const DMatrix *residual,
+                                       const DMatrix &weight, float eps, const DMatrix *sum,
+                                       const DMatrix &out) {
+  TXC_ASSIGN_OR_RETURN(EType it, etype(input.dtype, "the input"));
+  TXC_ASSIGN_OR_RETURN(EType wt, etype(weight.dtype, "the weight"));
+  TXC_ASSIGN_OR_RETURN(EType ot, etype(out.dtype, "the result"));
+  EType rt = EType::kF32, st = EType::kF32;
+  if (residual) {
+    TXC_ASSIGN_OR_RETURN(rt, etype(residual->dtype, "the residual"));
+  }
+  if (sum) {
+    TXC_ASSIGN_OR_RETURN(st, etype(sum->dtype, "the sum"));
+  }
+  return cudaStatus(launchRmsNorm(input.data, it, residual ? residual->data : nullptr, rt,
+                                  weight.data, wt, weight.rows * weight.cols, input.rows,
+                                  input.cols, eps, sum ? sum->data : nullptr, st, out.data, ot,
+                                  stream, options.use_pdl),
+                    "kernel launch");
+}
+
+// A deferred norm whose GEMM did not take it runs now, before the GEMM.
+Status CudaExecutor::State::flushPendingNorm() {
+  if (!pending_norm.active)
+    return Status::ok();
+  pending_norm.active = false;
+  return launchNorm(pending_norm.input, nullptr, pending_norm.weight, pending_norm.eps, nullptr,
+                    pending_norm.out);
+}
+
+Status CudaExecutor::State::attention(const LaunchAttributes &attributes, const DMatrix &query,
+                                      const LayerCache &cache, const DMatrix &out) {
+  TXC_ASSIGN_OR_RETURN(int64_t heads, attributes.getInt("num_heads"));
+  TXC_ASSIGN_OR_RETURN(int64_t kv_heads, attributes.getInt("num_kv_heads"));
+  TXC_ASSIGN_OR_RETURN(int64_t head_dim, attributes.getInt("head_dim"));
+  TXC_ASSIGN_OR_RETURN(double scale, attributes.getFloat("scale"));
+  bool causal = attributes.getFlag("causal");
+  int64_t window = attributes.getIntOr("sliding_window", 0);
+  double softcap = attributes.getFloatOr("logit_softcap", 0.0);
+  if (heads % kv_heads != 0)
+    return invalidArgument("num_heads must be a multiple of num_kv_heads");
+  if (query.cols != heads * head_dim || query.rows != batch->numTokens())
+    return invalidArgument("attention query " + shapeString(query.rows, query.cols) + " must be " +
+                           shapeString(batch->numTokens(), heads * head_dim));
+  if (out.rows != query.rows || out.cols != query.cols)
+    return invalidArgument("attention result must match the query");
+  if (cache.kv_heads != kv_heads || cache.head_dim != head_dim)
+    return invalidArgument("KV cache layer holds " + std::to_string(cache.kv_heads) + " heads of " +
+                           std::to_string(cache.head_dim));
+  int32_t seqs = batch->numSequences(), tokens = batch->numTokens();
+
+  bool library = options.use_attention_library &&
+                 (cache_dtype == DType::kBF16 || cache_dtype == DType::kF16) &&
+                 query.dtype == cache_dtype && out.dtype == cache_dtype &&
+                 (page_size & (page_size - 1)) == 0;
+  if (library) {
+    kernels::AttentionConfig config;
+    config.dtype =
+        cache_dtype == DType::kBF16 ? kernels::ElementType::kBf16 : kernels::ElementType::kFp16;
+    config.head_dim = static_cast<int>(head_dim);
+    config.causal = causal;
+    kernels::KVCacheView kv;
+    int64_t kv_cols = kv_heads * head_dim;
+    int64_t elem = dtypeSize(cache_dtype);
+    kv.k = cache.data;
+    kv.v = static_cast<unsigned char *>(cache.data) + page_size * kv_cols * elem;
+    kv.page_table = d_tables;
+    kv.page_table_stride = batch->max_pages_per_seq;
+    kv.page_stride = 2 * page_size * kv_cols;
+    kv.head_stride = head_dim;
+    kv.token_stride = kv_cols;
+    kv.page_size = page_size;
+    kv.page_size_log2 = 0;
+    while ((1 << kv.page_size_log2) < page_size)
+      ++kv.page_size_log2;
+    kernels::VariantParams variant;
+    variant.sm_scale = static_cast<float>(scale);
+    variant.sm_scale_log2 = static_cast<float>(scale * 1.4426950408889634);
+    variant.softcap = static_cast<float>(softcap);
+    variant.window_left = window > 0 ? static_cast<int>(window - 1) : -1;
+    kernels::Status status;
+    if (tokens == seqs) { // every sequence has one new token: decode
+      kernels::DecodeParams p;
+      p.q = query.data;
+      p.q_batch_stride = query.cols;
+      p.q_head_stride = head_dim;
+      p.o = out.data;
+      p.o_batch_stride = out.cols;
+      p.o_head_stride = head_dim;
+      p.kv = kv;
+      p.kv_lens = d_context;
+      p.batch = seqs;
+      p.num_qo_heads = static_cast<int>(heads);
+      p.num_kv_heads = static_cast<int>(kv_heads);
+      p.variant = variant;
+      int splits = 1;
+      // At most kMaxDecodeSplits (the workspace), so chunks of 32 tokens
+      // (two pages) only matter below 1k tokens of context, where one CTA
+      // per KV head would walk the whole context alone.
+      status = kernels::planDecodeSplits(config, seqs, p.num_qo_heads, p.num_kv_heads,
+                                         graph_context > 0 ? graph_context : max_context, &splits,
+                                         32, kMaxDecodeSplits);
+      if (status.isOk()) {
+        splits = std::max(1, std::min(splits, kMaxDecodeSplits));
+        if (seqs > max_num_seqs)
+          splits = 1;
+        if (splits > 1) {
+          kernels::DecodeWorkspaceLayout layout = kernels::decodeWorkspaceLayout(
+              seqs, p.num_qo_heads, p.num_kv_heads, static_cast<int>(head_dim), splits);
+          if (layout.total_bytes > decode_workspace_bytes) {
+            splits = 1;
+          } else {
+            p.maybe_partial_o =
+                reinterpret_cast<float *>(decode_workspace + layout.partial_o_offset);
+            p.maybe_partial_lse =
+                reinterpret_cast<float *>(decode_workspace + layout.partial_lse_offset);
+            p.maybe_split_counters = split_counters;
+          }
+        }
+        p.num_splits = splits;
+        status = kernels::launchPagedDecode(config, p, stream);
+      }
+    } else {
+      kernels::PrefillParams p;
+      p.q = query.data;
+      p.q_token_stride = query.cols;
+      p.q_head_stride = head_dim;
+      p.o = out.data;
+      p.o_token_stride = out.cols;
+      p.o_head_stride = head_dim;
+      p.kv = kv;
+      p.cu_seqlens_q = d_qso;
+      p.maybe_kv_lens = d_context;
+      p.batch = seqs;
+      p.num_qo_heads = static_cast<int>(heads);
+      p.num_kv_heads = static_cast<int>(kv_heads);
+      p.max_seqlen_q = max_new_tokens;
+      p.variant = variant;
+      status = kernels::launchPrefill(config, p, stream);
+    }
+    if (status.isOk())
+      return Status::ok();
+    if (status.code() != kernels::StatusCode::kUnsupported)
+      return internalError("attention kernel: " + status.message());
+    // Unsupported variant: the simple kernel below.
+  }
+  SimpleAttentionArgs a;
+  TXC_ASSIGN_OR_RETURN(a.q_type, etype(query.dtype, "the query"));
+  TXC_ASSIGN_OR_RETURN(a.cache_type, etype(cache_dtype, "the cache"));
+  TXC_ASSIGN_OR_RETURN(a.out_type, etype(out.dtype, "the result"));
+  if (head_dim > 512)
+    return unimplemented("head_dim " + std::to_string(head_dim) +
+                         " is above the simple attention kernel's 512");
+  a.q = query.data;
+  a.cache = cache.data;
+  a.page_size = page_size;
+  a.kv_heads = kv_heads;
+  a.head_dim = head_dim;
+  a.heads = heads;
+  a.query_start_offsets = d_qso;
+  a.context_lens = d_context;
+  a.block_tables = d_tables;
+  a.max_pages_per_seq = batch->max_pages_per_seq;
+  a.num_seqs = seqs;
+  a.num_tokens = tokens;
+  a.scale = static_cast<float>(scale);
+  a.softcap = static_cast<float>(softcap);
+  a.causal = causal;
+  a.sliding_window = window;
+  a.out = out.data;
+  return cudaStatus(launchSimpleAttention(a, stream), "simple attention kernel");
+}
+
+// --- running ---------------------------------------------------------------
+
+Status CudaExecutor::State::runLaunch(int index, const pb::Launch &launch) {
+  const std::string &op = launch.op();
+  LaunchAttributes attributes(launch);
+  copy_scratch_used = 0;
+  const std::string kernel = "kernel launch";
+  if (op != "txk.gemm" && op != "txk.gemm_rope_append")
+    TXC_RETURN_IF_ERROR(flushPendingNorm());
+
+  if (op == "txk.embedding") {
+    TXC_ASSIGN_OR_RETURN(Bound tokens, bindOperand(launch, 0, true));
+    if (tokens.kind != Bound::Kind::kTokenIds)
+      return invalidArgument("operand 0 must be the token ids");
+    TXC_ASSIGN_OR_RETURN(DMatrix table, floatOperand(launch, 1, true));
+    TXC_ASSIGN_OR_RETURN(DMatrix out, bindResult(launch, 0, batch->numTokens()));
+    if (out.cols != table.cols)
+      return invalidArgument("embedding result has " + std::to_string(out.cols) +
+                             " columns, the table " + std::to_string(table.cols));
+    TXC_ASSIGN_OR_RETURN(EType tt, etype(table.dtype, "the table"));
+    TXC_ASSIGN_OR_RETURN(EType ot, etype(out.dtype, "the result"));
+    return cudaStatus(launchEmbedding(d_tokens, batch->numTokens(), table.data, tt, table.rows,
+                                      table.cols, attributes.getIntOr("vocab_start", 0), out.data,
+                                      ot, stream),
+                      kernel);
+  }
+  if (op == "txk.rms_norm" || op == "txk.add_rms_norm") {
+    bool add = op == "txk.add_rms_norm";
+    TXC_ASSIGN_OR_RETURN(DMatrix input, floatOperand(launch, 0, true));
+    DMatrix residual;
+    if (add) {
+      TXC_ASSIGN_OR_RETURN(residual, floatOperand(launch, 1, true));
+    }
+    TXC_ASSIGN_OR_RETURN(DMatrix weight, floatOperand(launch, add ? 2 : 1, true));
+    TXC_ASSIGN_OR_RETURN(double eps, attributes.getFloat("eps"));
+    DMatrix sum;
+    if (add) {
+      TXC_ASSIGN_OR_RETURN(sum, bindResult(launch, 0, input.rows));
+    }
+    TXC_ASSIGN_OR_RETURN(DMatrix out, bindResult(launch, add ? 1 : 0, input.rows));
+    int64_t group = weight.rows * weight.cols;
+    if (group <= 0 || input.cols % group != 0 || out.cols != input.cols)
+      return invalidArgument("rms_norm weight of " + std::to_string(group) +
+                             " elements does not divide rows of " + std::to_string(input.cols));
+    if (add &&
+        (residual.rows != input.rows || residual.cols != input.cols || sum.cols != input.cols))
+      return invalidArgument("add_rms_norm residual and sum must match the input");
+    if (!add && fusable_norms.count(index) && input.rows <= kGemvMaxRows && group == input.cols &&
+        !overlaps(input.data, input.bytes(), out.data, out.bytes())) {
+      // The next launch's GEMV normalises in its prologue (or flushes this).
+      pending_norm = {true, input, weight, out, static_cast<float>(eps)};
+      return Status::ok();
+    }
+    std::vector<DMatrix> results = {out};
+    if (add)
+      results.push_back(sum);
+    TXC_RETURN_IF_ERROR(unalias({&input, &residual}, results));
+    return launchNorm(input, add ? &residual : nullptr, weight, static_cast<float>(eps),
+                      add ? &sum : nullptr, out);
+  }
+  if (op == "txk.gemm") {
+    TXC_ASSIGN_OR_RETURN(DMatrix input, floatOperand(launch, 0, true));
+    TXC_ASSIGN_OR_RETURN(DMatrix weight, floatOperand(launch, 1, true));
+    TXC_ASSIGN_OR_RETURN(DMatrix bias, floatOperand(launch, 2, false));
+    TXC_ASSIGN_OR_RETURN(DMatrix residual, floatOperand(launch, 3, false));
+    TXC_ASSIGN_OR_RETURN(cpu::GemmEpilogue epilogue,
+                         cpu::parseGemmEpilogue(attributes.getStringOr("epilogue", "none")));
+    if (epilogue == cpu::GemmEpilogue::kResidualAdd && !residual.present())
+      return invalidArgument("epilogue residual_add needs operand 3 (residual)");
+    if (epilogue != cpu::GemmEpilogue::kResidualAdd)
+      residual = DMatrix{};
+    if (epilogue == cpu::GemmEpilogue::kSwiglu) {
+      if (weight.rows % 2 != 0)
+        return invalidArgument("swiglu gemm needs an even number of weight rows");
+      TXC_ASSIGN_OR_RETURN(DMatrix out, bindResult(launch, 0, input.rows));
+      DMatrix acc{gemm_scratch, DType::kF32, input.rows, weight.rows};
+      if (acc.bytes() > gemm_scratch_bytes)
+        return resourceExhausted("GEMM scratch too small for " + shapeString(acc.rows, acc.cols));
+      if (out.cols != weight.rows / 2)
+        return invalidArgument("swiglu result must have weight rows / 2 columns");
+      if (!overlaps(input.data, input.bytes(), out.data, out.bytes())) {
+        TXC_ASSIGN_OR_RETURN(bool done,
+                             tryGemv(input, weight, bias, DMatrix{}, GemvEpilogue::kSwiglu, out));
+        if (done)
+          return Status::ok();
+      }
+      // An fp32 GEMM output needs an fp32 bias in cuBLASLt's bias epilogue.
+      TXC_RETURN_IF_ERROR(gemm(input, weight, bias, DMatrix{}, acc));
+      TXC_ASSIGN_OR_RETURN(EType ot, etype(out.dtype, "the result"));
+      return cudaStatus(launchSwiglu(static_cast<float *>(acc.data), acc.rows, weight.rows / 2,
+                                     out.data, ot, stream),
+                        kernel);
+    }
+    TXC_ASSIGN_OR_RETURN(DMatrix out, bindResult(launch, 0, input.rows));
+    if (residual.present() && residual.data != out.data &&
+        overlaps(residual.data, residual.bytes(), out.data, out.bytes())) {
+      TXC_ASSIGN_OR_RETURN(residual, copyToScratch(residual));
+    }
+    bool out_aliases = overlaps(input.data, input.bytes(), out.data, out.bytes()) ||
+                       overlaps(bias.data, bias.bytes(), out.data, out.bytes());
+    if (!out_aliases)
+      return gemm(input, weight, bias, residual, out);
+    DMatrix tmp{gemm_scratch, out.dtype, out.rows, out.cols};
+    if (tmp.bytes() > gemm_scratch_bytes)
+      return resourceExhausted("GEMM scratch too small");
+    if (residual.present())
+      CU(cudaMemcpyAsync(tmp.data, residual.data, residual.bytes(), cudaMemcpyDeviceToDevice,
+                         stream),
+         "residual copy");
+    TXC_RETURN_IF_ERROR(gemm(input, weight, bias, residual.present() ? tmp : DMatrix{}, tmp));
+    return cudaStatus(
+        cudaMemcpyAsync(out.data, tmp.data, out.bytes(), cudaMemcpyDeviceToDevice, stream),
+        "result copy");
+  }
+  if (op == "txk.rope_append" || op == "txk.gemm_rope_append") {
+    bool fused = op == "txk.gemm_rope_append";
+    int base = fused ? 2 : 0;
+    RopeAppendArgs a;
+    TXC_ASSIGN_OR_RETURN(a.heads, attributes.getInt("num_heads"));
+    TXC_ASSIGN_OR_RETURN(a.kv_heads, attributes.getInt("num_kv_heads"));
+    TXC_ASSIGN_OR_RETURN(a.head_dim, attributes.getInt("head_dim"));
+    TXC_ASSIGN_OR_RETURN(Bound positions, bindOperand(launch, base + 1, true));
+    TXC_ASSIGN_OR_RETURN(Bound cache, bindOperand(launch, base + 2, true));
+    TXC_ASSIGN_OR_RETURN(Bound batch_operand, bindOperand(launch, base + 3, true));
+    if (positions.kind != Bound::Kind::kPositions || cache.kind != Bound::Kind::kCache ||
+        batch_operand.kind != Bound::Kind::kBatch)
+      return invalidArgument("operands " + std::to_string(base + 1) + ".." +
+                             std::to_string(base + 3) +
+                             " must be positions, the KV cache and the batch");
+    TXC_ASSIGN_OR_RETURN(DMatrix q_norm, floatOperand(launch, base + 4, false));
+    TXC_ASSIGN_OR_RETURN(DMatrix k_norm, floatOperand(launch, base + 5, false));
+    if (q_norm.present() || k_norm.present()) {
+      TXC_ASSIGN_OR_RETURN(double eps, attributes.getFloat("norm_eps"));
+      a.norm_eps = static_cast<float>(eps);
+    }
+    for (const DMatrix *norm : {&q_norm, &k_norm})
+      if (norm->present() && norm->rows * norm->cols != a.head_dim)
+        return invalidArgument("q_norm / k_norm weights must have head_dim elements");
+    int64_t rows = batch->numTokens();
+    TXC_ASSIGN_OR_RETURN(DMatrix out, bindResult(launch, 0, rows));
+    DMatrix qkv;
+    if (fused) {
+      TXC_ASSIGN_OR_RETURN(DMatrix input, floatOperand(launch, 0, true));
+      TXC_ASSIGN_OR_RETURN(DMatrix weight, floatOperand(launch, 1, true));
+      TXC_ASSIGN_OR_RETURN(DMatrix bias, floatOperand(launch, 2, false));
+      // QKV rounded to the result dtype, as the unfused pair computes.
+      qkv = DMatrix{gemm_scratch, out.dtype, input.rows, weight.rows};
+      if (qkv.bytes() > gemm_scratch_bytes)
+        return resourceExhausted("GEMM scratch too small for QKV");
+      TXC_RETURN_IF_ERROR(gemm(input, weight, bias, DMatrix{}, qkv));
+    } else {
+      TXC_ASSIGN_OR_RETURN(qkv, floatOperand(launch, 0, true));
+      if (overlaps(qkv.data, qkv.bytes(), out.data, out.bytes())) {
+        TXC_ASSIGN_OR_RETURN(qkv, copyToScratch(qkv));
+      }
+    }
+    if (qkv.cols != (a.heads + 2 * a.kv_heads) * a.head_dim || qkv.rows != rows ||
+        out.cols != a.heads * a.head_dim)
+      return invalidArgument("qkv " + shapeString(qkv.rows, qkv.cols) + " / result " +
+                             shapeString(out.rows, out.cols) + " do not match the heads");
+    const LayerCache &layer = caches.at(cache.layer);
+    if (layer.kv_heads != a.kv_heads || layer.head_dim != a.head_dim)
+      return invalidArgument("KV cache layer geometry differs from the launch");
+    const RopeTable &table = rope_tables.at(index);
+    a.qkv = qkv.data;
+    TXC_ASSIGN_OR_RETURN(a.qkv_type, etype(qkv.dtype, "qkv"));
+    a.positions = d_positions;
+    a.slot_mapping = d_slots;
+    a.num_tokens = rows;
+    a.inv_freq = table.inv_freq;
+    a.half = table.half;
+    a.attention_scaling = table.attention_scaling;
+    a.q_norm = q_norm.data;
+    a.k_norm = k_norm.data;
+    if (q_norm.present()) {
+      TXC_ASSIGN_OR_RETURN(a.q_norm_type, etype(q_norm.dtype, "q_norm"));
+    }
+    if (k_norm.present()) {
+      TXC_ASSIGN_OR_RETURN(a.k_norm_type, etype(k_norm.dtype, "k_norm"));
+    }
+    a.cache = layer.data;
+    TXC_ASSIGN_OR_RETURN(a.cache_type, etype(cache_dtype, "the cache"));
+    a.page_size = page_size;
+    a.out = out.data;
+    TXC_ASSIGN_OR_RETURN(a.out_type, etype(out.dtype, "the result"));
+    a.pdl = options.use_pdl;
+    return cudaStatus(launchRopeAppend(a, stream), kernel);
+  }
+  if (op == "txk.attention") {
+    TXC_ASSIGN_OR_RETURN(DMatrix query, floatOperand(launch, 0, true));
+    TXC_ASSIGN_OR_RETURN(Bound cache, bindOperand(launch, 1, true));
+    TXC_ASSIGN_OR_RETURN(Bound batch_operand, bindOperand(launch, 2, true));
+    if (cache.kind != Bound::Kind::kCache || batch_operand.kind != Bound::Kind::kBatch)
+      return invalidArgument("operands 1 and 2 must be the KV cache and the batch");
+    TXC_ASSIGN_OR_RETURN(DMatrix out, bindResult(launch, 0, query.rows));
+    if (overlaps(query.data, query.bytes(), out.data, out.bytes())) {
+      TXC_ASSIGN_OR_RETURN(query, copyToScratch(query));
+    }
+    return attention(attributes, query, caches.at(cache.layer), out);
+  }
+  if (op == "txk.gather_last") {
+    TXC_ASSIGN_OR_RETURN(DMatrix input, floatOperand(launch, 0, true));
+    TXC_ASSIGN_OR_RETURN(Bound batch_operand, bindOperand(launch, 1, true));
+    if (batch_operand.kind != Bound::Kind::kBatch)
+      return invalidArgument("operand 1 must be the batch");
+    TXC_ASSIGN_OR_RETURN(DMatrix out, bindResult(launch, 0, batch->numSequences()));
+    if (out.cols != input.cols)
+      return invalidArgument("gather_last result must have the input's columns");
+    if (overlaps(input.data, input.bytes(), out.data, out.bytes())) {
+      TXC_ASSIGN_OR_RETURN(input, copyToScratch(input));
+    }
+    TXC_ASSIGN_OR_RETURN(EType it, etype(input.dtype, "the input"));
+    TXC_ASSIGN_OR_RETURN(EType ot, etype(out.dtype, "the result"));
+    return cudaStatus(launchGatherLast(input.data, it, input.cols, d_qso, batch->numSequences(),
+                                       out.data, ot, stream),
+                      kernel);
+  }
+  return unimplemented("unknown op for the CUDA backend");
+}
+
+} // namespace txc::cuda

@@ -1,0 +1,258 @@
+//===- Steps.cpp - A step: warm-up, CUDA graphs, sampling ------------------===//
+// First, on its own: it settles the TXC_RETURN_IF_ERROR clash (see there).
+#include "runtime/backends/cuda/ExecutorState.h"
+
+#include "runtime/backends/cuda/Sampler.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace txc::cuda {
+
+// --- steps -------------------------------------------------------------------
+
+// The first launch of every cuBLASLt and attention kernel loads its module
+// (CUDA lazy loading) and the first GEMM of a shape asks cuBLASLt for an
+// algorithm: measured, a process's first 2048-token prefill of the
+// Qwen3-0.6B shape took 129 ms against 7.5 ms once warm. A server pays that
+// at startup, not on its first request: run throwaway prefills of a few
+// sizes and a decode step now. They write no cache slot (slot -1) and read
+// page 0 only; their logits are discarded.
+Status CudaExecutor::State::warmUp() {
+  const pb::CompileOptions &compile = artifact->message().options();
+  int32_t max_tokens =
+      static_cast<int32_t>(compile.max_batch_tokens() > 0 ? compile.max_batch_tokens() : 2048);
+  int32_t max_seq_len =
+      static_cast<int32_t>(compile.max_seq_len() > 0 ? compile.max_seq_len() : 4096);
+  int32_t pages_per_seq = (max_seq_len + page_size - 1) / page_size;
+  for (int32_t tokens : {max_tokens, 128, 16, 1}) {
+    tokens = std::min({tokens, max_tokens, max_seq_len});
+    engine::Batch b;
+    b.token_ids.assign(tokens, 0);
+    b.positions.resize(tokens);
+    for (int32_t t = 0; t < tokens; ++t)
+      b.positions[t] = t;
+    b.slot_mapping.assign(tokens, -1);
+    b.query_start_offsets = {0, tokens};
+    b.context_lens = {tokens};
+    b.max_pages_per_seq = pages_per_seq;
+    b.block_tables.assign(pages_per_seq, 0);
+    b.logits_indices = {tokens - 1};
+    b.request_ids = {0};
+    b.num_prefill_tokens = tokens > 1 ? tokens : 0;
+    TXC_RETURN_IF_ERROR(uploadInputs(b));
+    Status status = enqueueLaunches(b);
+    Status sync = cudaStatus(cudaStreamSynchronize(stream), path + ": warming up");
+    batch = nullptr;
+    TXC_RETURN_IF_ERROR(
+        withContext("warm-up step of " + std::to_string(tokens) + " tokens", status));
+    TXC_RETURN_IF_ERROR(sync);
+  }
+  profile_totals.clear();
+  return Status::ok();
+}
+
+// Uploads the inputs and enqueues every launch of the plan for `b`.
+Status CudaExecutor::State::enqueueLaunches(const engine::Batch &b) {
+  batch = &b;
+  rows_at_offset.clear();
+  wrote_logits = false;
+  pending_norm.active = false;
+  Status status = Status::ok();
+  // ~20 ms at 2 GHz, longer than enqueueing a step's launches takes.
+  if (profile)
+    status = cudaStatus(launchSpin(40'000'000, stream), path + ": profile spin");
+  for (int i = 0; status.isOk() && i < plan->launches_size(); ++i) {
+    const pb::Launch &launch = plan->launches(i);
+    if (profile)
+      cudaEventRecord(launch_events[i], stream);
+    status = withContext(path + ": " + describeLaunch(i, launch), runLaunch(i, launch));
+  }
+  if (profile)
+    cudaEventRecord(launch_events.back(), stream);
+  if (status.isOk() && !wrote_logits)
+    status = internalError(path + ": no launch wrote the logits this step");
+  return status;
+}
+
+namespace {
+
+/// The padded batch size a decode graph is captured for: powers of two up
+/// to 32, then multiples of 32, capped at `largest`.
+int32_t batchBucket(int32_t n, int32_t largest) {
+  int32_t bucket = 1;
+  while (bucket < n && bucket < 32)
+    bucket *= 2;
+  if (bucket < n)
+    bucket = (n + 31) / 32 * 32;
+  return std::min(bucket, largest);
+}
+
+int32_t contextBucket(int32_t context) {
+  int32_t bucket = 64;
+  while (bucket < context)
+    bucket *= 2;
+  return bucket;
+}
+
+} // namespace
+
+bool CudaExecutor::State::graphable(const engine::Batch &b) const {
+  return graph_max_batch > 0 && b.numTokens() == b.numSequences() &&
+         b.numSequences() <= graph_max_batch;
+}
+
+// A decode step on a graph: the batch padded to its bucket (padding rows
+// read page 0, write no cache slot and are never returned), the inputs
+// copied to the fixed input buffer, then one graph launch. A graph is
+// captured the first time its (batch, context) bucket is seen, by running
+// the ordinary launch path under stream capture.
+Status CudaExecutor::State::runDecodeGraph(const engine::Batch &b) {
+  int32_t n = b.numSequences();
+  int32_t bucket = batchBucket(n, graph_max_batch);
+  int32_t stride = b.max_pages_per_seq;
+  padded.token_ids.assign(b.token_ids.begin(), b.token_ids.end());
+  padded.token_ids.resize(bucket, 0);
+  padded.positions.assign(b.positions.begin(), b.positions.end());
+  padded.positions.resize(bucket, 0);
+  padded.slot_mapping.assign(b.slot_mapping.begin(), b.slot_mapping.end());
+  padded.slot_mapping.resize(bucket, -1);
+  padded.query_start_offsets.resize(static_cast<size_t>(bucket) + 1);
+  for (int32_t i = 0; i <= bucket; ++i)
+    padded.query_start_offsets[i] = i;
+  padded.context_lens.assign(b.context_lens.begin(), b.context_lens.end());
+  padded.context_lens.resize(bucket, 1);
+  padded.block_tables.assign(b.block_tables.begin(), b.block_tables.end());
+  padded.block_tables.resize(static_cast<size_t>(bucket) * stride, 0);
+  padded.max_pages_per_seq = stride;
+  TXC_RETURN_IF_ERROR(uploadInputs(padded));
+
+  int32_t context = contextBucket(max_context);
+  auto key = std::make_pair(bucket, context);
+  auto it = decode_graphs.find(key);
+  if (it == decode_graphs.end()) {
+    graph_context = context;
+    CU(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal),
+       path + ": beginning the decode graph capture");
+    Status captured = enqueueLaunches(padded);
+    cudaGraph_t graph = nullptr;
+    Status ended =
+        cudaStatus(cudaStreamEndCapture(stream, &graph),
+                   path + ": capturing the decode step of batch " + std::to_string(bucket));
+    graph_context = 0;
+    TXC_RETURN_IF_ERROR(captured);
+    TXC_RETURN_IF_ERROR(ended);
+    cudaGraphExec_t exec = nullptr;
+    Status instantiated = cudaStatus(cudaGraphInstantiate(&exec, graph, 0),
+                                     path + ": instantiating the decode graph");
+    cudaGraphDestroy(graph);
+    TXC_RETURN_IF_ERROR(instantiated);
+    it = decode_graphs.emplace(key, exec).first;
+  }
+  batch = &b;
+  return cudaStatus(cudaGraphLaunch(it->second, stream), path + ": launching the decode graph");
+}
+
+// Runs one step; returns the logits rows (`logits`) or their argmax
+// (`tokens`). The one host synchronisation is at the end, also after a
+// failed launch, so nothing is left in flight on buffers the next step
+// reuses.
+Status CudaExecutor::State::step(const engine::Batch &b, float *logits, int32_t *tokens,
+                                 const std::vector<engine::RowSampling> *sampling) {
+  TXC_RETURN_IF_ERROR(validateBatch(b));
+  int32_t n = b.numSequences();
+  if (n > device_logits_rows)
+    return outOfRange(path + ": batch of " + std::to_string(n) +
+                      " sequences exceeds max_num_seqs " + std::to_string(device_logits_rows));
+  CU(cudaEventRecord(step_start, stream), path + ": event");
+  Status status = Status::ok();
+  if (graphable(b)) {
+    status = runDecodeGraph(b);
+  } else {
+    status = uploadInputs(b);
+    if (status.isOk())
+      status = enqueueLaunches(b);
+  }
+  if (status.isOk() && logits)
+    status =
+        cudaStatus(cudaMemcpyAsync(logits, device_logits, static_cast<size_t>(n) * vocab_size * 4,
+                                   cudaMemcpyDeviceToHost, stream),
+                   path + ": copying the logits back");
+  bool all_greedy = true;
+  if (sampling) {
+    if (sampling->size() != static_cast<size_t>(n))
+      status = invalidArgument(path + ": " + std::to_string(sampling->size()) +
+                               " sampling choices for " + std::to_string(n) + " sequences");
+    for (const engine::RowSampling &row : *sampling)
+      all_greedy = all_greedy && (row.temperature <= 0.0f || row.top_k == 1);
+  }
+  bool host_sampling_rows = tokens && !all_greedy && !options.device_sampling;
+  if (status.isOk() && host_sampling_rows) {
+    host_logits.resize(static_cast<size_t>(n) * vocab_size);
+    status = cudaStatus(cudaMemcpyAsync(host_logits.data(), device_logits, host_logits.size() * 4,
+                                        cudaMemcpyDeviceToHost, stream),
+                        path + ": copying the logits back");
+  } else if (status.isOk() && tokens && !all_greedy) {
+    std::memcpy(host_row_sampling, sampling->data(), sizeof(engine::RowSampling) * n);
+    status =
+        cudaStatus(cudaMemcpyAsync(device_row_sampling, host_row_sampling,
+                                   sizeof(engine::RowSampling) * n, cudaMemcpyHostToDevice, stream),
+                   path + ": copying the sampling parameters");
+    if (status.isOk())
+      status = cudaStatus(launchSampling(device_logits, n, vocab_size, device_row_sampling,
+                                         sampling_workspace, sampling_workspace_bytes,
+                                         device_tokens, stream),
+                          path + ": sampling");
+  } else if (status.isOk() && tokens) {
+    status = cudaStatus(launchArgmax(device_logits, n, vocab_size, device_tokens, stream),
+                        path + ": greedy sampling");
+  }
+  if (status.isOk() && tokens && !host_sampling_rows)
+    status = cudaStatus(cudaMemcpyAsync(host_tokens, device_tokens, static_cast<size_t>(n) * 4,
+                                        cudaMemcpyDeviceToHost, stream),
+                        path + ": copying the sampled tokens back");
+  cudaEventRecord(step_end, stream);
+  Status sync = cudaStatus(cudaStreamSynchronize(stream), path + ": running the step on the GPU");
+  batch = nullptr;
+  TXC_RETURN_IF_ERROR(status);
+  TXC_RETURN_IF_ERROR(sync);
+  if (host_sampling_rows) {
+    for (int32_t i = 0; i < n; ++i) {
+      StatusOr<int32_t> token = engine::sampleTokenWithUniform(
+          host_logits.data() + static_cast<size_t>(i) * vocab_size, vocab_size, (*sampling)[i]);
+      tokens[i] = token.isOk() ? *token : -1;
+    }
+  } else if (tokens) {
+    std::memcpy(tokens, host_tokens, static_cast<size_t>(n) * 4);
+  }
+  cudaEventElapsedTime(&last_step_ms, step_start, step_end);
+  if (profile) {
+    bool decode = b.numTokens() == n;
+    for (int i = 0; i < plan->launches_size(); ++i) {
+      float ms = 0;
+      cudaEventElapsedTime(&ms, launch_events[i], launch_events[i + 1]);
+      LaunchProfileEntry &entry = profile_totals[{plan->launches(i).op(), decode}];
+      entry.op = plan->launches(i).op();
+      entry.decode = decode;
+      entry.launches += 1;
+      entry.total_ms += ms;
+    }
+  }
+  return Status::ok();
+}
+
+Status CudaExecutor::execute(const engine::Batch &batch, float *logits) {
+  return state_->step(batch, logits, nullptr);
+}
+
+Status CudaExecutor::executeSampled(const engine::Batch &batch,
+                                    const std::vector<engine::RowSampling> &sampling,
+                                    int32_t *tokens) {
+  return state_->step(batch, nullptr, tokens, &sampling);
+}
+
+int32_t CudaExecutor::decodeGraphCount() const {
+  return static_cast<int32_t>(state_->decode_graphs.size());
+}
+
+} // namespace txc::cuda

@@ -93,6 +93,7 @@ struct Shape {
   int64_t n, k;
   GemvEpilogue epilogue;
   bool f32_out;
+  bool norm = false; // the rms_norm before it folded in (--fuse-norms)
 };
 
 } // namespace
@@ -138,6 +139,9 @@ int main(int argc, char **argv) {
       {"qwen3-0.6b", "qkv", 4096, 1024, GemvEpilogue::kNone, false},
       {"qwen3-0.6b", "o_proj+residual", 1024, 2048, GemvEpilogue::kResidualAdd, false},
       {"qwen3-0.6b", "gate_up+swiglu", 6144, 1024, GemvEpilogue::kSwiglu, false},
+      {"qwen3-0.6b", "qkv with rms_norm", 4096, 1024, GemvEpilogue::kNone, false, true},
+      {"qwen3-0.6b", "gate_up+swiglu with rms_norm", 6144, 1024, GemvEpilogue::kSwiglu, false,
+       true},
       {"qwen3-0.6b", "down+residual", 1024, 3072, GemvEpilogue::kResidualAdd, false},
       {"qwen3-0.6b", "lm_head (f32)", 151936, 1024, GemvEpilogue::kNone, true},
       {"llama-3-8b", "qkv", 6144, 4096, GemvEpilogue::kNone, false},
@@ -155,7 +159,9 @@ int main(int argc, char **argv) {
       CHECK(cudaMalloc(&p, weight_bytes));
       fillKernel<<<1024, 256, 0, stream>>>(p, weight_bytes / 2, 7u);
     }
-    unsigned short *x, *residual;
+    unsigned short *x, *residual, *gamma;
+    CHECK(cudaMalloc(&gamma, size_t(s.k) * 2));
+    fillKernel<<<64, 256, 0, stream>>>(gamma, size_t(s.k), 9u);
     void *out;
     CHECK(cudaMalloc(&x, size_t(4) * s.k * 2));
     fillKernel<<<64, 256, 0, stream>>>(x, size_t(4) * s.k, 3u);
@@ -175,6 +181,9 @@ int main(int argc, char **argv) {
         a.k = s.k;
         a.epilogue = s.epilogue;
         a.pdl = graph;
+        a.norm_weight = s.norm ? gamma : nullptr;
+        a.norm_type = EType::kBF16;
+        a.norm_eps = 1e-6f;
         float ms = timeMs(
             [&](int i) {
               a.w = w[i % copies];
@@ -187,6 +196,7 @@ int main(int argc, char **argv) {
     for (auto *p : w)
       CHECK(cudaFree(p));
     CHECK(cudaFree(x));
+    CHECK(cudaFree(gamma));
     CHECK(cudaFree(residual));
     CHECK(cudaFree(out));
   }

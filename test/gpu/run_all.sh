@@ -34,6 +34,7 @@ Q=$B/qwen3-0.6b.txm
 L=$B/llama-3-8b.txm
 sample=(--temperature 0.8 --top-k 50 --top-p 0.9 --seed 7)
 timing q06-b1-graphs "$Q" 1 128
+timing q06-b1-fusednorms "$Q" 1 128 --fuse-norms
 timing q06-b1-sampled "$Q" 1 128 "${sample[@]}"
 timing q06-b32-graphs "$Q" 32 64
 timing q06-b32-sampled "$Q" 32 64 "${sample[@]}"
@@ -42,7 +43,6 @@ timing q06-b32-device-sampled "$Q" 32 64 "${sample[@]}" --device-sampling
 if [ "${FULL:-0}" = 1 ]; then # comparisons and profiles
   timing q06-b1-nographs "$Q" 1 128 --no-cuda-graphs
   timing q06-b1-nopdl "$Q" 1 128 --no-pdl
-  timing q06-b1-fusednorms "$Q" 1 128 --fuse-norms
   timing q06-b1-profile "$Q" 1 32 --profile-ops
   for b in 2 4 8 64; do timing "q06-b$b-graphs" "$Q" "$b" 64; done
   [ -f "$L" ] && timing l8b-b1-profile "$L" 1 16 --profile-ops

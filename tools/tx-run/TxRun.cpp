@@ -66,7 +66,7 @@ Output:
   --no-pdl                (cuda) launch kernels without programmatic dependent
                           launch (for comparison)
   --fuse-norms            (cuda) fold decode rms_norm launches into the GEMV
-                          after them (slower on the H200 so far; see bench/)
+                          after them (not yet measured in its current form)
   --device-sampling       (cuda) draw non-greedy tokens on the GPU (not yet
                           verified on a GPU; greedy always runs there)
   --help                  this text

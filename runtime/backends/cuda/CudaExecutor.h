@@ -51,9 +51,10 @@ struct CudaExecutorOptions {
   /// the first request's time to first token.
   bool warm_up = true;
   /// Decode-sized rms_norm launches whose result only the next GEMM reads
-  /// are folded into that GEMV's prologue. Off by default: measured on the
-  /// H200 the prologue's serial inverse-RMS pass cost more per GEMV (+2 µs)
-  /// than the norm launch it saves once PDL overlaps launches (bench/README.md).
+  /// are folded into that GEMV (the squares summed in its pass over x, the
+  /// inverse RMS scaling its dot). Off until measured: the first version,
+  /// a separate inverse-RMS pass before the GEMV, was slower on the H200
+  /// (+2 µs per GEMV); this one has no extra pass but has not run on a GPU.
   bool fuse_norms = false;
   /// The GEMV, norm and rope kernels launch with programmatic dependent
   /// launch, so each one's blocks start while its predecessor finishes.

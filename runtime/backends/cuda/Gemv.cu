@@ -75,36 +75,25 @@ template <> struct Store<float> {
   static __device__ __forceinline__ float toFloat(float v) { return v; }
 };
 
-/// The RMSNorm prologue: 8 input values scaled by inv_rms and the norm
-/// weight, in the reference's order ((x * inv_rms) * w), rounded to T as the
-/// separate rms_norm launch would have stored them.
+/// The fused RMSNorm: x * w elementwise in fp32 (the norm's weight), with
+/// the squares of x summed on the side. The row's inverse RMS is a scalar,
+/// so it scales the finished dot product instead of every input element.
 template <typename T>
-__device__ __forceinline__ uint4 normalize(const uint4 &x, const uint4 &w, float inv_rms) {
-  const T *xs = reinterpret_cast<const T *>(&x);
+__device__ __forceinline__ void scaleAndSquare(uint4 &x, const uint4 &w, float &squares) {
+  T *xs = reinterpret_cast<T *>(&x);
   const T *ws = reinterpret_cast<const T *>(&w);
-  uint4 out;
-  T *os = reinterpret_cast<T *>(&out);
-#pragma unroll
-  for (int i = 0; i < 8; ++i)
-    os[i] = Pack<T>::fromFloat(Pack<T>::toFloat(xs[i]) * inv_rms * Pack<T>::toFloat(ws[i]));
-  return out;
-}
-
-template <typename T> __device__ __forceinline__ float sumOfSquares(const uint4 &x) {
-  const T *xs = reinterpret_cast<const T *>(&x);
-  float sum = 0.0f;
 #pragma unroll
   for (int i = 0; i < 8; ++i) {
     float v = Pack<T>::toFloat(xs[i]);
-    sum += v * v;
+    squares = fmaf(v, v, squares);
+    xs[i] = Pack<T>::fromFloat(v * Pack<T>::toFloat(ws[i]));
   }
-  return sum;
 }
 
 template <typename T, typename OutT, int kMaxRows>
 __global__ void __launch_bounds__(kWarpsPerBlock * 32)
     gemvKernel(const GemvArgs a, const int slices) {
-  __shared__ float partial[kWarpsPerBlock][2][kMaxRows];
+  __shared__ float partial[kWarpsPerBlock][3][kMaxRows];
   pdlLaunchDependents();
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   const bool swiglu = a.epilogue == GemvEpilogue::kSwiglu;
@@ -138,32 +127,11 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
       a1[u] = __ldcs(w1 + v + 32 * u);
     }
   pdlWait();
-  // The fused RMSNorm: every block computes each input row's inverse RMS
-  // (the rows are a few KB, read from L2).
-  __shared__ float inv_rms[kMaxRows];
-  __shared__ float squares[kWarpsPerBlock][kMaxRows];
   const uint4 *gamma = static_cast<const uint4 *>(a.norm_weight);
-  if (gamma) {
+  float squares[kMaxRows]; // sum of x^2 over this warp's slice (fused norm)
 #pragma unroll
-    for (int m = 0; m < kMaxRows; ++m) {
-      float sum = 0.0f;
-      if (m < a.m)
-        for (int64_t c = threadIdx.x; c < vecs; c += kWarpsPerBlock * 32)
-          sum += sumOfSquares<T>(__ldg(x + m * vecs + c));
-      for (int o = 16; o > 0; o >>= 1)
-        sum += __shfl_xor_sync(0xffffffffu, sum, o);
-      if (lane == 0)
-        squares[warp][m] = sum;
-    }
-    __syncthreads();
-    if (threadIdx.x < kMaxRows) {
-      float total = 0.0f;
-      for (int w = 0; w < kWarpsPerBlock; ++w)
-        total += squares[w][threadIdx.x];
-      inv_rms[threadIdx.x] = 1.0f / sqrtf(total / static_cast<float>(a.k) + a.norm_eps);
-    }
-    __syncthreads();
-  }
+  for (int m = 0; m < kMaxRows; ++m)
+    squares[m] = 0.0f;
   for (; v < end; v += 32 * kUnroll) {
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
@@ -175,7 +143,7 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
         if (m < a.m && v + 32 * u < end) {
           uint4 xv = __ldg(x + m * vecs + v + 32 * u);
           if (gamma)
-            xv = normalize<T>(xv, g, inv_rms[m]);
+            scaleAndSquare<T>(xv, g, squares[m]);
           Pack<T>::dot(acc0[m], a0[u], xv);
           Pack<T>::dot(acc1[m], a1[u], xv);
         }
@@ -194,6 +162,7 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
     for (int o = 16; o > 0; o >>= 1) {
       acc0[m] += __shfl_xor_sync(0xffffffffu, acc0[m], o);
       acc1[m] += __shfl_xor_sync(0xffffffffu, acc1[m], o);
+      squares[m] += __shfl_xor_sync(0xffffffffu, squares[m], o);
     }
   if (slices > 1) { // the slices of one pair meet in shared memory
     if (lane == 0)
@@ -201,19 +170,28 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
       for (int m = 0; m < kMaxRows; ++m) {
         partial[warp][0][m] = acc0[m];
         partial[warp][1][m] = acc1[m];
+        partial[warp][2][m] = squares[m];
       }
     __syncthreads();
     if (slice != 0)
       return;
 #pragma unroll
     for (int m = 0; m < kMaxRows; ++m) {
-      acc0[m] = acc1[m] = 0.0f;
+      acc0[m] = acc1[m] = squares[m] = 0.0f;
       for (int s = 0; s < slices; ++s) { // in slice order: deterministic
         acc0[m] += partial[warp + s][0][m];
         acc1[m] += partial[warp + s][1][m];
+        squares[m] += partial[warp + s][2][m];
       }
     }
   }
+  if (gamma)
+#pragma unroll
+    for (int m = 0; m < kMaxRows; ++m) {
+      float inv_rms = 1.0f / sqrtf(squares[m] / static_cast<float>(a.k) + a.norm_eps);
+      acc0[m] *= inv_rms;
+      acc1[m] *= inv_rms;
+    }
   if (!valid)
     return;
 

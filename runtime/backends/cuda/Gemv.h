@@ -41,9 +41,11 @@ struct GemvArgs {
   EType out_type = EType::kBF16;  // `type`, or F32 (the logits)
   int64_t m = 0, n = 0, k = 0;
   GemvEpilogue epilogue = GemvEpilogue::kNone;
-  /// With a norm weight ([k], `type`): x is RMSNorm's input, normalised in
-  /// the prologue (x * inv_rms * w, rounded to `type`), so the norm launch
-  /// before the GEMM disappears.
+  /// With a norm weight ([k], `type`): x is RMSNorm's input and the GEMV
+  /// computes inv_rms(x) * (W . round(x * w)): the squares are summed in the
+  /// same pass over x and the scalar inverse RMS scales the finished dot, so
+  /// the norm costs no launch and no extra pass. The rounding sits at x * w
+  /// instead of at the norm's stored output (x * inv_rms * w).
   const void *norm_weight = nullptr;
   EType norm_type = EType::kBF16;
   float norm_eps = 0.0f;

@@ -84,23 +84,26 @@ void runCase(const GemvCase &c) {
   if (!c.residual_in_place)
     cudaFree(dout);
 
-  // With the norm, the GEMM's input is the normalised row rounded to the
-  // activation dtype, as the rms_norm launch it replaces would store it.
+  // With the norm the kernel computes inv_rms(x) * (w . round(x * gamma)):
+  // the norm's weight applied elementwise and rounded to the activation
+  // type, the row's inverse RMS (a scalar) applied to the finished dot. The
+  // executor test checks this against the separate rms_norm launch.
   TestTensor input = x;
+  std::vector<double> inv_rms(c.m, 1.0);
   if (c.norm)
     for (int64_t r = 0; r < c.m; ++r) {
       double squares = 0.0;
-      for (int64_t i = 0; i < c.k; ++i)
+      for (int64_t i = 0; i < c.k; ++i) {
         squares += x.at(r, i) * x.at(r, i);
-      double inv_rms = 1.0 / std::sqrt(squares / c.k + eps);
-      for (int64_t i = 0; i < c.k; ++i)
-        input.set(r, i, x.at(r, i) * inv_rms * gamma.at(0, i));
+        input.set(r, i, x.at(r, i) * gamma.at(0, i));
+      }
+      inv_rms[r] = 1.0 / std::sqrt(squares / c.k + eps);
     }
   auto dot = [&](int64_t r, int64_t j) {
-    double sum = c.bias ? bias.at(0, j) : 0.0;
+    double sum = 0.0;
     for (int64_t i = 0; i < c.k; ++i)
       sum += input.at(r, i) * w.at(j, i);
-    return sum;
+    return sum * inv_rms[r] + (c.bias ? bias.at(0, j) : 0.0);
   };
   int bad = 0;
   for (int64_t r = 0; r < c.m; ++r)

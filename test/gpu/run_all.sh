@@ -16,6 +16,14 @@ nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,temperature.gpu,power.draw -
 test/gpu/cuda_goldens.sh "$B" "$B" 2>&1 | tee "$OUT/goldens.log" | grep -E "^==|FAIL|failures|steps compared"
 [ "${PIPESTATUS[0]}" = 0 ] || fails=$((fails + 1))
 
+# Optional modes against the default on a real shape (library attention and GEMV).
+mode() { python3 test/gpu/compare_modes.py "$B/tx-run" "$B/qwen3-0.6b.txm" "$@" -- --random-weights 1 \
+  2>&1 | tee -a "$OUT/modes.log" | tail -1; [ "${PIPESTATUS[0]}" = 0 ] || fails=$((fails + 1)); }
+mode --flags=--attention-pdl --atol 0 --batch 3
+mode --flags=--no-cuda-graphs --atol 0.15 --batch 3 # split count follows the context bucket
+mode --flags=--fuse-norms --atol 0.15 --batch 3
+mode --flags=--device-sampling --sampled --batch 5
+
 "$B/decode_ops_bench" --json "$OUT/decode-ops.json" 2>&1 | tee "$OUT/decode-ops.log"
 [ "${PIPESTATUS[0]}" = 0 ] || fails=$((fails + 1))
 
@@ -35,6 +43,8 @@ L=$B/llama-3-8b.txm
 sample=(--temperature 0.8 --top-k 50 --top-p 0.9 --seed 7)
 timing q06-b1-graphs "$Q" 1 128
 timing q06-b1-fusednorms "$Q" 1 128 --fuse-norms
+timing q06-b1-attention-pdl "$Q" 1 128 --attention-pdl
+timing q06-b1-both "$Q" 1 128 --fuse-norms --attention-pdl
 timing q06-b1-sampled "$Q" 1 128 "${sample[@]}"
 timing q06-b32-graphs "$Q" 32 64
 timing q06-b32-sampled "$Q" 32 64 "${sample[@]}"

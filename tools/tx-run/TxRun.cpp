@@ -69,6 +69,8 @@ Output:
                           after them (not yet measured in its current form)
   --device-sampling       (cuda) draw non-greedy tokens on the GPU (not yet
                           verified on a GPU; greedy always runs there)
+  --attention-pdl         (cuda) launch decode attention with programmatic
+                          dependent launch too (not yet verified on a GPU)
   --help                  this text
 )";
 
@@ -90,6 +92,7 @@ struct Options {
   bool pdl = true;
   bool fuse_norms = false;
   bool device_sampling = false;
+  bool attention_pdl = false;
 };
 
 /// Exits with a one-line message naming the flag.
@@ -187,6 +190,8 @@ Options parseArguments(int argc, char **argv) {
       options.fuse_norms = true;
     } else if (arg == "--device-sampling") {
       options.device_sampling = true;
+    } else if (arg == "--attention-pdl") {
+      options.attention_pdl = true;
     } else if (arg == "--timing") {
       options.timing = true;
     } else if (!arg.empty() && arg[0] == '-') {
@@ -255,6 +260,7 @@ int main(int argc, char **argv) {
     cuda_options.use_pdl = options.pdl;
     cuda_options.fuse_norms = options.fuse_norms;
     cuda_options.device_sampling = options.device_sampling;
+    cuda_options.attention_pdl = options.attention_pdl;
     auto cuda_executor = txc::cuda::CudaExecutor::create(**artifact, cuda_options);
     if (!cuda_executor.isOk())
       fail("--device cuda: " + cuda_executor.status().message());

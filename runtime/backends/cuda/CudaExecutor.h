@@ -59,6 +59,10 @@ struct CudaExecutorOptions {
   /// The GEMV, norm and rope kernels launch with programmatic dependent
   /// launch, so each one's blocks start while its predecessor finishes.
   bool use_pdl = true;
+  /// The decode attention kernel launched with PDL too (it waits first
+  /// thing). Off until measured on a GPU (written after this session's
+  /// last device run).
+  bool attention_pdl = false;
   /// Decode steps (one new token per sequence) replay a CUDA graph per
   /// batch-size bucket. Off with profile_launches (events per launch).
   bool use_cuda_graphs = true;

@@ -12,19 +12,15 @@
 #ifndef TXC_RUNTIME_BACKENDS_CUDA_LAUNCH_CUH
 #define TXC_RUNTIME_BACKENDS_CUDA_LAUNCH_CUH
 
+#include "attention/device_utils.cuh"
+
 #include <cuda_runtime.h>
 
 namespace txc::cuda {
 
-/// Waits until every predecessor grid has finished and its writes are visible.
-__device__ __forceinline__ void pdlWait() {
-  asm volatile("griddepcontrol.wait;" ::: "memory");
-}
-
-/// Lets the next kernel in the stream start launching its blocks.
-__device__ __forceinline__ void pdlLaunchDependents() {
-  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
-}
+// pdlWait() and pdlLaunchDependents() are the kernel library's.
+using kernels::pdlLaunchDependents;
+using kernels::pdlWait;
 
 /// kernel<<<grid, block, smem, stream>>>(args...), with the PDL attribute
 /// when `pdl` is set. The kernel must call pdlWait() before reading what the

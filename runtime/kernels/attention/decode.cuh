@@ -215,6 +215,8 @@ __global__ void __launch_bounds__(Traits::kThreads) pagedDecodeKernel(const Deco
   const int split = blockIdx.x, kv_head = blockIdx.y, seq = blockIdx.z;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int slot = lane / L, dim0 = (lane % L) * VEC;
+  pdlLaunchDependents();
+  pdlWait(); // the query and the appended K/V come from the previous kernel
 
   const int kv_len = params.kv_lens[seq];
   const int query_pos = kv_len - 1;

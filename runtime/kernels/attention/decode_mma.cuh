@@ -62,6 +62,8 @@ __global__ void __launch_bounds__(Traits::kThreads) pagedDecodeMmaKernel(const D
   const int split = blockIdx.x, kv_head = blockIdx.y, seq = blockIdx.z;
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
   const int group = lane / 4, quad = lane % 4;
+  pdlLaunchDependents();
+  pdlWait(); // the query and the appended K/V come from the previous kernel
 
   const int kv_len = params.kv_lens[seq];
   const int key_begin = kv_len > 0 ? Variant::keyBegin(kv_len - 1, params.variant) : 0;

@@ -24,6 +24,15 @@ constexpr float kLn2 = 0.6931471805599453f;
 
 __host__ __device__ constexpr int ceilDiv(int a, int b) { return (a + b - 1) / b; }
 
+/// Programmatic dependent launch (sm_90): waits until every predecessor grid
+/// has finished and its writes are visible. A no-op in a kernel launched
+/// without cudaLaunchAttributeProgrammaticStreamSerialization.
+__device__ __forceinline__ void pdlWait() { asm volatile("griddepcontrol.wait;" ::: "memory"); }
+
+/// Lets the next kernel in the stream start launching its blocks (they wait
+/// in pdlWait until this grid is done). A no-op without the attribute.
+__device__ __forceinline__ void pdlLaunchDependents() { asm volatile("griddepcontrol.launch_dependents;" ::: "memory"); }
+
 /// Conversions between a 16-bit storage type and fp32 pairs.
 template <typename T> struct ElementOps;
 

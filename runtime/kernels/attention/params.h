@@ -68,6 +68,9 @@ struct DecodeParams {
   // partials itself and resets its counter, saving the combine launch.
   unsigned *maybe_split_counters = nullptr; // [batch, kv_heads], zero before first use
   float *maybe_lse = nullptr;               // [batch, qo_heads], natural log
+  // Launch with programmatic dependent launch: the kernel's blocks start
+  // while the previous kernel drains and wait (pdlWait) before reading.
+  bool programmatic_launch = false;
 };
 
 /// Prefill / chunked prefill over a ragged batch: sequence b owns query rows

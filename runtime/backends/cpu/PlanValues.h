@@ -14,6 +14,7 @@
 #include "runtime/backends/cpu/Kernels.h"
 #include "txc/artifact/Artifact.h"
 #include "txc/engine/Batch.h"
+#include "txc/engine/Engine.h"
 
 #include <string>
 #include <unordered_map>
@@ -70,6 +71,26 @@ inline StatusOr<MatrixShape> weightOperandShape(const artifact::LoadedArtifact &
     return invalidArgument("weight '" + weight.entry->name() + "' must be 1-D or 2-D");
   return MatrixShape{weight.dtype, weight.shape.size() == 2 ? weight.shape[0] : 1,
                      weight.shape.back()};
+}
+
+/// The engine's limits from the artifact's compile options (where set), the
+/// backend's KV geometry and the model's EOS ids.
+inline engine::EngineConfig engineConfigFor(const artifact::LoadedArtifact &artifact,
+                                            int32_t page_size, int32_t num_pages) {
+  const artifact::pb::Artifact &message = artifact.message();
+  const artifact::pb::CompileOptions &compile = message.options();
+  engine::EngineConfig config;
+  if (compile.max_batch_tokens() > 0)
+    config.scheduler.max_batch_tokens = static_cast<int32_t>(compile.max_batch_tokens());
+  if (compile.max_num_seqs() > 0)
+    config.scheduler.max_num_seqs = static_cast<int32_t>(compile.max_num_seqs());
+  if (compile.max_seq_len() > 0)
+    config.scheduler.max_seq_len = static_cast<int32_t>(compile.max_seq_len());
+  config.scheduler.page_size = page_size;
+  config.scheduler.num_pages = num_pages;
+  for (int64_t id : message.config().eos_token_ids())
+    config.eos_token_ids.push_back(static_cast<int32_t>(id));
+  return config;
 }
 
 /// Checks a step's batch against the model and the KV cache before any

@@ -398,20 +398,7 @@ std::vector<LaunchProfileEntry> CudaExecutor::launchProfile() const {
 }
 
 engine::EngineConfig CudaExecutor::engineConfig() const {
-  const pb::Artifact &message = state_->artifact->message();
-  const pb::CompileOptions &compile = message.options();
-  engine::EngineConfig config;
-  if (compile.max_batch_tokens() > 0)
-    config.scheduler.max_batch_tokens = static_cast<int32_t>(compile.max_batch_tokens());
-  if (compile.max_num_seqs() > 0)
-    config.scheduler.max_num_seqs = static_cast<int32_t>(compile.max_num_seqs());
-  if (compile.max_seq_len() > 0)
-    config.scheduler.max_seq_len = static_cast<int32_t>(compile.max_seq_len());
-  config.scheduler.page_size = state_->page_size;
-  config.scheduler.num_pages = state_->num_pages;
-  for (int64_t id : message.config().eos_token_ids())
-    config.eos_token_ids.push_back(static_cast<int32_t>(id));
-  return config;
+  return cpu::engineConfigFor(*state_->artifact, state_->page_size, state_->num_pages);
 }
 
 } // namespace txc::cuda

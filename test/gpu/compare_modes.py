@@ -47,10 +47,13 @@ def main():
     ap.add_argument("--sampled", action="store_true")
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--vocab", type=int, default=20000, help="prompt ids are drawn below this")
-    ap.add_argument("extra", nargs="*", help="more tx-run arguments for both runs")
-    args = ap.parse_args()
-    reference = run(args, [], args.extra)
-    mode = run(args, args.flags.split(), args.extra)
+    # Everything after "--" goes to both tx-run calls untouched (argparse
+    # would bind a trailing positional list before it sees the "--").
+    argv = sys.argv[1:]
+    extra = argv[argv.index("--") + 1:] if "--" in argv else []
+    args = ap.parse_args(argv[:argv.index("--")] if "--" in argv else argv)
+    reference = run(args, [], extra)
+    mode = run(args, args.flags.split(), extra)
     worst, failures, compared = 0.0, 0, 0
     for ref, got in zip(reference, mode):
         if args.sampled:

@@ -2,12 +2,14 @@
 # One call on the GPU machine: the CUDA unit tests, the HF goldens through
 # the CUDA backend, and decode/prefill step timings of the real model shapes
 # (greedy and sampled; with FULL=1 also graphs/PDL off and per-op profiles).
-# Logs go to $OUT.
+# The device tool brings back at most 8 files, so the logs are packed into
+# $OUT/logs.tgz; the decode timings are also collected in $OUT/timings.txt.
 #   [FULL=1] test/gpu/run_all.sh BUNDLE   (BUNDLE from test/gpu/make_bundle.sh)
 set -u
 B=${1:-build-cuda/gpu}
-OUT=${OUT:-/tmp/txc-out}
-mkdir -p "$OUT"
+RESULTS=${OUT:-/tmp/txc-out}
+OUT=$(mktemp -d /tmp/run_all.XXXX)/logs
+mkdir -p "$OUT" "$RESULTS"
 fails=0
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv | tee "$OUT/gpu.txt"
 "$B/EngineTests" --gtest_brief=1 2>&1 | tail -3 | tee "$OUT/engine-tests.log" || fails=$((fails + 1))
@@ -35,7 +37,7 @@ timing() { # name artifact batch new-tokens extra-flags...
   for _ in $(seq "$batch"); do args+=(--prompt-ids "$prompt"); done
   echo "== $name"
   timeout 300 "$B/tx-run" "$art" --device cuda --random-weights 1 "${args[@]}" \
-    --max-new-tokens "$new" --ignore-eos --timing "$@" 2>&1 >/dev/null | grep "tx-run timing" | tee "$OUT/$name.txt"
+    --max-new-tokens "$new" --ignore-eos --timing "$@" 2>&1 >/dev/null | grep "tx-run timing" | tee "$OUT/$name.txt" | sed "s/^/$name: /" >>"$RESULTS/timings.txt"
   [ "${PIPESTATUS[0]}" = 0 ] || { echo "FAILED: $name"; fails=$((fails + 1)); }
 }
 Q=$B/qwen3-0.6b.txm
@@ -57,5 +59,7 @@ if [ "${FULL:-0}" = 1 ]; then # comparisons and profiles
   for b in 2 4 8 64; do timing "q06-b$b-graphs" "$Q" "$b" 64; done
   [ -f "$L" ] && timing l8b-b1-profile "$L" 1 16 --profile-ops
 fi
+cp "$OUT/decode-ops.json" "$RESULTS/" 2>/dev/null
+tar czf "$RESULTS/logs.tgz" -C "$(dirname "$OUT")" logs
 echo "run_all failures: $fails"
 exit $fails

@@ -3,7 +3,7 @@
 compare: the CUDA backend's optional modes must not change what a model
 computes beyond a stated tolerance.
 
-  compare_modes.py TX_RUN ARTIFACT --flags="--attention-pdl" --atol 0 [--batch 4]
+  compare_modes.py TX_RUN ARTIFACT --flags="--no-attention-pdl" --atol 0 [--batch 4]
       [--sampled] [-- extra tx-run args, e.g. --random-weights 1]
 
 Without --sampled: greedy, --return-logits; the logits of every generated

@@ -21,10 +21,12 @@ test/gpu/cuda_goldens.sh "$B" "$B" 2>&1 | tee "$OUT/goldens.log" | grep -E "^==|
 # Optional modes against the default on a real shape (library attention and GEMV).
 mode() { python3 test/gpu/compare_modes.py "$B/tx-run" "$B/qwen3-0.6b.txm" "$@" -- --random-weights 1 \
   2>&1 | tee -a "$OUT/modes.log" | tail -1; [ "${PIPESTATUS[0]}" = 0 ] || fails=$((fails + 1)); }
-mode --flags=--attention-pdl --atol 0 --batch 3
+mode --flags=--no-attention-pdl --atol 0 --batch 3
 mode --flags=--no-cuda-graphs --atol 0.15 --batch 3 # split count follows the context bucket
-mode --flags=--fuse-norms --atol 0.15 --batch 3
-mode --flags=--device-sampling --sampled --batch 5
+mode --flags=--no-fuse-norms --atol 0.15 --batch 3
+mode --flags=--host-sampling --sampled --batch 5
+mode --flags=--no-fuse-rope --atol 0 --batch 3
+mode --flags=--no-weight-prefetch --atol 0 --batch 3
 
 "$B/decode_ops_bench" --json "$OUT/decode-ops.json" 2>&1 | tee "$OUT/decode-ops.log"
 [ "${PIPESTATUS[0]}" = 0 ] || fails=$((fails + 1))
@@ -44,14 +46,17 @@ Q=$B/qwen3-0.6b.txm
 L=$B/llama-3-8b.txm
 sample=(--temperature 0.8 --top-k 50 --top-p 0.9 --seed 7)
 timing q06-b1-graphs "$Q" 1 128
-timing q06-b1-fusednorms "$Q" 1 128 --fuse-norms
-timing q06-b1-attention-pdl "$Q" 1 128 --attention-pdl
-timing q06-b1-both "$Q" 1 128 --fuse-norms --attention-pdl
+timing q06-b1-separate-norms "$Q" 1 128 --no-fuse-norms
+timing q06-b1-separate-rope "$Q" 1 128 --no-fuse-rope
+timing q06-b1-no-prefetch "$Q" 1 128 --no-weight-prefetch
+timing q06-b1-graphs-again "$Q" 1 128
 timing q06-b1-sampled "$Q" 1 128 "${sample[@]}"
 timing q06-b32-graphs "$Q" 32 64
 timing q06-b32-sampled "$Q" 32 64 "${sample[@]}"
-timing q06-b32-device-sampled "$Q" 32 64 "${sample[@]}" --device-sampling
+timing q06-b32-host-sampled "$Q" 32 64 "${sample[@]}" --host-sampling
 [ -f "$L" ] && timing l8b-b1-graphs "$L" 1 64
+[ -f "$L" ] && timing l8b-b1-no-prefetch "$L" 1 64 --no-weight-prefetch
+[ -f "$L" ] && timing l8b-b1-separate-rope "$L" 1 64 --no-fuse-rope
 if [ "${FULL:-0}" = 1 ]; then # comparisons and profiles
   timing q06-b1-nographs "$Q" 1 128 --no-cuda-graphs
   timing q06-b1-nopdl "$Q" 1 128 --no-pdl

@@ -65,12 +65,16 @@ Output:
   --no-cuda-graphs        (cuda) launch decode steps one kernel at a time
   --no-pdl                (cuda) launch kernels without programmatic dependent
                           launch (for comparison)
-  --fuse-norms            (cuda) fold decode rms_norm launches into the GEMV
-                          after them (not yet measured in its current form)
-  --device-sampling       (cuda) draw non-greedy tokens on the GPU (not yet
-                          verified on a GPU; greedy always runs there)
-  --attention-pdl         (cuda) launch decode attention with programmatic
-                          dependent launch too (not yet verified on a GPU)
+  --no-fuse-norms         (cuda) launch decode rms_norm on its own instead of
+                          folding it into the GEMV after it (for comparison)
+  --host-sampling         (cuda) copy non-greedy rows' logits to the host and
+                          sample there instead of on the GPU (for comparison)
+  --no-attention-pdl      (cuda) launch decode attention without programmatic
+                          dependent launch (for comparison)
+  --no-weight-prefetch    (cuda) do not pull the next GEMV's weights into L2
+                          while a decode GEMV runs (for comparison)
+  --no-fuse-rope          (cuda) launch the decode rope/KV-append kernel on its
+                          own instead of in the QKV GEMV (for comparison)
   --help                  this text
 )";
 
@@ -90,9 +94,11 @@ struct Options {
   bool profile_ops = false;
   bool cuda_graphs = true;
   bool pdl = true;
-  bool fuse_norms = false;
-  bool device_sampling = false;
-  bool attention_pdl = false;
+  bool fuse_norms = true;
+  bool device_sampling = true;
+  bool attention_pdl = true;
+  bool weight_prefetch = true;
+  bool fuse_rope = true;
 };
 
 /// Exits with a one-line message naming the flag.
@@ -186,12 +192,16 @@ Options parseArguments(int argc, char **argv) {
       options.cuda_graphs = false;
     } else if (arg == "--no-pdl") {
       options.pdl = false;
-    } else if (arg == "--fuse-norms") {
-      options.fuse_norms = true;
-    } else if (arg == "--device-sampling") {
-      options.device_sampling = true;
-    } else if (arg == "--attention-pdl") {
-      options.attention_pdl = true;
+    } else if (arg == "--no-fuse-norms") {
+      options.fuse_norms = false;
+    } else if (arg == "--host-sampling") {
+      options.device_sampling = false;
+    } else if (arg == "--no-attention-pdl") {
+      options.attention_pdl = false;
+    } else if (arg == "--no-weight-prefetch") {
+      options.weight_prefetch = false;
+    } else if (arg == "--no-fuse-rope") {
+      options.fuse_rope = false;
     } else if (arg == "--timing") {
       options.timing = true;
     } else if (!arg.empty() && arg[0] == '-') {
@@ -261,6 +271,8 @@ int main(int argc, char **argv) {
     cuda_options.fuse_norms = options.fuse_norms;
     cuda_options.device_sampling = options.device_sampling;
     cuda_options.attention_pdl = options.attention_pdl;
+    cuda_options.prefetch_weights = options.weight_prefetch;
+    cuda_options.fuse_rope = options.fuse_rope;
     auto cuda_executor = txc::cuda::CudaExecutor::create(**artifact, cuda_options);
     if (!cuda_executor.isOk())
       fail("--device cuda: " + cuda_executor.status().message());

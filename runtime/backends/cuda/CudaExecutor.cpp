@@ -273,6 +273,21 @@ Status CudaExecutor::State::prepare() {
        path + ": uploading weight '" + weight.entry->name() + "'");
   }
 
+  if (options.prefetch_weights) {
+    int previous = -1;
+    for (int i = 0; i < plan->launches_size(); ++i) {
+      const pb::Launch &launch = plan->launches(i);
+      if ((launch.op() != "txk.gemm" && launch.op() != "txk.gemm_rope_append") ||
+          launch.operands_size() < 2 ||
+          launch.operands(1).ref_case() != pb::ValueRef::kWeightIndex)
+        continue;
+      TXC_ASSIGN_OR_RETURN(DMatrix weight, floatOperand(launch, 1, true));
+      if (previous >= 0)
+        next_gemm_weights[previous] = weight;
+      previous = i;
+    }
+  }
+
   arena_bytes = plan->arena_bytes();
   TXC_ASSIGN_OR_RETURN(void *arena_p, allocate(arena_bytes, "the arena"));
   arena = static_cast<unsigned char *>(arena_p);
@@ -283,6 +298,9 @@ Status CudaExecutor::State::prepare() {
   TXC_ASSIGN_OR_RETURN(void *cs, allocate(copy_scratch_bytes, "copy scratch"));
   copy_scratch = static_cast<unsigned char *>(cs);
   TXC_ASSIGN_OR_RETURN(cublas_workspace, allocate(kCublasWorkspaceBytes, "cuBLASLt workspace"));
+  TXC_ASSIGN_OR_RETURN(void *rc, allocate(kGemvMaxRopeHeads * sizeof(unsigned), "rope counters"));
+  rope_counters = static_cast<unsigned *>(rc);
+  CU(cudaMemset(rc, 0, kGemvMaxRopeHeads * sizeof(unsigned)), path + ": clearing rope counters");
 
   // The cache.
   cache_dtype = artifact::fromProtoDType(compile.kv_cache_dtype());

@@ -1,6 +1,7 @@
 //===- CudaKernels.cu - Plain CUDA kernels of the CUDA backend ------------===//
 #include "runtime/backends/cuda/CudaKernels.h"
 #include "runtime/backends/cuda/Launch.cuh"
+#include "runtime/backends/cuda/RopeAppend.cuh"
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -8,42 +9,6 @@
 namespace txc::cuda {
 
 namespace {
-
-__device__ __forceinline__ float ld(const void *base, EType t, int64_t i) {
-  switch (t) {
-  case EType::kBF16:
-    return __bfloat162float(static_cast<const __nv_bfloat16 *>(base)[i]);
-  case EType::kF16:
-    return __half2float(static_cast<const __half *>(base)[i]);
-  default:
-    return static_cast<const float *>(base)[i];
-  }
-}
-
-__device__ __forceinline__ void st(void *base, EType t, int64_t i, float v) {
-  switch (t) {
-  case EType::kBF16:
-    static_cast<__nv_bfloat16 *>(base)[i] = __float2bfloat16_rn(v);
-    return;
-  case EType::kF16:
-    static_cast<__half *>(base)[i] = __float2half_rn(v);
-    return;
-  default:
-    static_cast<float *>(base)[i] = v;
-  }
-}
-
-/// Rounds v through storage type t (what a store then load gives).
-__device__ __forceinline__ float roundTo(EType t, float v) {
-  switch (t) {
-  case EType::kBF16:
-    return __bfloat162float(__float2bfloat16_rn(v));
-  case EType::kF16:
-    return __half2float(__float2half_rn(v));
-  default:
-    return v;
-  }
-}
 
 __device__ float blockSum(float v, float *shared) {
   for (int o = 16; o > 0; o >>= 1)
@@ -126,8 +91,7 @@ __global__ void swigluKernel(const float *acc, int64_t rows, int64_t half, void 
 }
 
 // One warp per head of one token (q, k or v), so a decode step's few
-// tokens still spread over many SMs; the head is staged in shared memory
-// because rotate-half pairs elements half a head apart.
+// tokens still spread over many SMs (RopeAppend.cuh).
 constexpr int kRopeHeadsPerBlock = 4;
 constexpr int kRopeMaxHeadDim = 512;
 
@@ -141,55 +105,11 @@ __global__ void __launch_bounds__(kRopeHeadsPerBlock * 32) ropeAppendKernel(Rope
   pdlWait();
   if (h >= total)
     return;
-  const int64_t d = a.head_dim;
   float *head = staged[warp];
-  for (int64_t i = lane; i < d; i += 32)
-    head[i] = ld(a.qkv, a.qkv_type, t * total * d + h * d + i);
+  for (int64_t i = lane; i < a.head_dim; i += 32)
+    head[i] = ld(a.qkv, a.qkv_type, t * total * a.head_dim + h * a.head_dim + i);
   __syncwarp();
-  const bool is_query = h < a.heads, is_value = h >= a.heads + a.kv_heads;
-  if (!is_value) {
-    const void *norm = is_query ? a.q_norm : a.k_norm;
-    EType norm_type = is_query ? a.q_norm_type : a.k_norm_type;
-    if (norm) {
-      float local = 0.0f;
-      for (int64_t i = lane; i < d; i += 32)
-        local += head[i] * head[i];
-      for (int o = 16; o > 0; o >>= 1)
-        local += __shfl_xor_sync(0xffffffffu, local, o);
-      float inv_rms = 1.0f / sqrtf(local / static_cast<float>(d) + a.norm_eps);
-      __syncwarp();
-      for (int64_t i = lane; i < d; i += 32)
-        head[i] = head[i] * inv_rms * ld(norm, norm_type, i);
-      __syncwarp();
-    }
-    float pos = static_cast<float>(a.positions[t]);
-    for (int64_t i = lane; i < a.half; i += 32) {
-      float angle = a.inv_freq[i] * pos; // fp32, as HF
-      // cos/sin of the fp32 angle rounded once: what HF's fp32 cos gives,
-      // to the last bit in almost every case.
-      float c = static_cast<float>(cos(static_cast<double>(angle))) * a.attention_scaling;
-      float s = static_cast<float>(sin(static_cast<double>(angle))) * a.attention_scaling;
-      float x1 = head[i], x2 = head[i + a.half];
-      head[i] = x1 * c - x2 * s;
-      head[i + a.half] = x2 * c + x1 * s;
-    }
-    __syncwarp();
-  }
-  if (is_query) {
-    for (int64_t i = lane; i < d; i += 32)
-      st(a.out, a.out_type, (t * a.heads + h) * d + i, head[i]);
-    return;
-  }
-  int32_t slot = a.slot_mapping[t];
-  if (slot < 0)
-    return; // padding token: no cache write
-  int64_t page = slot / a.page_size, offset = slot % a.page_size;
-  int64_t kv_cols = a.kv_heads * d;
-  int64_t kv_head = h - a.heads - (is_value ? a.kv_heads : 0);
-  int64_t base = page * 2 * a.page_size * kv_cols +
-                 ((is_value ? a.page_size : 0) + offset) * kv_cols + kv_head * d;
-  for (int64_t i = lane; i < d; i += 32)
-    st(a.cache, a.cache_type, base + i, head[i]);
+  ropeAppendStagedHead(a, t, h, head, lane);
 }
 
 constexpr int kAttnThreads = 128;

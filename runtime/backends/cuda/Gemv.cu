@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 #include "runtime/backends/cuda/Gemv.h"
 #include "runtime/backends/cuda/Launch.cuh"
+#include "runtime/backends/cuda/RopeAppend.cuh"
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -90,6 +91,99 @@ __device__ __forceinline__ void scaleAndSquare(uint4 &x, const uint4 &w, float &
   }
 }
 
+/// This block's share of the L2 prefetch, in bulk requests of at most
+/// kPrefetchChunk bytes issued by one thread (fire and forget: the copy
+/// engine fetches into L2 while the block computes).
+constexpr uint64_t kPrefetchChunk = 64 << 10;
+
+__device__ __forceinline__ void prefetchShareToL2(const void *base, uint64_t bytes) {
+  if (!base || threadIdx.x != 0)
+    return;
+  const uint64_t share = (bytes / gridDim.x + 15) / 16 * 16;
+  const uint64_t begin = share * blockIdx.x;
+  const uint64_t end = min(begin + share, bytes);
+  for (uint64_t at = begin; at < end; at += kPrefetchChunk) {
+    const unsigned size = static_cast<unsigned>(min(kPrefetchChunk, end - at));
+    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(
+                     static_cast<const char *>(base) + at),
+                 "r"(size)
+                 : "memory");
+  }
+}
+
+/// One pair's epilogue: the fused norm's scale, bias, then SwiGLU or the
+/// residual add, and one rounding store; lane m stores token m's values.
+template <typename T, typename OutT, int kMaxRows>
+__device__ __forceinline__ void storePair(const GemvArgs &a, bool swiglu, int64_t row0,
+                                          int64_t row1, int lane, float (&acc0)[kMaxRows],
+                                          float (&acc1)[kMaxRows], const float (&squares)[kMaxRows]) {
+  if (a.norm_weight)
+#pragma unroll
+    for (int m = 0; m < kMaxRows; ++m) {
+      float inv_rms = 1.0f / sqrtf(squares[m] / static_cast<float>(a.k) + a.norm_eps);
+      acc0[m] *= inv_rms;
+      acc1[m] *= inv_rms;
+    }
+  float bias0 = 0.0f, bias1 = 0.0f;
+  if (a.bias) {
+    bias0 = loadBias(a.bias, a.bias_type, row0);
+    bias1 = loadBias(a.bias, a.bias_type, row1);
+  }
+  OutT *out = static_cast<OutT *>(a.out);
+  const OutT *residual = static_cast<const OutT *>(a.residual);
+#pragma unroll
+  for (int m = 0; m < kMaxRows; ++m) {
+    if (m >= a.m || lane != m)
+      continue;
+    float g = acc0[m] + bias0, u = acc1[m] + bias1;
+    if (swiglu) {
+      out[m * (a.n / 2) + row0] = Store<OutT>::fromFloat(g / (1.0f + expf(-g)) * u);
+      continue;
+    }
+    bool second = row1 != row0;
+    if (a.epilogue == GemvEpilogue::kResidualAdd) {
+      g += Store<OutT>::toFloat(residual[m * a.n + row0]);
+      if (second)
+        u += Store<OutT>::toFloat(residual[m * a.n + row1]);
+    }
+    out[m * a.n + row0] = Store<OutT>::fromFloat(g);
+    if (second)
+      out[m * a.n + row1] = Store<OutT>::fromFloat(u);
+  }
+}
+
+/// The rotary epilogue: this block wrote rows [first_row, first_row +
+/// rows_per_block) of the QKV, all inside one head. The last block of the
+/// head to finish (a counter per head) stages the head of every token from
+/// L2 and finishes it; it also zeroes the counter for the next launch.
+template <int kMaxRows>
+__device__ void finishHeadIfLast(const GemvArgs &a, int64_t first_row, int64_t rows_per_block) {
+  __shared__ float staged[kMaxRows][kGemvMaxRopeHeadDim];
+  __shared__ bool last;
+  const int64_t d = a.rope.head_dim;
+  const int64_t head = first_row / d;
+  __threadfence(); // this block's QKV stores, before the count that publishes them
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    const unsigned blocks_per_head = static_cast<unsigned>(d / rows_per_block);
+    last = atomicAdd(a.rope_counters + head, 1u) == blocks_per_head - 1;
+    if (last)
+      a.rope_counters[head] = 0;
+  }
+  __syncthreads();
+  if (!last)
+    return;
+  __threadfence();
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  if (warp >= a.m)
+    return;
+  float *staged_head = staged[warp];
+  for (int64_t i = lane; i < d; i += 32)
+    staged_head[i] = ldL2(a.out, a.out_type, warp * a.n + head * d + i);
+  __syncwarp();
+  ropeAppendStagedHead(a.rope, warp, head, staged_head, lane);
+}
+
 template <typename T, typename OutT, int kMaxRows>
 __global__ void __launch_bounds__(kWarpsPerBlock * 32)
     gemvKernel(const GemvArgs a, const int slices) {
@@ -126,6 +220,7 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
       a0[u] = __ldcs(w0 + v + 32 * u);
       a1[u] = __ldcs(w1 + v + 32 * u);
     }
+  prefetchShareToL2(a.prefetch, a.prefetch_bytes);
   pdlWait();
   const uint4 *gamma = static_cast<const uint4 *>(a.norm_weight);
   float squares[kMaxRows]; // sum of x^2 over this warp's slice (fused norm)
@@ -164,7 +259,8 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
       acc1[m] += __shfl_xor_sync(0xffffffffu, acc1[m], o);
       squares[m] += __shfl_xor_sync(0xffffffffu, squares[m], o);
     }
-  if (slices > 1) { // the slices of one pair meet in shared memory
+  bool writer = true; // the warp that stores this pair's results
+  if (slices > 1) {    // the slices of one pair meet in shared memory
     if (lane == 0)
 #pragma unroll
       for (int m = 0; m < kMaxRows; ++m) {
@@ -173,53 +269,23 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
         partial[warp][2][m] = squares[m];
       }
     __syncthreads();
-    if (slice != 0)
-      return;
+    writer = slice == 0;
+    if (writer)
 #pragma unroll
-    for (int m = 0; m < kMaxRows; ++m) {
-      acc0[m] = acc1[m] = squares[m] = 0.0f;
-      for (int s = 0; s < slices; ++s) { // in slice order: deterministic
-        acc0[m] += partial[warp + s][0][m];
-        acc1[m] += partial[warp + s][1][m];
-        squares[m] += partial[warp + s][2][m];
+      for (int m = 0; m < kMaxRows; ++m) {
+        acc0[m] = acc1[m] = squares[m] = 0.0f;
+        for (int s = 0; s < slices; ++s) { // in slice order: deterministic
+          acc0[m] += partial[warp + s][0][m];
+          acc1[m] += partial[warp + s][1][m];
+          squares[m] += partial[warp + s][2][m];
+        }
       }
-    }
   }
-  if (gamma)
-#pragma unroll
-    for (int m = 0; m < kMaxRows; ++m) {
-      float inv_rms = 1.0f / sqrtf(squares[m] / static_cast<float>(a.k) + a.norm_eps);
-      acc0[m] *= inv_rms;
-      acc1[m] *= inv_rms;
-    }
-  if (!valid)
-    return;
-
-  float bias0 = 0.0f, bias1 = 0.0f;
-  if (a.bias) {
-    bias0 = loadBias(a.bias, a.bias_type, row0);
-    bias1 = loadBias(a.bias, a.bias_type, row1);
-  }
-  OutT *out = static_cast<OutT *>(a.out);
-  const OutT *residual = static_cast<const OutT *>(a.residual);
-#pragma unroll
-  for (int m = 0; m < kMaxRows; ++m) {
-    if (m >= a.m || lane != m)
-      continue;
-    float g = acc0[m] + bias0, u = acc1[m] + bias1;
-    if (swiglu) {
-      out[m * (a.n / 2) + row0] = Store<OutT>::fromFloat(g / (1.0f + expf(-g)) * u);
-      continue;
-    }
-    bool second = row1 != row0;
-    if (a.epilogue == GemvEpilogue::kResidualAdd) {
-      g += Store<OutT>::toFloat(residual[m * a.n + row0]);
-      if (second)
-        u += Store<OutT>::toFloat(residual[m * a.n + row1]);
-    }
-    out[m * a.n + row0] = Store<OutT>::fromFloat(g);
-    if (second)
-      out[m * a.n + row1] = Store<OutT>::fromFloat(u);
+  if (writer && valid)
+    storePair<T, OutT, kMaxRows>(a, swiglu, row0, row1, lane, acc0, acc1, squares);
+  if (a.rope_counters) {
+    const int64_t pairs_per_block = kWarpsPerBlock / slices;
+    finishHeadIfLast<kMaxRows>(a, 2 * pairs_per_block * blockIdx.x, 2 * pairs_per_block);
   }
 }
 
@@ -251,6 +317,17 @@ cudaError_t launchTyped(const GemvArgs &a, cudaStream_t stream) {
 
 bool aligned16(const void *p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 
+// A block's rows (2 * pairs per block, at most 2 * kWarpsPerBlock = 16)
+// must lie in one head: head_dim a multiple of 16 does it.
+bool ropeEpilogueSupports(const GemvArgs &a) {
+  const RopeAppendArgs &r = a.rope;
+  const int64_t heads = r.heads + 2 * r.kv_heads;
+  return a.epilogue == GemvEpilogue::kNone && a.out_type == a.type && r.qkv == a.out &&
+         r.qkv_type == a.out_type && r.num_tokens == a.m && r.head_dim % 16 == 0 &&
+         r.head_dim <= kGemvMaxRopeHeadDim && heads <= kGemvMaxRopeHeads &&
+         a.n == heads * r.head_dim && 2 * r.half <= r.head_dim;
+}
+
 } // namespace
 
 bool gemvSupports(const GemvArgs &a) {
@@ -259,7 +336,9 @@ bool gemvSupports(const GemvArgs &a) {
          a.n >= 1 && a.k >= 8 && a.k % 8 == 0 && aligned16(a.x) && aligned16(a.w) &&
          (a.epilogue != GemvEpilogue::kSwiglu || a.n % 2 == 0) &&
          (a.epilogue != GemvEpilogue::kResidualAdd || a.residual) &&
-         (!a.norm_weight || (a.norm_type == a.type && aligned16(a.norm_weight)));
+         (!a.norm_weight || (a.norm_type == a.type && aligned16(a.norm_weight))) &&
+         (!a.prefetch || (aligned16(a.prefetch) && a.prefetch_bytes % 16 == 0)) &&
+         (!a.rope_counters || ropeEpilogueSupports(a));
 }
 
 cudaError_t launchGemv(const GemvArgs &a, cudaStream_t stream) {

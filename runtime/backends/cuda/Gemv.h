@@ -50,12 +50,32 @@ struct GemvArgs {
   EType norm_type = EType::kBF16;
   float norm_eps = 0.0f;
   bool pdl = false; // programmatic dependent launch (Launch.cuh)
+  /// Bytes to pull into L2 while this GEMV runs: the next GEMV's weights.
+  /// A decode step is a chain of small GEMVs separated by norm, rope and
+  /// attention kernels that leave DRAM idle; with the next weights already
+  /// in L2 the next GEMV streams from L2. Each block issues one bulk
+  /// prefetch of its share (cp.async.bulk.prefetch.L2, no registers held).
+  const void *prefetch = nullptr;
+  uint64_t prefetch_bytes = 0; // a multiple of 16; prefetch 16-byte aligned
+  /// The QKV projection's rotary epilogue: with rope_counters set, `out` is
+  /// the [m, (heads + 2 kv_heads) * head_dim] QKV (rope.qkv), and the last
+  /// block to finish a head runs RopeAppend.cuh on it (q/k-norm, rotary,
+  /// the query out, K/V into the cache), so no rope kernel is launched.
+  /// rope_counters: kGemvMaxRopeHeads zeroed counters, left zeroed.
+  RopeAppendArgs rope;
+  unsigned *rope_counters = nullptr;
 };
 
+/// Limits of the rotary epilogue: heads in one QKV and the head size.
+constexpr int64_t kGemvMaxRopeHeads = 4096;
+constexpr int64_t kGemvMaxRopeHeadDim = 256;
+
 /// Whether launchGemv takes these arguments: 16-bit type (out_type the same
-/// or F32), 1 <= m <=
-/// kGemvMaxRows, k a multiple of 8, x and w 16-byte aligned, n even for
-/// SwiGLU. The caller falls back to cuBLASLt otherwise.
+/// or F32), 1 <= m <= kGemvMaxRows, k a multiple of 8, x, w and prefetch
+/// 16-byte aligned, n even for SwiGLU; with the rotary epilogue, no other
+/// epilogue, out in the input type, head_dim a multiple of 16 up to
+/// kGemvMaxRopeHeadDim and n the QKV's width. The caller falls back to
+/// cuBLASLt (and a separate rope launch) otherwise.
 bool gemvSupports(const GemvArgs &args);
 
 /// Enqueues the GEMV. `out` must not overlap `x` or `w`; it may be the

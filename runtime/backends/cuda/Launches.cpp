@@ -99,7 +99,8 @@ Status CudaExecutor::State::gemm(const DMatrix &input, const DMatrix &weight, co
 // run on Gemv.cu with the epilogue fused; false leaves the GEMM to cuBLASLt.
 StatusOr<bool> CudaExecutor::State::tryGemv(const DMatrix &input, const DMatrix &weight,
                                             const DMatrix &bias, const DMatrix &residual,
-                                            GemvEpilogue epilogue, const DMatrix &out) {
+                                            GemvEpilogue epilogue, const DMatrix &out,
+                                            const RopeAppendArgs *rope) {
   if (!options.use_gemv || input.dtype != weight.dtype ||
       (residual.present() && residual.dtype != out.dtype))
     return false;
@@ -131,6 +132,14 @@ StatusOr<bool> CudaExecutor::State::tryGemv(const DMatrix &input, const DMatrix 
   g.k = input.cols;
   g.epilogue = epilogue;
   g.pdl = options.use_pdl;
+  if (auto next = next_gemm_weights.find(running_launch); next != next_gemm_weights.end()) {
+    g.prefetch = next->second.data;
+    g.prefetch_bytes = std::min(next->second.bytes(), kMaxPrefetchBytes) / 16 * 16;
+  }
+  if (rope) {
+    g.rope = *rope;
+    g.rope_counters = rope_counters;
+  }
   if (!gemvSupports(g))
     return false;
   TXC_RETURN_IF_ERROR(cudaStatus(launchGemv(g, stream), "gemv launch"));
@@ -317,6 +326,7 @@ Status CudaExecutor::State::runLaunch(int index, const pb::Launch &launch) {
   const std::string &op = launch.op();
   LaunchAttributes attributes(launch);
   copy_scratch_used = 0;
+  running_launch = index;
   const std::string kernel = "kernel launch";
   if (op != "txk.gemm" && op != "txk.gemm_rope_append")
     TXC_RETURN_IF_ERROR(flushPendingNorm());
@@ -451,16 +461,15 @@ Status CudaExecutor::State::runLaunch(int index, const pb::Launch &launch) {
         return invalidArgument("q_norm / k_norm weights must have head_dim elements");
     int64_t rows = batch->numTokens();
     TXC_ASSIGN_OR_RETURN(DMatrix out, bindResult(launch, 0, rows));
-    DMatrix qkv;
+    DMatrix qkv, input, weight, bias;
     if (fused) {
-      TXC_ASSIGN_OR_RETURN(DMatrix input, floatOperand(launch, 0, true));
-      TXC_ASSIGN_OR_RETURN(DMatrix weight, floatOperand(launch, 1, true));
-      TXC_ASSIGN_OR_RETURN(DMatrix bias, floatOperand(launch, 2, false));
+      TXC_ASSIGN_OR_RETURN(input, floatOperand(launch, 0, true));
+      TXC_ASSIGN_OR_RETURN(weight, floatOperand(launch, 1, true));
+      TXC_ASSIGN_OR_RETURN(bias, floatOperand(launch, 2, false));
       // QKV rounded to the result dtype, as the unfused pair computes.
       qkv = DMatrix{gemm_scratch, out.dtype, input.rows, weight.rows};
       if (qkv.bytes() > gemm_scratch_bytes)
         return resourceExhausted("GEMM scratch too small for QKV");
-      TXC_RETURN_IF_ERROR(gemm(input, weight, bias, DMatrix{}, qkv));
     } else {
       TXC_ASSIGN_OR_RETURN(qkv, floatOperand(launch, 0, true));
       if (overlaps(qkv.data, qkv.bytes(), out.data, out.bytes())) {
@@ -497,6 +506,17 @@ Status CudaExecutor::State::runLaunch(int index, const pb::Launch &launch) {
     a.out = out.data;
     TXC_ASSIGN_OR_RETURN(a.out_type, etype(out.dtype, "the result"));
     a.pdl = options.use_pdl;
+    if (fused) {
+      // Decode-sized: the GEMV finishes each head itself (no rope launch).
+      if (options.fuse_rope && input.cols == weight.cols &&
+          !overlaps(input.data, input.bytes(), out.data, out.bytes())) {
+        TXC_ASSIGN_OR_RETURN(bool done, tryGemv(input, weight, bias, DMatrix{},
+                                                GemvEpilogue::kNone, qkv, &a));
+        if (done)
+          return Status::ok();
+      }
+      TXC_RETURN_IF_ERROR(gemm(input, weight, bias, DMatrix{}, qkv));
+    }
     return cudaStatus(launchRopeAppend(a, stream), kernel);
   }
   if (op == "txk.attention") {

@@ -149,6 +149,151 @@ TEST(GemvTest, MatchesTheReferenceForEveryEpilogue) {
     runCase(c);
 }
 
+// The rotary epilogue (q/k-norm, rotary, query out, K/V into the paged
+// cache, in the last block of each head) must compute bit for bit what the
+// GEMV followed by the rope kernel computes; a second launch checks that
+// the per-head counters were left at zero. The L2 prefetch rides along.
+struct RopeCase {
+  int64_t m, heads, kv_heads, head_dim, k;
+  bool norms;
+  int64_t rotary_dim; // < head_dim: partial rotary
+};
+
+void runRopeCase(const RopeCase &c) {
+  SCOPED_TRACE("m " + std::to_string(c.m) + " heads " + std::to_string(c.heads) + "/" +
+               std::to_string(c.kv_heads) + " d " + std::to_string(c.head_dim) + " k " +
+               std::to_string(c.k) + (c.norms ? " q/k-norm" : ""));
+  const DType bf = DType::kBF16;
+  const int64_t n = (c.heads + 2 * c.kv_heads) * c.head_dim, page_size = 16, pages = 4;
+  std::mt19937 rng(static_cast<uint32_t>(c.m * 7919 + c.head_dim * 31 + c.k));
+  TestTensor x = randomTensor(bf, c.m, c.k, rng);
+  TestTensor w = randomTensor(bf, n, c.k, rng, -0.1, 0.1);
+  TestTensor q_norm = randomTensor(bf, 1, c.head_dim, rng, 0.5, 1.5);
+  TestTensor k_norm = randomTensor(bf, 1, c.head_dim, rng, 0.5, 1.5);
+  std::vector<float> inv_freq(c.rotary_dim / 2);
+  for (size_t i = 0; i < inv_freq.size(); ++i)
+    inv_freq[i] = std::pow(10000.0f, -2.0f * i / c.rotary_dim);
+  std::vector<int32_t> positions, slots;
+  for (int64_t t = 0; t < c.m; ++t) {
+    positions.push_back(static_cast<int32_t>(rng() % 4000));
+    slots.push_back(t == 2 ? -1 : static_cast<int32_t>(t * 17 + 3)); // token 2: padding
+  }
+  const int64_t cache_elems = pages * 2 * page_size * c.kv_heads * c.head_dim;
+  TestTensor qkv = poisonedTensor(bf, c.m, n);
+  void *dx = upload(x), *dw = upload(w), *dqn = upload(q_norm), *dkn = upload(k_norm);
+  void *dqkv = upload(qkv), *dfreq = nullptr, *dpos = nullptr, *dslots = nullptr;
+  void *dcounters = nullptr, *dprefetch = nullptr;
+  ASSERT_EQ(cudaMalloc(&dfreq, inv_freq.size() * 4), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(dfreq, inv_freq.data(), inv_freq.size() * 4, cudaMemcpyHostToDevice),
+            cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&dpos, c.m * 4), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(dpos, positions.data(), c.m * 4, cudaMemcpyHostToDevice), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&dslots, c.m * 4), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(dslots, slots.data(), c.m * 4, cudaMemcpyHostToDevice), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&dcounters, kGemvMaxRopeHeads * 4), cudaSuccess);
+  ASSERT_EQ(cudaMemset(dcounters, 0, kGemvMaxRopeHeads * 4), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&dprefetch, 1 << 20), cudaSuccess);
+
+  // Two (query out, cache) pairs: the reference's and the fused launch's,
+  // both poisoned (0xff bytes: bf16 NaN).
+  const size_t out_bytes = c.m * c.heads * c.head_dim * 2, cache_bytes = cache_elems * 2;
+  void *out[2], *cache[2];
+  for (int i = 0; i < 2; ++i) {
+    ASSERT_EQ(cudaMalloc(&out[i], out_bytes), cudaSuccess);
+    ASSERT_EQ(cudaMalloc(&cache[i], cache_bytes), cudaSuccess);
+    ASSERT_EQ(cudaMemset(out[i], 0xff, out_bytes), cudaSuccess);
+    ASSERT_EQ(cudaMemset(cache[i], 0xff, cache_bytes), cudaSuccess);
+  }
+  RopeAppendArgs rope;
+  rope.qkv = dqkv;
+  rope.qkv_type = EType::kBF16;
+  rope.positions = static_cast<const int32_t *>(dpos);
+  rope.slot_mapping = static_cast<const int32_t *>(dslots);
+  rope.num_tokens = c.m;
+  rope.heads = c.heads;
+  rope.kv_heads = c.kv_heads;
+  rope.head_dim = c.head_dim;
+  rope.inv_freq = static_cast<const float *>(dfreq);
+  rope.half = c.rotary_dim / 2;
+  rope.attention_scaling = 1.0f;
+  if (c.norms) {
+    rope.q_norm = dqn;
+    rope.k_norm = dkn;
+    rope.q_norm_type = rope.k_norm_type = EType::kBF16;
+    rope.norm_eps = 1e-6f;
+  }
+  rope.cache_type = EType::kBF16;
+  rope.page_size = page_size;
+  rope.out_type = EType::kBF16;
+
+  GemvArgs g;
+  g.x = dx;
+  g.w = dw;
+  g.out = dqkv;
+  g.m = c.m;
+  g.n = n;
+  g.k = c.k;
+  // Reference: the GEMV, then the rope kernel.
+  ASSERT_EQ(launchGemv(g, nullptr), cudaSuccess);
+  rope.out = out[0];
+  rope.cache = cache[0];
+  ASSERT_EQ(launchRopeAppend(rope, nullptr), cudaSuccess);
+  // Fused, twice (the counters must be back at zero after each launch).
+  rope.out = out[1];
+  rope.cache = cache[1];
+  g.rope = rope;
+  g.rope_counters = static_cast<unsigned *>(dcounters);
+  g.prefetch = dprefetch;
+  g.prefetch_bytes = 1 << 20;
+  g.pdl = true;
+  ASSERT_TRUE(gemvSupports(g));
+  for (int launch = 0; launch < 2; ++launch) {
+    ASSERT_EQ(cudaMemset(out[1], 0xff, out_bytes), cudaSuccess);
+    ASSERT_EQ(launchGemv(g, nullptr), cudaSuccess);
+  }
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  std::vector<uint16_t> got_out(out_bytes / 2), want_out(out_bytes / 2);
+  std::vector<uint16_t> got_cache(cache_elems), want_cache(cache_elems);
+  std::vector<unsigned> counters(kGemvMaxRopeHeads);
+  ASSERT_EQ(cudaMemcpy(want_out.data(), out[0], out_bytes, cudaMemcpyDeviceToHost), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(got_out.data(), out[1], out_bytes, cudaMemcpyDeviceToHost), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(want_cache.data(), cache[0], cache_bytes, cudaMemcpyDeviceToHost),
+            cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(got_cache.data(), cache[1], cache_bytes, cudaMemcpyDeviceToHost),
+            cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(counters.data(), dcounters, kGemvMaxRopeHeads * 4, cudaMemcpyDeviceToHost),
+            cudaSuccess);
+  for (void *p : {dx, dw, dqn, dkn, dqkv, dfreq, dpos, dslots, dcounters, dprefetch, out[0],
+                  out[1], cache[0], cache[1]})
+    cudaFree(p);
+  int bad = 0;
+  for (size_t i = 0; i < want_out.size(); ++i)
+    if (got_out[i] != want_out[i] && ++bad <= 5)
+      ADD_FAILURE() << "query element " << i << ": bits " << got_out[i] << ", want "
+                    << want_out[i];
+  for (size_t i = 0; i < want_cache.size(); ++i)
+    if (got_cache[i] != want_cache[i] && ++bad <= 5)
+      ADD_FAILURE() << "cache element " << i << ": bits " << got_cache[i] << ", want "
+                    << want_cache[i];
+  EXPECT_EQ(bad, 0);
+  EXPECT_NE(want_out[0], 0xffff) << "the reference must have written the query";
+  for (unsigned counter : counters)
+    ASSERT_EQ(counter, 0u) << "the per-head counters must be left at zero";
+}
+
+TEST(GemvTest, RopeEpilogueMatchesTheRopeKernel) {
+  TXC_SKIP_WITHOUT_GPU();
+  const RopeCase cases[] = {
+      {1, 16, 8, 128, 1024, true, 128}, // Qwen3-0.6B
+      {1, 32, 8, 128, 4096, false, 128}, // Llama-3-8B
+      {3, 4, 2, 64, 264, false, 64},
+      {4, 4, 1, 256, 512, true, 256},
+      {4, 6, 2, 64, 1000, false, 32}, // partial rotary
+  };
+  for (const RopeCase &c : cases)
+    runRopeCase(c);
+}
+
 TEST(GemvTest, RefusesWhatItDoesNotTake) {
   GemvArgs args;
   args.x = args.w = reinterpret_cast<void *>(256);
@@ -177,6 +322,29 @@ TEST(GemvTest, RefusesWhatItDoesNotTake) {
   args.epilogue = GemvEpilogue::kResidualAdd;
   args.n = 4;
   EXPECT_FALSE(gemvSupports(args)) << "a residual epilogue needs the residual";
+  args.epilogue = GemvEpilogue::kNone;
+  args.prefetch = reinterpret_cast<void *>(264);
+  args.prefetch_bytes = 100; // not a multiple of 16
+  EXPECT_FALSE(gemvSupports(args));
+  args.prefetch_bytes = 96;
+  EXPECT_TRUE(gemvSupports(args));
+  unsigned counters = 0;
+  args.rope_counters = &counters;
+  args.rope.qkv = args.out = reinterpret_cast<void *>(512);
+  args.rope.qkv_type = args.rope.out_type = EType::kBF16;
+  args.rope.num_tokens = 1;
+  args.rope.heads = 2;
+  args.rope.kv_heads = 1;
+  args.rope.head_dim = 8; // not a multiple of 16: a block's rows could straddle heads
+  args.rope.half = 4;
+  args.n = 32;
+  EXPECT_FALSE(gemvSupports(args));
+  args.rope.head_dim = 16;
+  args.rope.half = 8;
+  args.n = 64;
+  EXPECT_TRUE(gemvSupports(args));
+  args.n = 66; // not the QKV's width
+  EXPECT_FALSE(gemvSupports(args));
 }
 
 } // namespace

@@ -71,8 +71,6 @@ Output:
                           sample there instead of on the GPU (for comparison)
   --no-attention-pdl      (cuda) launch decode attention without programmatic
                           dependent launch (for comparison)
-  --no-weight-prefetch    (cuda) do not pull the next GEMV's weights into L2
-                          while a decode GEMV runs (for comparison)
   --no-fuse-rope          (cuda) launch the decode rope/KV-append kernel on its
                           own instead of in the QKV GEMV (for comparison)
   --help                  this text
@@ -97,7 +95,6 @@ struct Options {
   bool fuse_norms = true;
   bool device_sampling = true;
   bool attention_pdl = true;
-  bool weight_prefetch = true;
   bool fuse_rope = true;
 };
 
@@ -198,8 +195,6 @@ Options parseArguments(int argc, char **argv) {
       options.device_sampling = false;
     } else if (arg == "--no-attention-pdl") {
       options.attention_pdl = false;
-    } else if (arg == "--no-weight-prefetch") {
-      options.weight_prefetch = false;
     } else if (arg == "--no-fuse-rope") {
       options.fuse_rope = false;
     } else if (arg == "--timing") {
@@ -271,7 +266,6 @@ int main(int argc, char **argv) {
     cuda_options.fuse_norms = options.fuse_norms;
     cuda_options.device_sampling = options.device_sampling;
     cuda_options.attention_pdl = options.attention_pdl;
-    cuda_options.prefetch_weights = options.weight_prefetch;
     cuda_options.fuse_rope = options.fuse_rope;
     auto cuda_executor = txc::cuda::CudaExecutor::create(**artifact, cuda_options);
     if (!cuda_executor.isOk())

@@ -273,21 +273,6 @@ Status CudaExecutor::State::prepare() {
        path + ": uploading weight '" + weight.entry->name() + "'");
   }
 
-  if (options.prefetch_weights) {
-    int previous = -1;
-    for (int i = 0; i < plan->launches_size(); ++i) {
-      const pb::Launch &launch = plan->launches(i);
-      if ((launch.op() != "txk.gemm" && launch.op() != "txk.gemm_rope_append") ||
-          launch.operands_size() < 2 ||
-          launch.operands(1).ref_case() != pb::ValueRef::kWeightIndex)
-        continue;
-      TXC_ASSIGN_OR_RETURN(DMatrix weight, floatOperand(launch, 1, true));
-      if (previous >= 0)
-        next_gemm_weights[previous] = weight;
-      previous = i;
-    }
-  }
-
   arena_bytes = plan->arena_bytes();
   TXC_ASSIGN_OR_RETURN(void *arena_p, allocate(arena_bytes, "the arena"));
   arena = static_cast<unsigned char *>(arena_p);

@@ -54,10 +54,6 @@ struct CudaExecutorOptions {
   /// inverse RMS scaling its dot): -0.13 ms per Qwen3-0.6B step on the
   /// H200. (A first version with a separate inverse-RMS pass was slower.)
   bool fuse_norms = true;
-  /// Each decode GEMV pulls the next GEMV's weights (up to 24 MiB of them)
-  /// into L2 while it runs (GemvArgs::prefetch), so DRAM keeps streaming
-  /// through the norm, rope and attention kernels between GEMVs.
-  bool prefetch_weights = true;
   /// Decode-sized QKV GEMVs finish each head themselves (q/k-norm, rotary,
   /// KV append in the last block of the head to finish), so the step has no
   /// rope launch.

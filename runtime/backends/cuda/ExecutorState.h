@@ -145,9 +145,7 @@ struct GemmPlan {
 };
 
 inline constexpr int kMaxDecodeSplits = 32;
-/// At most this much of the next GEMV's weights is prefetched into L2 (the
-/// H200 has 50 MB): enough to cover the gap before it and its start.
-inline constexpr uint64_t kMaxPrefetchBytes = uint64_t{24} << 20;
+
 inline constexpr size_t kCublasWorkspaceBytes = size_t{32} << 20;
 
 struct CudaExecutor::State {
@@ -204,10 +202,6 @@ struct CudaExecutor::State {
   // decode-sized batches the GEMV applies the norm in its prologue and the
   // norm launch is skipped (fusableNorms).
   std::set<int> fusable_norms;
-  // prefetch_weights: per GEMM launch index, the weights of the next GEMM
-  // launch in plan order (nothing for the last).
-  std::map<int, DMatrix> next_gemm_weights;
-  int running_launch = -1;
   unsigned *rope_counters = nullptr; // kGemvMaxRopeHeads, zero between launches
   struct PendingNorm {
     bool active = false;

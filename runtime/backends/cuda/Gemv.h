@@ -3,9 +3,10 @@
 // out[m, :] = x[m, :] @ w^T for m <= kGemvMaxRows, the shape of every
 // projection in a decode step. cuBLASLt spends 10+ µs on these (measured:
 // 16 µs per decode GEMM on the Qwen3-0.6B shape, bench/README.md) where the
-// weight read takes 1–3 µs; this kernel streams each weight row once with
-// 16-byte loads, reuses it for all m input rows, and applies the epilogue
-// (bias, residual add, SwiGLU) before its one rounding store, so SwiGLU needs
+// weight read takes 1–3 µs; this kernel streams each weight row once through
+// shared memory (filled before it waits for its input, Gemv.cu), reuses it
+// for all m input rows, and applies the epilogue (bias, residual add,
+// SwiGLU, the rotary epilogue) before its one rounding store, so SwiGLU needs
 // no fp32 scratch and no second launch.
 //
 //===----------------------------------------------------------------------===//
@@ -50,13 +51,6 @@ struct GemvArgs {
   EType norm_type = EType::kBF16;
   float norm_eps = 0.0f;
   bool pdl = false; // programmatic dependent launch (Launch.cuh)
-  /// Bytes to pull into L2 while this GEMV runs: the next GEMV's weights.
-  /// A decode step is a chain of small GEMVs separated by norm, rope and
-  /// attention kernels that leave DRAM idle; with the next weights already
-  /// in L2 the next GEMV streams from L2. Each block issues one bulk
-  /// prefetch of its share (cp.async.bulk.prefetch.L2, no registers held).
-  const void *prefetch = nullptr;
-  uint64_t prefetch_bytes = 0; // a multiple of 16; prefetch 16-byte aligned
   /// The QKV projection's rotary epilogue: with rope_counters set, `out` is
   /// the [m, (heads + 2 kv_heads) * head_dim] QKV (rope.qkv), and the last
   /// block to finish a head runs RopeAppend.cuh on it (q/k-norm, rotary,
@@ -71,8 +65,8 @@ constexpr int64_t kGemvMaxRopeHeads = 4096;
 constexpr int64_t kGemvMaxRopeHeadDim = 256;
 
 /// Whether launchGemv takes these arguments: 16-bit type (out_type the same
-/// or F32), 1 <= m <= kGemvMaxRows, k a multiple of 8, x, w and prefetch
-/// 16-byte aligned, n even for SwiGLU; with the rotary epilogue, no other
+/// or F32), 1 <= m <= kGemvMaxRows, k a multiple of 8, x and w 16-byte
+/// aligned, n even for SwiGLU; with the rotary epilogue, no other
 /// epilogue, out in the input type, head_dim a multiple of 16 up to
 /// kGemvMaxRopeHeadDim and n the QKV's width. The caller falls back to
 /// cuBLASLt (and a separate rope launch) otherwise.

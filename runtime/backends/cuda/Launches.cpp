@@ -132,10 +132,6 @@ StatusOr<bool> CudaExecutor::State::tryGemv(const DMatrix &input, const DMatrix 
   g.k = input.cols;
   g.epilogue = epilogue;
   g.pdl = options.use_pdl;
-  if (auto next = next_gemm_weights.find(running_launch); next != next_gemm_weights.end()) {
-    g.prefetch = next->second.data;
-    g.prefetch_bytes = std::min(next->second.bytes(), kMaxPrefetchBytes) / 16 * 16;
-  }
   if (rope) {
     g.rope = *rope;
     g.rope_counters = rope_counters;
@@ -326,7 +322,6 @@ Status CudaExecutor::State::runLaunch(int index, const pb::Launch &launch) {
   const std::string &op = launch.op();
   LaunchAttributes attributes(launch);
   copy_scratch_used = 0;
-  running_launch = index;
   const std::string kernel = "kernel launch";
   if (op != "txk.gemm" && op != "txk.gemm_rope_append")
     TXC_RETURN_IF_ERROR(flushPendingNorm());

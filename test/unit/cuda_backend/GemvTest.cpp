@@ -152,7 +152,7 @@ TEST(GemvTest, MatchesTheReferenceForEveryEpilogue) {
 // The rotary epilogue (q/k-norm, rotary, query out, K/V into the paged
 // cache, in the last block of each head) must compute bit for bit what the
 // GEMV followed by the rope kernel computes; a second launch checks that
-// the per-head counters were left at zero. The L2 prefetch rides along.
+// the per-head counters were left at zero.
 struct RopeCase {
   int64_t m, heads, kv_heads, head_dim, k;
   bool norms;
@@ -182,7 +182,7 @@ void runRopeCase(const RopeCase &c) {
   TestTensor qkv = poisonedTensor(bf, c.m, n);
   void *dx = upload(x), *dw = upload(w), *dqn = upload(q_norm), *dkn = upload(k_norm);
   void *dqkv = upload(qkv), *dfreq = nullptr, *dpos = nullptr, *dslots = nullptr;
-  void *dcounters = nullptr, *dprefetch = nullptr;
+  void *dcounters = nullptr;
   ASSERT_EQ(cudaMalloc(&dfreq, inv_freq.size() * 4), cudaSuccess);
   ASSERT_EQ(cudaMemcpy(dfreq, inv_freq.data(), inv_freq.size() * 4, cudaMemcpyHostToDevice),
             cudaSuccess);
@@ -192,7 +192,6 @@ void runRopeCase(const RopeCase &c) {
   ASSERT_EQ(cudaMemcpy(dslots, slots.data(), c.m * 4, cudaMemcpyHostToDevice), cudaSuccess);
   ASSERT_EQ(cudaMalloc(&dcounters, kGemvMaxRopeHeads * 4), cudaSuccess);
   ASSERT_EQ(cudaMemset(dcounters, 0, kGemvMaxRopeHeads * 4), cudaSuccess);
-  ASSERT_EQ(cudaMalloc(&dprefetch, 1 << 20), cudaSuccess);
 
   // Two (query out, cache) pairs: the reference's and the fused launch's,
   // both poisoned (0xff bytes: bf16 NaN).
@@ -243,8 +242,6 @@ void runRopeCase(const RopeCase &c) {
   rope.cache = cache[1];
   g.rope = rope;
   g.rope_counters = static_cast<unsigned *>(dcounters);
-  g.prefetch = dprefetch;
-  g.prefetch_bytes = 1 << 20;
   g.pdl = true;
   ASSERT_TRUE(gemvSupports(g));
   for (int launch = 0; launch < 2; ++launch) {
@@ -263,7 +260,7 @@ void runRopeCase(const RopeCase &c) {
             cudaSuccess);
   ASSERT_EQ(cudaMemcpy(counters.data(), dcounters, kGemvMaxRopeHeads * 4, cudaMemcpyDeviceToHost),
             cudaSuccess);
-  for (void *p : {dx, dw, dqn, dkn, dqkv, dfreq, dpos, dslots, dcounters, dprefetch, out[0],
+  for (void *p : {dx, dw, dqn, dkn, dqkv, dfreq, dpos, dslots, dcounters, out[0],
                   out[1], cache[0], cache[1]})
     cudaFree(p);
   int bad = 0;
@@ -323,11 +320,6 @@ TEST(GemvTest, RefusesWhatItDoesNotTake) {
   args.n = 4;
   EXPECT_FALSE(gemvSupports(args)) << "a residual epilogue needs the residual";
   args.epilogue = GemvEpilogue::kNone;
-  args.prefetch = reinterpret_cast<void *>(264);
-  args.prefetch_bytes = 100; // not a multiple of 16
-  EXPECT_FALSE(gemvSupports(args));
-  args.prefetch_bytes = 96;
-  EXPECT_TRUE(gemvSupports(args));
   unsigned counters = 0;
   args.rope_counters = &counters;
   args.rope.qkv = args.out = reinterpret_cast<void *>(512);

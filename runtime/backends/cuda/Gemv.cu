@@ -1,24 +1,12 @@
 //===- Gemv.cu - Bandwidth-bound GEMMs of few rows (decode) ---------------===//
 //
-// One block per SM. A warp owns weight-row pairs (rows j and j + n/2 for
-// SwiGLU, so the gate and its up projection meet; rows 2j and 2j+1
-// otherwise), or a K slice of one pair when there are fewer pairs than
-// warps. It streams them through its own ring of kStages shared-memory
-// stages with cp.async, each lane copying and later reading only its own
-// 16-byte chunks (so no warp or block barrier guards the ring).
-//
-// Why a ring in shared memory rather than loads into registers: a decode
-// step is a chain of small kernels, and a kernel's fixed cost (its ramp
-// and its tail) measured 4-6 us per GEMV, more than the weight read of most
-// of them. The first kStages stages are issued before the kernel waits for
-// its predecessor (PDL), and a block holds few registers and 96 KB of
-// shared memory, so it fits on an SM beside the running kernel: the next
-// GEMV's weights (all of them for Qwen3-0.6B's matrices) are on chip by the
-// time its input is ready.
-//
-// fp32 accumulation, a butterfly reduction per pair (the K slices summed in
-// order through shared memory), and lane m stores row m's result, rounded
-// once.
+// A pair of weight rows (rows j and j + n/2 for SwiGLU, so the gate and its
+// up projection meet; rows 2j and 2j+1 otherwise) is split over `slices`
+// warps of one block along K (slicesFor). Each lane streams 16-byte chunks
+// of both rows, kUnroll chunks in flight, and multiplies them with every
+// input row (the inputs are small and stay in L1/L2). fp32 accumulation, a
+// butterfly reduction, the slices summed in order through shared memory, and
+// lane m stores row m's result, rounded once.
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/backends/cuda/Gemv.h"
@@ -33,11 +21,7 @@ namespace txc::cuda {
 namespace {
 
 constexpr int kWarpsPerBlock = 8;
-constexpr int kStages = 3;                            // ring stages per warp
-constexpr int kStageVecs = 128;                       // 16-byte chunks per row per stage
-constexpr int kLaneVecs = kStageVecs / 32;            // per lane per row per stage
-constexpr int kWarpRingVecs = kStages * 2 * kStageVecs; // both rows
-constexpr size_t kSmemBytes = size_t{kWarpsPerBlock} * kWarpRingVecs * 16; // 96 KB
+constexpr int kUnroll = 4;
 
 template <typename T> struct Pack;
 
@@ -180,117 +164,82 @@ __device__ void finishHeadIfLast(const GemvArgs &a, int64_t first_row, int64_t r
   ropeAppendStagedHead(a.rope, warp, head, staged_head, lane);
 }
 
-/// How a launch splits the work (planGrid): K slices per pair, pairs per
-/// warp, pairs per block.
-struct GemvGrid {
-  int slices = 1;
-  int64_t pairs_per_warp = 1, pairs_per_block = kWarpsPerBlock, blocks = 1;
-};
-
 template <typename T, typename OutT, int kMaxRows>
-__global__ void __launch_bounds__(kWarpsPerBlock * 32, 2)
-    gemvKernel(const GemvArgs a, const GemvGrid grid) {
-  extern __shared__ uint4 ring_storage[];
+__global__ void __launch_bounds__(kWarpsPerBlock * 32)
+    gemvKernel(const GemvArgs a, const int slices) {
   __shared__ float partial[kWarpsPerBlock][3][kMaxRows];
   pdlLaunchDependents();
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-  const int slices = grid.slices, slice = warp % slices;
   const bool swiglu = a.epilogue == GemvEpilogue::kSwiglu;
   const int64_t pairs = swiglu ? a.n / 2 : (a.n + 1) / 2;
-  const int64_t first_pair =
-      blockIdx.x * grid.pairs_per_block + (warp / slices) * grid.pairs_per_warp;
-  const int64_t left = pairs - first_pair;
-  const int64_t my_pairs = left <= 0 ? 0 : (left < grid.pairs_per_warp ? left : grid.pairs_per_warp);
+  const int64_t pair = static_cast<int64_t>(blockIdx.x) * (kWarpsPerBlock / slices) + warp / slices;
+  const int slice = warp % slices;
+  const bool valid = pair < pairs;
+  const int64_t row0 = valid ? (swiglu ? pair : 2 * pair) : 0;
+  const int64_t row1 = valid ? (swiglu ? pair + a.n / 2 : min(2 * pair + 1, a.n - 1)) : 0;
   const int64_t vecs = a.k / 8; // 16-byte chunks per row
-  // This warp's slice of K, [k_begin, k_end) in chunks, in stages of kStageVecs.
-  const int64_t k_begin = vecs * slice / slices, k_end = vecs * (slice + 1) / slices;
-  const int64_t stages_per_pair = (k_end - k_begin + kStageVecs - 1) / kStageVecs;
-  const int64_t stages = my_pairs * stages_per_pair;
-  uint4 *ring = ring_storage + warp * kWarpRingVecs;
-  const uint4 *w = static_cast<const uint4 *>(a.w);
-  auto rowsOf = [&](int64_t pair, int64_t &row0, int64_t &row1) {
-    row0 = swiglu ? pair : 2 * pair;
-    row1 = swiglu ? pair + a.n / 2 : min(2 * pair + 1, a.n - 1);
-  };
-  // Stage s of this warp into ring slot s % kStages; always one commit
-  // group per stage (empty past the end) so wait_group counts stages.
-  auto issue = [&](int64_t s) {
-    if (s < stages) {
-      int64_t row0, row1;
-      rowsOf(first_pair + s / stages_per_pair, row0, row1);
-      const int64_t v0 = k_begin + (s % stages_per_pair) * kStageVecs;
-      uint4 *slot = ring + (s % kStages) * 2 * kStageVecs;
-#pragma unroll
-      for (int j = 0; j < kLaneVecs; ++j) {
-        const int64_t v = v0 + lane + 32 * j;
-        if (v < k_end) {
-          kernels::cpAsync16(slot + lane + 32 * j, w + row0 * vecs + v);
-          kernels::cpAsync16(slot + kStageVecs + lane + 32 * j, w + row1 * vecs + v);
-        }
-      }
-    }
-    kernels::cpAsyncCommit();
-  };
-  // Weights are constant: the ring fills before waiting for the previous
-  // kernel, whose result (x) is read only after the wait.
-#pragma unroll
-  for (int s = 0; s < kStages; ++s)
-    issue(s);
-  pdlWait();
-
+  // This warp's slice of K: [begin, end) in chunks.
+  const int64_t begin = valid ? vecs * slice / slices : 0;
+  const int64_t end = valid ? vecs * (slice + 1) / slices : 0;
+  const uint4 *w0 = static_cast<const uint4 *>(a.w) + row0 * vecs;
+  const uint4 *w1 = static_cast<const uint4 *>(a.w) + row1 * vecs;
   const uint4 *x = static_cast<const uint4 *>(a.x);
-  const uint4 *gamma = static_cast<const uint4 *>(a.norm_weight);
-  float acc0[kMaxRows], acc1[kMaxRows], squares[kMaxRows]; // squares: the fused norm
+
+  float acc0[kMaxRows], acc1[kMaxRows];
 #pragma unroll
   for (int m = 0; m < kMaxRows; ++m)
-    acc0[m] = acc1[m] = squares[m] = 0.0f;
-  for (int64_t s = 0; s < stages; ++s) {
-    kernels::cpAsyncWait<kStages - 1>(); // this lane's copies of stage s have landed
-    const int64_t stage_in_pair = s % stages_per_pair;
-    const int64_t v0 = k_begin + stage_in_pair * kStageVecs;
-    const uint4 *slot = ring + (s % kStages) * 2 * kStageVecs;
+    acc0[m] = acc1[m] = 0.0f;
+
+  // Weights are constant: the first loads go out before waiting for the
+  // previous kernel. They are read once per step, so stream them past L1.
+  uint4 a0[kUnroll], a1[kUnroll];
+  int64_t v = begin + lane;
 #pragma unroll
-    for (int j = 0; j < kLaneVecs; ++j) {
-      const int64_t v = v0 + lane + 32 * j;
-      if (v >= k_end)
-        continue;
-      const uint4 w0 = slot[lane + 32 * j], w1 = slot[kStageVecs + lane + 32 * j];
+  for (int u = 0; u < kUnroll; ++u)
+    if (v + 32 * u < end) {
+      a0[u] = __ldcs(w0 + v + 32 * u);
+      a1[u] = __ldcs(w1 + v + 32 * u);
+    }
+  pdlWait();
+  const uint4 *gamma = static_cast<const uint4 *>(a.norm_weight);
+  float squares[kMaxRows]; // sum of x^2 over this warp's slice (fused norm)
+#pragma unroll
+  for (int m = 0; m < kMaxRows; ++m)
+    squares[m] = 0.0f;
+  for (; v < end; v += 32 * kUnroll) {
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
       uint4 g = {};
-      if (gamma)
-        g = __ldg(gamma + v);
+      if (gamma && v + 32 * u < end)
+        g = __ldg(gamma + v + 32 * u);
 #pragma unroll
       for (int m = 0; m < kMaxRows; ++m)
-        if (m < a.m) {
-          uint4 xv = __ldg(x + m * vecs + v);
+        if (m < a.m && v + 32 * u < end) {
+          uint4 xv = __ldg(x + m * vecs + v + 32 * u);
           if (gamma)
             scaleAndSquare<T>(xv, g, squares[m]);
-          Pack<T>::dot(acc0[m], w0, xv);
-          Pack<T>::dot(acc1[m], w1, xv);
+          Pack<T>::dot(acc0[m], a0[u], xv);
+          Pack<T>::dot(acc1[m], a1[u], xv);
         }
     }
-    issue(s + kStages); // into the slot just read (this lane's own chunks)
-    if (stage_in_pair != stages_per_pair - 1)
-      continue;
-    // The pair's last stage: reduce over the lanes.
+    const int64_t next = v + 32 * kUnroll;
 #pragma unroll
-    for (int m = 0; m < kMaxRows; ++m)
-#pragma unroll
-      for (int o = 16; o > 0; o >>= 1) {
-        acc0[m] += __shfl_xor_sync(0xffffffffu, acc0[m], o);
-        acc1[m] += __shfl_xor_sync(0xffffffffu, acc1[m], o);
-        squares[m] += __shfl_xor_sync(0xffffffffu, squares[m], o);
+    for (int u = 0; u < kUnroll; ++u)
+      if (next + 32 * u < end) {
+        a0[u] = __ldcs(w0 + next + 32 * u);
+        a1[u] = __ldcs(w1 + next + 32 * u);
       }
-    if (slices > 1)
-      break; // one pair per warp: the slices meet below
-    int64_t row0, row1;
-    rowsOf(first_pair + s / stages_per_pair, row0, row1);
-    storePair<T, OutT, kMaxRows>(a, swiglu, row0, row1, lane, acc0, acc1, squares);
-#pragma unroll
-    for (int m = 0; m < kMaxRows; ++m)
-      acc0[m] = acc1[m] = squares[m] = 0.0f;
   }
-  kernels::cpAsyncWait<0>();
-  if (slices > 1) { // the slices of one pair meet in shared memory
+#pragma unroll
+  for (int m = 0; m < kMaxRows; ++m)
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) {
+      acc0[m] += __shfl_xor_sync(0xffffffffu, acc0[m], o);
+      acc1[m] += __shfl_xor_sync(0xffffffffu, acc1[m], o);
+      squares[m] += __shfl_xor_sync(0xffffffffu, squares[m], o);
+    }
+  bool writer = true; // the warp that stores this pair's results
+  if (slices > 1) {    // the slices of one pair meet in shared memory
     if (lane == 0)
 #pragma unroll
       for (int m = 0; m < kMaxRows; ++m) {
@@ -299,7 +248,8 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32, 2)
         partial[warp][2][m] = squares[m];
       }
     __syncthreads();
-    if (slice == 0 && my_pairs > 0) {
+    writer = slice == 0;
+    if (writer)
 #pragma unroll
       for (int m = 0; m < kMaxRows; ++m) {
         acc0[m] = acc1[m] = squares[m] = 0.0f;
@@ -309,77 +259,45 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32, 2)
           squares[m] += partial[warp + s][2][m];
         }
       }
-      int64_t row0, row1;
-      rowsOf(first_pair, row0, row1);
-      storePair<T, OutT, kMaxRows>(a, swiglu, row0, row1, lane, acc0, acc1, squares);
-    }
   }
-  if (a.rope_counters)
-    finishHeadIfLast<kMaxRows>(a, 2 * grid.pairs_per_block * blockIdx.x,
-                               2 * grid.pairs_per_block);
-}
-
-int multiprocessors() {
-  static const int count = [] {
-    int device = 0, sms = 0;
-    cudaGetDevice(&device);
-    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
-    return sms > 0 ? sms : 132;
-  }();
-  return count;
-}
-
-/// One block per SM. Many pairs: whole pairs per warp. Fewer pairs than
-/// warps: K split over up to kWarpsPerBlock warps per pair (at least one
-/// chunk per lane each), so every SM still streams. With the rotary
-/// epilogue a block's pairs must divide a head's (finishHeadIfLast).
-GemvGrid planGrid(const GemvArgs &a) {
-  const int64_t pairs = a.epilogue == GemvEpilogue::kSwiglu ? a.n / 2 : (a.n + 1) / 2;
-  const int64_t warps = int64_t{multiprocessors()} * kWarpsPerBlock;
-  GemvGrid g;
-  if (pairs >= warps) {
-    g.pairs_per_warp = (pairs + warps - 1) / warps;
-  } else {
-    while (g.slices < kWarpsPerBlock && pairs * g.slices * 2 <= warps &&
-           a.k / 8 / (2 * g.slices) >= 32)
-      g.slices *= 2;
-  }
-  const int64_t groups = kWarpsPerBlock / g.slices;
+  if (writer && valid)
+    storePair<T, OutT, kMaxRows>(a, swiglu, row0, row1, lane, acc0, acc1, squares);
   if (a.rope_counters) {
-    const int64_t head_pairs = a.rope.head_dim / 2; // a multiple of 8 (ropeEpilogueSupports)
-    while (g.pairs_per_warp > 1 && head_pairs % (groups * g.pairs_per_warp) != 0)
-      --g.pairs_per_warp;
+    const int64_t pairs_per_block = kWarpsPerBlock / slices;
+    finishHeadIfLast<kMaxRows>(a, 2 * pairs_per_block * blockIdx.x, 2 * pairs_per_block);
   }
-  g.pairs_per_block = groups * g.pairs_per_warp;
-  g.blocks = (pairs + g.pairs_per_block - 1) / g.pairs_per_block;
-  return g;
 }
 
-template <typename T, typename OutT, int kMaxRows>
-cudaError_t launchRows(const GemvArgs &a, const GemvGrid &grid, cudaStream_t stream) {
-  auto kernel = gemvKernel<T, OutT, kMaxRows>;
-  static const cudaError_t smem_set = cudaFuncSetAttribute(
-      kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(kSmemBytes));
-  if (smem_set != cudaSuccess)
-    return smem_set;
-  return launchKernel(kernel, dim3(static_cast<unsigned>(grid.blocks)),
-                      dim3(kWarpsPerBlock * 32), kSmemBytes, stream, a.pdl, a, grid);
+/// Warps per weight-row pair: enough warps in flight to cover the GPU's
+/// memory latency even when the matrix has few rows (a 1024-row o_proj
+/// would otherwise run 512 warps, each walking its rows serially), but at
+/// least one 16-byte chunk per lane in every slice.
+int slicesFor(int64_t pairs, int64_t k) {
+  constexpr int64_t kTargetWarps = 132 * 32;
+  int slices = 1;
+  while (slices < kWarpsPerBlock && pairs * slices < kTargetWarps && k / 8 / (2 * slices) >= 32)
+    slices *= 2;
+  return slices;
 }
 
 template <typename T, typename OutT>
 cudaError_t launchTyped(const GemvArgs &a, cudaStream_t stream) {
-  const GemvGrid grid = planGrid(a);
+  int64_t pairs = a.epilogue == GemvEpilogue::kSwiglu ? a.n / 2 : (a.n + 1) / 2;
+  int slices = slicesFor(pairs, a.k);
+  int64_t pairs_per_block = kWarpsPerBlock / slices;
+  dim3 blocks(static_cast<unsigned>((pairs + pairs_per_block - 1) / pairs_per_block));
+  dim3 threads(kWarpsPerBlock * 32);
   if (a.m <= 1)
-    return launchRows<T, OutT, 1>(a, grid, stream);
+    return launchKernel(gemvKernel<T, OutT, 1>, blocks, threads, 0, stream, a.pdl, a, slices);
   if (a.m <= 2)
-    return launchRows<T, OutT, 2>(a, grid, stream);
-  return launchRows<T, OutT, 4>(a, grid, stream);
+    return launchKernel(gemvKernel<T, OutT, 2>, blocks, threads, 0, stream, a.pdl, a, slices);
+  return launchKernel(gemvKernel<T, OutT, 4>, blocks, threads, 0, stream, a.pdl, a, slices);
 }
 
 bool aligned16(const void *p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 
-// A block's rows must lie in one head (planGrid keeps its pairs a divisor
-// of a head's; at least kWarpsPerBlock pairs, so head_dim % 16 == 0).
+// A block's rows (2 * pairs per block, at most 2 * kWarpsPerBlock = 16)
+// must lie in one head: head_dim a multiple of 16 does it.
 bool ropeEpilogueSupports(const GemvArgs &a) {
   const RopeAppendArgs &r = a.rope;
   const int64_t heads = r.heads + 2 * r.kv_heads;

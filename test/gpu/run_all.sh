@@ -26,7 +26,6 @@ mode --flags=--no-cuda-graphs --atol 0.15 --batch 3 # split count follows the co
 mode --flags=--no-fuse-norms --atol 0.15 --batch 3
 mode --flags=--host-sampling --sampled --batch 5
 mode --flags=--no-fuse-rope --atol 0 --batch 3
-mode --flags=--no-gemm-tuning --atol 0.15 --batch 5
 
 if [ "${SKIP_OPS_BENCH:-0}" != 1 ]; then
   "$B/decode_ops_bench" --json "$OUT/decode-ops.json" 2>&1 | tee "$OUT/decode-ops.log"
@@ -53,13 +52,11 @@ timing q06-b1-separate-rope "$Q" 1 128 --no-fuse-rope
 timing q06-b1-graphs-again "$Q" 1 128
 timing q06-b1-sampled "$Q" 1 128 "${sample[@]}"
 timing q06-b32-graphs "$Q" 32 64
-timing q06-b32-untuned "$Q" 32 64 --no-gemm-tuning
 timing q06-b32-sampled "$Q" 32 64 "${sample[@]}"
 timing q06-b32-host-sampled "$Q" 32 64 "${sample[@]}" --host-sampling
 [ -f "$L" ] && timing l8b-b1-graphs "$L" 1 64
 [ -f "$L" ] && timing l8b-b1-separate-rope "$L" 1 64 --no-fuse-rope
 [ -f "$L" ] && timing l8b-b32-graphs "$L" 32 32
-[ -f "$L" ] && timing l8b-b32-untuned "$L" 32 32 --no-gemm-tuning
 if [ "${FULL:-0}" = 1 ]; then # comparisons and profiles
   timing q06-b1-nographs "$Q" 1 128 --no-cuda-graphs
   timing q06-b1-nopdl "$Q" 1 128 --no-pdl

@@ -71,9 +71,6 @@ Output:
                           sample there instead of on the GPU (for comparison)
   --no-attention-pdl      (cuda) launch decode attention without programmatic
                           dependent launch (for comparison)
-  --no-gemm-tuning        (cuda) take cuBLASLt's first heuristic choice instead
-                          of timing its candidates per GEMM shape (for
-                          comparison)
   --no-fuse-rope          (cuda) launch the decode rope/KV-append kernel on its
                           own instead of in the QKV GEMV (for comparison)
   --help                  this text
@@ -99,7 +96,6 @@ struct Options {
   bool device_sampling = true;
   bool attention_pdl = true;
   bool fuse_rope = true;
-  bool tune_gemms = true;
 };
 
 /// Exits with a one-line message naming the flag.
@@ -199,8 +195,6 @@ Options parseArguments(int argc, char **argv) {
       options.device_sampling = false;
     } else if (arg == "--no-attention-pdl") {
       options.attention_pdl = false;
-    } else if (arg == "--no-gemm-tuning") {
-      options.tune_gemms = false;
     } else if (arg == "--no-fuse-rope") {
       options.fuse_rope = false;
     } else if (arg == "--timing") {
@@ -273,7 +267,6 @@ int main(int argc, char **argv) {
     cuda_options.device_sampling = options.device_sampling;
     cuda_options.attention_pdl = options.attention_pdl;
     cuda_options.fuse_rope = options.fuse_rope;
-    cuda_options.tune_gemms = options.tune_gemms;
     auto cuda_executor = txc::cuda::CudaExecutor::create(**artifact, cuda_options);
     if (!cuda_executor.isOk())
       fail("--device cuda: " + cuda_executor.status().message());

@@ -96,9 +96,6 @@ CudaExecutor::State::~State() {
     cudaEventDestroy(step_start);
   if (step_end)
     cudaEventDestroy(step_end);
-  for (cudaEvent_t event : {tune_start, tune_end})
-    if (event)
-      cudaEventDestroy(event);
   if (stream)
     cudaStreamDestroy(stream);
 }
@@ -171,8 +168,6 @@ Status CudaExecutor::State::prepare() {
       CU(cudaEventCreate(&event), path + ": event");
   }
   CU(cudaEventCreate(&step_end), path + ": event");
-  CU(cudaEventCreate(&tune_start), path + ": event");
-  CU(cudaEventCreate(&tune_end), path + ": event");
   TXC_RETURN_IF_ERROR(cublasStatus(cublasLtCreate(&lt), path + ": cublasLtCreate"));
 
   const pb::CompileOptions &compile = message.options();

@@ -54,10 +54,6 @@ struct CudaExecutorOptions {
   /// inverse RMS scaling its dot): -0.13 ms per Qwen3-0.6B step on the
   /// H200. (A first version with a separate inverse-RMS pass was slower.)
   bool fuse_norms = true;
-  /// Each new cuBLASLt GEMM shape times the heuristic's candidates on its
-  /// real operands and keeps the fastest (outside graph capture: a decode
-  /// graph's first step runs once uncaptured for this).
-  bool tune_gemms = true;
   /// Decode-sized QKV GEMVs finish each head themselves (q/k-norm, rotary,
   /// KV append in the last block of the head to finish), so the step has no
   /// rope launch.

@@ -145,8 +145,6 @@ struct GemmPlan {
 };
 
 inline constexpr int kMaxDecodeSplits = 32;
-/// cuBLASLt heuristic candidates timed per new GEMM shape (tune_gemms).
-inline constexpr int kGemmCandidates = 8;
 
 inline constexpr size_t kCublasWorkspaceBytes = size_t{32} << 20;
 
@@ -161,7 +159,6 @@ struct CudaExecutor::State {
 
   cudaStream_t stream = nullptr;
   cudaEvent_t step_start = nullptr, step_end = nullptr;
-  cudaEvent_t tune_start = nullptr, tune_end = nullptr; // fastestAlgo
   // profile_launches: one event before each launch and one at the end.
   bool profile = false;
   std::vector<cudaEvent_t> launch_events;
@@ -187,8 +184,6 @@ struct CudaExecutor::State {
   int32_t *host_inputs = nullptr, *device_inputs = nullptr;
   size_t inputs_capacity = 0;
   std::map<GemmPlanKey, GemmPlan> gemm_plans;
-  void *tune_out = nullptr; // the candidates' results while tuning a GEMM
-  uint64_t tune_out_bytes = 0;
   float last_step_ms = 0.0f;
   // Sampling on the device (argmax alone when every row is greedy), tokens
   // back through pinned memory.
@@ -242,11 +237,6 @@ struct CudaExecutor::State {
   Status unalias(std::vector<DMatrix *> inputs, std::vector<DMatrix> results);
   Status gemm(const DMatrix &input, const DMatrix &weight, const DMatrix &bias,
               const DMatrix &residual, const DMatrix &out);
-  StatusOr<cublasLtMatmulAlgo_t> fastestAlgo(const GemmPlan &plan,
-                                             const cublasLtMatmulHeuristicResult_t *results,
-                                             int found, const DMatrix &weight,
-                                             const DMatrix &input, const DMatrix &residual,
-                                             const DMatrix &out);
   StatusOr<bool> tryGemv(const DMatrix &input, const DMatrix &weight, const DMatrix &bias,
                          const DMatrix &residual, GemvEpilogue epilogue, const DMatrix &out,
                          const RopeAppendArgs *rope = nullptr);

@@ -6,49 +6,6 @@
 
 namespace txc::cuda {
 
-// cuBLASLt's first heuristic choice is often far from the best for decode's
-// skinny shapes (m = 32: few output tiles, so few SMs stream the weights
-// unless the algorithm splits K). Outside graph capture each candidate runs
-// on the real operands into a scratch result and the fastest is kept; under
-// capture (a shape first seen there) the first choice stands.
-StatusOr<cublasLtMatmulAlgo_t> CudaExecutor::State::fastestAlgo(
-    const GemmPlan &p, const cublasLtMatmulHeuristicResult_t *results, int found,
-    const DMatrix &weight, const DMatrix &input, const DMatrix &residual, const DMatrix &out) {
-  cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
-  CU(cudaStreamIsCapturing(stream, &capturing), "checking for graph capture");
-  if (!options.tune_gemms || found < 2 || capturing != cudaStreamCaptureStatusNone)
-    return results[0].algo;
-  if (tune_out_bytes < out.bytes()) {
-    TXC_ASSIGN_OR_RETURN(tune_out, allocate(out.bytes(), "GEMM tuning scratch"));
-    tune_out_bytes = out.bytes();
-  }
-  float alpha = 1.0f, beta = residual.present() ? 1.0f : 0.0f;
-  const void *c = residual.present() ? residual.data : tune_out;
-  auto run = [&](const cublasLtMatmulAlgo_t &algo) {
-    return cublasLtMatmul(lt, p.op, &alpha, weight.data, p.a, input.data, p.b, &beta, c, p.c,
-                          tune_out, p.d, &algo, cublas_workspace, kCublasWorkspaceBytes, stream);
-  };
-  constexpr int kRuns = 5;
-  cublasLtMatmulAlgo_t best = results[0].algo;
-  float best_ms = INFINITY;
-  for (int i = 0; i < found; ++i) {
-    if (run(results[i].algo) != CUBLAS_STATUS_SUCCESS) // also the warm-up run
-      continue;
-    CU(cudaEventRecord(tune_start, stream), "GEMM tuning");
-    for (int r = 0; r < kRuns; ++r)
-      run(results[i].algo);
-    CU(cudaEventRecord(tune_end, stream), "GEMM tuning");
-    CU(cudaEventSynchronize(tune_end), "GEMM tuning");
-    float ms = 0.0f;
-    CU(cudaEventElapsedTime(&ms, tune_start, tune_end), "GEMM tuning");
-    if (ms < best_ms) {
-      best_ms = ms;
-      best = results[i].algo;
-    }
-  }
-  return best;
-}
-
 // out = input @ weight^T (+ bias) (+ residual), fp32 accumulation. Row-major
 // out[M, N] is column-major out^T = weight (K x N, transposed) * input^T.
 Status CudaExecutor::State::gemm(const DMatrix &input, const DMatrix &weight, const DMatrix &bias,
@@ -109,10 +66,10 @@ Status CudaExecutor::State::gemm(const DMatrix &input, const DMatrix &weight, co
     size_t ws = kCublasWorkspaceBytes;
     cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws,
                                          sizeof(ws));
-    cublasLtMatmulHeuristicResult_t results[kGemmCandidates];
+    cublasLtMatmulHeuristicResult_t result;
     int found = 0;
-    cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(lt, p.op, p.a, p.b, p.c, p.d, pref,
-                                                           kGemmCandidates, results, &found);
+    cublasStatus_t status =
+        cublasLtMatmulAlgoGetHeuristic(lt, p.op, p.a, p.b, p.c, p.d, pref, 1, &result, &found);
     cublasLtMatmulPreferenceDestroy(pref);
     if (status != CUBLAS_STATUS_SUCCESS || found == 0) {
       cublasLtMatmulDescDestroy(p.op);
@@ -123,11 +80,7 @@ Status CudaExecutor::State::gemm(const DMatrix &input, const DMatrix &weight, co
                            " -> " + std::string(dtypeName(out.dtype)) +
                            (bias.present() ? " with bias" : ""));
     }
-    p.algo = results[0].algo;
-    if (bias.present())
-      cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias.data,
-                                     sizeof(bias.data));
-    TXC_ASSIGN_OR_RETURN(p.algo, fastestAlgo(p, results, found, weight, input, residual, out));
+    p.algo = result.algo;
     it = gemm_plans.emplace(key, p).first;
   }
   GemmPlan &p = it->second;

@@ -132,17 +132,6 @@ Status CudaExecutor::State::runDecodeGraph(const engine::Batch &b) {
   auto it = decode_graphs.find(key);
   if (it == decode_graphs.end()) {
     graph_context = context;
-    if (options.tune_gemms) {
-      // Once uncaptured, so new GEMM shapes are timed (fastestAlgo). The
-      // step is idempotent: the graph rewrites the same cache slots.
-      Status plain = enqueueLaunches(padded);
-      Status synced = cudaStatus(cudaStreamSynchronize(stream), path + ": tuning a decode step");
-      if (!plain.isOk()) {
-        graph_context = 0;
-        return plain;
-      }
-      TXC_RETURN_IF_ERROR(synced);
-    }
     CU(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal),
        path + ": beginning the decode graph capture");
     Status captured = enqueueLaunches(padded);

@@ -12,6 +12,7 @@ OUT=$(mktemp -d /tmp/run_all.XXXX)/logs
 mkdir -p "$OUT" "$RESULTS"
 fails=0
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv | tee "$OUT/gpu.txt"
+if [ "${TIMINGS_ONLY:-0}" != 1 ]; then
 "$B/EngineTests" --gtest_brief=1 2>&1 | tail -3 | tee "$OUT/engine-tests.log" || fails=$((fails + 1))
 "$B/CudaBackendTests" 2>&1 | tee "$OUT/cuda-backend-tests.log" | tail -15
 [ "${PIPESTATUS[0]}" = 0 ] || fails=$((fails + 1))
@@ -27,7 +28,8 @@ mode --flags=--no-fuse-norms --atol 0.15 --batch 3
 mode --flags=--host-sampling --sampled --batch 5
 mode --flags=--no-fuse-rope --atol 0 --batch 3
 
-if [ "${SKIP_OPS_BENCH:-0}" != 1 ]; then
+fi # TIMINGS_ONLY
+if [ "${SKIP_OPS_BENCH:-0}" != 1 ] && [ "${TIMINGS_ONLY:-0}" != 1 ]; then
   "$B/decode_ops_bench" --json "$OUT/decode-ops.json" 2>&1 | tee "$OUT/decode-ops.log"
   [ "${PIPESTATUS[0]}" = 0 ] || fails=$((fails + 1))
 fi
@@ -46,6 +48,10 @@ timing() { # name artifact batch new-tokens extra-flags...
 Q=$B/qwen3-0.6b.txm
 L=$B/llama-3-8b.txm
 sample=(--temperature 0.8 --top-k 50 --top-p 0.9 --seed 7)
+if [ "${GEMV_ROWS_SWEEP:-0}" = 1 ]; then # small batches: GEMV (up to N rows) or cuBLASLt
+  for b in 2 3 4; do for rows in 4 2 1; do timing "q06-b$b-gemv$rows" "$Q" "$b" 64 --gemv-max-rows "$rows"; done; done
+  for b in 2 4; do for rows in 4 1; do [ -f "$L" ] && timing "l8b-b$b-gemv$rows" "$L" "$b" 32 --gemv-max-rows "$rows"; done; done
+else
 timing q06-b1-graphs "$Q" 1 128
 timing q06-b1-separate-norms "$Q" 1 128 --no-fuse-norms
 timing q06-b1-separate-rope "$Q" 1 128 --no-fuse-rope
@@ -64,6 +70,7 @@ if [ "${FULL:-0}" = 1 ]; then # comparisons and profiles
   for b in 2 4 8 64; do timing "q06-b$b-graphs" "$Q" "$b" 64; done
   [ -f "$L" ] && timing l8b-b1-profile "$L" 1 16 --profile-ops
 fi
+fi # GEMV_ROWS_SWEEP
 cp "$OUT/decode-ops.json" "$RESULTS/" 2>/dev/null
 tar czf "$RESULTS/logs.tgz" -C "$(dirname "$OUT")" logs
 echo "run_all failures: $fails"

@@ -71,6 +71,8 @@ Output:
                           sample there instead of on the GPU (for comparison)
   --no-attention-pdl      (cuda) launch decode attention without programmatic
                           dependent launch (for comparison)
+  --gemv-max-rows N       (cuda) GEMMs of at most N rows (1-4, default 4) run on
+                          the decode GEMV, larger ones on cuBLASLt
   --no-fuse-rope          (cuda) launch the decode rope/KV-append kernel on its
                           own instead of in the QKV GEMV (for comparison)
   --help                  this text
@@ -96,6 +98,7 @@ struct Options {
   bool device_sampling = true;
   bool attention_pdl = true;
   bool fuse_rope = true;
+  int gemv_max_rows = 4;
 };
 
 /// Exits with a one-line message naming the flag.
@@ -195,6 +198,8 @@ Options parseArguments(int argc, char **argv) {
       options.device_sampling = false;
     } else if (arg == "--no-attention-pdl") {
       options.attention_pdl = false;
+    } else if (arg == "--gemv-max-rows") {
+      options.gemv_max_rows = static_cast<int>(parseInteger(arg, value(), 1, 4));
     } else if (arg == "--no-fuse-rope") {
       options.fuse_rope = false;
     } else if (arg == "--timing") {
@@ -267,6 +272,7 @@ int main(int argc, char **argv) {
     cuda_options.device_sampling = options.device_sampling;
     cuda_options.attention_pdl = options.attention_pdl;
     cuda_options.fuse_rope = options.fuse_rope;
+    cuda_options.gemv_max_rows = options.gemv_max_rows;
     auto cuda_executor = txc::cuda::CudaExecutor::create(**artifact, cuda_options);
     if (!cuda_executor.isOk())
       fail("--device cuda: " + cuda_executor.status().message());

@@ -41,6 +41,9 @@ struct CudaExecutorOptions {
   bool use_attention_library = true;
   /// Off: every GEMM runs on cuBLASLt (tests compare the two paths).
   bool use_gemv = true;
+  /// GEMMs of at most this many rows run on the GEMV (which takes up to
+  /// Gemv.h's kGemvMaxRows = 4), larger ones on cuBLASLt.
+  int64_t gemv_max_rows = 4;
   /// Non-greedy rows sampled on the GPU (Sampler.cu) instead of copying
   /// their logits rows to the host and sampling there (12x faster at batch
   /// 32 on the H200); greedy rows always take the argmax on the GPU.

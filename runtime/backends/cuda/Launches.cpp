@@ -95,13 +95,13 @@ Status CudaExecutor::State::gemm(const DMatrix &input, const DMatrix &weight, co
                       "cublasLtMatmul " + shapeString(m, k) + " x " + shapeString(n, k) + "^T");
 }
 
-// The decode-sized GEMMs (m <= kGemvMaxRows, 16-bit, one dtype throughout)
+// The decode-sized GEMMs (m <= gemv_max_rows, 16-bit, one dtype throughout)
 // run on Gemv.cu with the epilogue fused; false leaves the GEMM to cuBLASLt.
 StatusOr<bool> CudaExecutor::State::tryGemv(const DMatrix &input, const DMatrix &weight,
                                             const DMatrix &bias, const DMatrix &residual,
                                             GemvEpilogue epilogue, const DMatrix &out,
                                             const RopeAppendArgs *rope) {
-  if (!options.use_gemv || input.dtype != weight.dtype ||
+  if (!options.use_gemv || input.rows > options.gemv_max_rows || input.dtype != weight.dtype ||
       (residual.present() && residual.dtype != out.dtype))
     return false;
   GemvArgs g;
@@ -363,7 +363,7 @@ Status CudaExecutor::State::runLaunch(int index, const pb::Launch &launch) {
     if (add &&
         (residual.rows != input.rows || residual.cols != input.cols || sum.cols != input.cols))
       return invalidArgument("add_rms_norm residual and sum must match the input");
-    if (!add && fusable_norms.count(index) && input.rows <= kGemvMaxRows && group == input.cols &&
+    if (!add && fusable_norms.count(index) && input.rows <= options.gemv_max_rows && group == input.cols &&
         !overlaps(input.data, input.bytes(), out.data, out.bytes())) {
       // The next launch's GEMV normalises in its prologue (or flushes this).
       pending_norm = {true, input, weight, out, static_cast<float>(eps)};

@@ -18,9 +18,9 @@
 #include <nlohmann/json.hpp>
 
 #include <cerrno>
-#include <cstdlib>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <functional>
 #include <iostream>
 #include <optional>
@@ -71,8 +71,9 @@ Output:
                           sample there instead of on the GPU (for comparison)
   --no-attention-pdl      (cuda) launch decode attention without programmatic
                           dependent launch (for comparison)
-  --gemv-max-rows N       (cuda) GEMMs of at most N rows (1-4, default 4) run on
-                          the decode GEMV, larger ones on cuBLASLt
+  --gemv-max-rows N       (cuda) at most N rows (1-4) per GEMM on the decode
+                          GEMV, more on cuBLASLt; by default 2 rows where K is
+                          at most 3072, else 1 (measured on the H200)
   --no-fuse-rope          (cuda) launch the decode rope/KV-append kernel on its
                           own instead of in the QKV GEMV (for comparison)
   --help                  this text
@@ -107,13 +108,12 @@ struct Options {
   std::exit(2);
 }
 
-int64_t parseInteger(const std::string &flag, const std::string &text,
-                     int64_t min_value, int64_t max_value) {
+int64_t parseInteger(const std::string &flag, const std::string &text, int64_t min_value,
+                     int64_t max_value) {
   errno = 0;
   char *end = nullptr;
   long long value = std::strtoll(text.c_str(), &end, 10);
-  if (text.empty() || *end != '\0' || errno == ERANGE || value < min_value ||
-      value > max_value)
+  if (text.empty() || *end != '\0' || errno == ERANGE || value < min_value || value > max_value)
     fail(flag + ": expected an integer in [" + std::to_string(min_value) + ", " +
          std::to_string(max_value) + "], got '" + text + "'");
   return value;
@@ -132,8 +132,7 @@ std::vector<int32_t> parseIds(const std::string &text) {
   std::stringstream stream(text);
   std::string item;
   while (std::getline(stream, item, ','))
-    ids.push_back(static_cast<int32_t>(
-        parseInteger("--prompt-ids", item, 0, INT32_MAX)));
+    ids.push_back(static_cast<int32_t>(parseInteger("--prompt-ids", item, 0, INT32_MAX)));
   if (ids.empty())
     fail("--prompt-ids: expected comma-separated token ids, got '" + text + "'");
   return ids;
@@ -175,8 +174,7 @@ Options parseArguments(int argc, char **argv) {
     } else if (arg == "--weights") {
       options.weights_dir = value();
     } else if (arg == "--random-weights") {
-      options.random_weights_seed =
-          static_cast<uint64_t>(parseInteger(arg, value(), 0, INT64_MAX));
+      options.random_weights_seed = static_cast<uint64_t>(parseInteger(arg, value(), 0, INT64_MAX));
     } else if (arg == "--threads") {
       options.threads = static_cast<int>(parseInteger(arg, value(), 1, 4096));
     } else if (arg == "--kv-pages") {
@@ -311,9 +309,9 @@ int main(int argc, char **argv) {
   if (!results.isOk())
     fail(results.status().message());
   if (options.timing) {
-    double total = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() -
-                                                             started)
-                       .count();
+    double total =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started)
+            .count();
     size_t generated = 0;
     for (const auto &result : *results)
       generated += result.output_ids.size();
@@ -327,7 +325,8 @@ int main(int argc, char **argv) {
 #ifdef TXC_HAVE_CUDA_BACKEND
     if (cuda_backend)
       for (const auto &entry : cuda_backend->launchProfile())
-        std::fprintf(stderr, "tx-run timing: %-7s %-24s %6lld launches %9.3f ms total %8.4f ms each\n",
+        std::fprintf(stderr,
+                     "tx-run timing: %-7s %-24s %6lld launches %9.3f ms total %8.4f ms each\n",
                      entry.decode ? "decode" : "prefill", entry.op.c_str(),
                      static_cast<long long>(entry.launches), entry.total_ms,
                      entry.total_ms / static_cast<double>(entry.launches));
@@ -349,9 +348,7 @@ int main(int argc, char **argv) {
         object["text"] = text;
       if (options.return_logits)
         object["logits"] = recorder.rows(static_cast<txc::engine::RequestId>(i));
-      std::cout << object.dump(-1, ' ', false,
-                               nlohmann::json::error_handler_t::replace)
-                << "\n";
+      std::cout << object.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     } else if (tokenizer) {
       std::vector<int32_t> all = prompts[i];
       all.insert(all.end(), result.output_ids.begin(), result.output_ids.end());

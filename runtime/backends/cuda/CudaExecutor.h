@@ -41,8 +41,8 @@ struct CudaExecutorOptions {
   bool use_attention_library = true;
   /// Off: every GEMM runs on cuBLASLt (tests compare the two paths).
   bool use_gemv = true;
-  /// GEMMs of at most this many rows run on the GEMV (which takes up to
-  /// Gemv.h's kGemvMaxRows = 4), larger ones on cuBLASLt.
+  /// A cap on the rows a GEMM may have to run on the GEMV; below it Gemv.h's
+  /// gemvRowLimit(k) decides (measured: 2 rows for k <= 3072, else 1).
   int64_t gemv_max_rows = 4;
   /// Non-greedy rows sampled on the GPU (Sampler.cu) instead of copying
   /// their logits rows to the host and sampling there (12x faster at batch

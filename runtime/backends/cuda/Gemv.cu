@@ -94,9 +94,9 @@ __device__ __forceinline__ void scaleAndSquare(uint4 &x, const uint4 &w, float &
 /// One pair's epilogue: the fused norm's scale, bias, then SwiGLU or the
 /// residual add, and one rounding store; lane m stores token m's values.
 template <typename T, typename OutT, int kMaxRows>
-__device__ __forceinline__ void storePair(const GemvArgs &a, bool swiglu, int64_t row0,
-                                          int64_t row1, int lane, float (&acc0)[kMaxRows],
-                                          float (&acc1)[kMaxRows], const float (&squares)[kMaxRows]) {
+__device__ __forceinline__ void
+storePair(const GemvArgs &a, bool swiglu, int64_t row0, int64_t row1, int lane,
+          float (&acc0)[kMaxRows], float (&acc1)[kMaxRows], const float (&squares)[kMaxRows]) {
   if (a.norm_weight)
 #pragma unroll
     for (int m = 0; m < kMaxRows; ++m) {
@@ -239,7 +239,7 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
       squares[m] += __shfl_xor_sync(0xffffffffu, squares[m], o);
     }
   bool writer = true; // the warp that stores this pair's results
-  if (slices > 1) {    // the slices of one pair meet in shared memory
+  if (slices > 1) {   // the slices of one pair meet in shared memory
     if (lane == 0)
 #pragma unroll
       for (int m = 0; m < kMaxRows; ++m) {

@@ -25,6 +25,15 @@ namespace txc::cuda {
 /// rows: at 8 rows a Qwen3-0.6B decode step was slower than on cuBLASLt.
 constexpr int64_t kGemvMaxRows = 4;
 
+/// The most rows the executor sends to the GEMV for a reduction length k;
+/// more go to cuBLASLt. Each warp reads all m input rows through L1 for every
+/// weight chunk, so m > 1 pays off only while m rows of x stay small.
+/// Measured on the H200 (bench/README.md, run 15), whole decode steps:
+/// Qwen3-0.6B (k <= 3072) b2 1.48 ms on the GEMV vs 1.71 on cuBLASLt, b3/b4
+/// 2.46/2.48 vs 1.61/1.64; Llama-3-8B (k >= 4096) b2 6.69 vs 5.53, b4 12.8
+/// vs 5.42. Batch 1 always takes the GEMV.
+constexpr int64_t gemvRowLimit(int64_t k) { return k <= 3072 ? 2 : 1; }
+
 enum class GemvEpilogue {
   kNone,        // out = x w^T (+ bias)
   kResidualAdd, // out = x w^T (+ bias) + residual

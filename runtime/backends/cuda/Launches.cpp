@@ -95,13 +95,14 @@ Status CudaExecutor::State::gemm(const DMatrix &input, const DMatrix &weight, co
                       "cublasLtMatmul " + shapeString(m, k) + " x " + shapeString(n, k) + "^T");
 }
 
-// The decode-sized GEMMs (m <= gemv_max_rows, 16-bit, one dtype throughout)
+// The decode-sized GEMMs (m <= gemvRowLimit(k), 16-bit, one dtype throughout)
 // run on Gemv.cu with the epilogue fused; false leaves the GEMM to cuBLASLt.
 StatusOr<bool> CudaExecutor::State::tryGemv(const DMatrix &input, const DMatrix &weight,
                                             const DMatrix &bias, const DMatrix &residual,
                                             GemvEpilogue epilogue, const DMatrix &out,
                                             const RopeAppendArgs *rope) {
-  if (!options.use_gemv || input.rows > options.gemv_max_rows || input.dtype != weight.dtype ||
+  if (!options.use_gemv || input.rows > options.gemv_max_rows ||
+      input.rows > gemvRowLimit(input.cols) || input.dtype != weight.dtype ||
       (residual.present() && residual.dtype != out.dtype))
     return false;
   GemvArgs g;
@@ -363,8 +364,9 @@ Status CudaExecutor::State::runLaunch(int index, const pb::Launch &launch) {
     if (add &&
         (residual.rows != input.rows || residual.cols != input.cols || sum.cols != input.cols))
       return invalidArgument("add_rms_norm residual and sum must match the input");
-    if (!add && fusable_norms.count(index) && input.rows <= options.gemv_max_rows && group == input.cols &&
-        !overlaps(input.data, input.bytes(), out.data, out.bytes())) {
+    if (!add && fusable_norms.count(index) &&
+        input.rows <= std::min(options.gemv_max_rows, gemvRowLimit(input.cols)) &&
+        group == input.cols && !overlaps(input.data, input.bytes(), out.data, out.bytes())) {
       // The next launch's GEMV normalises in its prologue (or flushes this).
       pending_norm = {true, input, weight, out, static_cast<float>(eps)};
       return Status::ok();
@@ -505,8 +507,8 @@ Status CudaExecutor::State::runLaunch(int index, const pb::Launch &launch) {
       // Decode-sized: the GEMV finishes each head itself (no rope launch).
       if (options.fuse_rope && input.cols == weight.cols &&
           !overlaps(input.data, input.bytes(), out.data, out.bytes())) {
-        TXC_ASSIGN_OR_RETURN(bool done, tryGemv(input, weight, bias, DMatrix{},
-                                                GemvEpilogue::kNone, qkv, &a));
+        TXC_ASSIGN_OR_RETURN(bool done,
+                             tryGemv(input, weight, bias, DMatrix{}, GemvEpilogue::kNone, qkv, &a));
         if (done)
           return Status::ok();
       }

@@ -260,14 +260,13 @@ void runRopeCase(const RopeCase &c) {
             cudaSuccess);
   ASSERT_EQ(cudaMemcpy(counters.data(), dcounters, kGemvMaxRopeHeads * 4, cudaMemcpyDeviceToHost),
             cudaSuccess);
-  for (void *p : {dx, dw, dqn, dkn, dqkv, dfreq, dpos, dslots, dcounters, out[0],
-                  out[1], cache[0], cache[1]})
+  for (void *p :
+       {dx, dw, dqn, dkn, dqkv, dfreq, dpos, dslots, dcounters, out[0], out[1], cache[0], cache[1]})
     cudaFree(p);
   int bad = 0;
   for (size_t i = 0; i < want_out.size(); ++i)
     if (got_out[i] != want_out[i] && ++bad <= 5)
-      ADD_FAILURE() << "query element " << i << ": bits " << got_out[i] << ", want "
-                    << want_out[i];
+      ADD_FAILURE() << "query element " << i << ": bits " << got_out[i] << ", want " << want_out[i];
   for (size_t i = 0; i < want_cache.size(); ++i)
     if (got_cache[i] != want_cache[i] && ++bad <= 5)
       ADD_FAILURE() << "cache element " << i << ": bits " << got_cache[i] << ", want "
@@ -281,10 +280,9 @@ void runRopeCase(const RopeCase &c) {
 TEST(GemvTest, RopeEpilogueMatchesTheRopeKernel) {
   TXC_SKIP_WITHOUT_GPU();
   const RopeCase cases[] = {
-      {1, 16, 8, 128, 1024, true, 128}, // Qwen3-0.6B
+      {1, 16, 8, 128, 1024, true, 128},  // Qwen3-0.6B
       {1, 32, 8, 128, 4096, false, 128}, // Llama-3-8B
-      {3, 4, 2, 64, 264, false, 64},
-      {4, 4, 1, 256, 512, true, 256},
+      {3, 4, 2, 64, 264, false, 64},     {4, 4, 1, 256, 512, true, 256},
       {4, 6, 2, 64, 1000, false, 32}, // partial rotary
   };
   for (const RopeCase &c : cases)

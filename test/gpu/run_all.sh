@@ -63,6 +63,8 @@ timing q06-b32-host-sampled "$Q" 32 64 "${sample[@]}" --host-sampling
 [ -f "$L" ] && timing l8b-b1-graphs "$L" 1 64
 [ -f "$L" ] && timing l8b-b1-separate-rope "$L" 1 64 --no-fuse-rope
 [ -f "$L" ] && timing l8b-b32-graphs "$L" 32 32
+timing q06-b32-graphs-at-start "$Q" 32 64 --capture-graphs
+[ -f "$L" ] && timing l8b-b32-graphs-at-start "$L" 32 32 --capture-graphs
 if [ "${FULL:-0}" = 1 ]; then # comparisons and profiles
   timing q06-b1-nographs "$Q" 1 128 --no-cuda-graphs
   timing q06-b1-nopdl "$Q" 1 128 --no-pdl

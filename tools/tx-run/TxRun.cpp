@@ -74,6 +74,8 @@ Output:
   --gemv-max-rows N       (cuda) at most N rows (1-4) per GEMM on the decode
                           GEMV, more on cuBLASLt; by default 2 rows where K is
                           at most 3072, else 1 (measured on the H200)
+  --capture-graphs        (cuda) capture every decode graph at startup instead
+                          of at its first step (not yet measured on a GPU)
   --no-fuse-rope          (cuda) launch the decode rope/KV-append kernel on its
                           own instead of in the QKV GEMV (for comparison)
   --help                  this text
@@ -100,6 +102,7 @@ struct Options {
   bool attention_pdl = true;
   bool fuse_rope = true;
   int gemv_max_rows = 4;
+  bool capture_graphs = false;
 };
 
 /// Exits with a one-line message naming the flag.
@@ -198,6 +201,8 @@ Options parseArguments(int argc, char **argv) {
       options.attention_pdl = false;
     } else if (arg == "--gemv-max-rows") {
       options.gemv_max_rows = static_cast<int>(parseInteger(arg, value(), 1, 4));
+    } else if (arg == "--capture-graphs") {
+      options.capture_graphs = true;
     } else if (arg == "--no-fuse-rope") {
       options.fuse_rope = false;
     } else if (arg == "--timing") {
@@ -271,6 +276,7 @@ int main(int argc, char **argv) {
     cuda_options.attention_pdl = options.attention_pdl;
     cuda_options.fuse_rope = options.fuse_rope;
     cuda_options.gemv_max_rows = options.gemv_max_rows;
+    cuda_options.capture_graphs_at_start = options.capture_graphs;
     auto cuda_executor = txc::cuda::CudaExecutor::create(**artifact, cuda_options);
     if (!cuda_executor.isOk())
       fail("--device cuda: " + cuda_executor.status().message());

@@ -52,6 +52,10 @@ struct CudaExecutorOptions {
   /// loading and cuBLASLt's algorithm choice happen at startup and not in
   /// the first request's time to first token.
   bool warm_up = true;
+  /// With warm_up: also capture the decode graph of every (batch bucket,
+  /// context bucket) at startup, so no request's step pays for a capture.
+  /// Off until measured on a GPU (written after session 3's last run).
+  bool capture_graphs_at_start = false;
   /// Decode-sized rms_norm launches whose result only the next GEMM reads
   /// are folded into that GEMV (the squares summed in its pass over x, the
   /// inverse RMS scaling its dot): -0.13 ms per Qwen3-0.6B step on the

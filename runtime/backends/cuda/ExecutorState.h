@@ -229,6 +229,7 @@ struct CudaExecutor::State {
   Status step(const engine::Batch &batch, float *logits, int32_t *tokens,
               const std::vector<engine::RowSampling> *sampling = nullptr);
   Status warmUp();
+  Status captureDecodeGraphs(int32_t max_seq_len, int32_t pages_per_seq);
 
   StatusOr<Bound> bindOperand(const pb::Launch &launch, int i, bool required);
   StatusOr<DMatrix> floatOperand(const pb::Launch &launch, int i, bool required);

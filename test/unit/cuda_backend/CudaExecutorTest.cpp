@@ -126,6 +126,12 @@ TEST(CudaExecutorTest, GraphsGemvAndDeviceGreedyAgreeWithPlainLaunches) {
   // Same kernels on the same rows: padding must not change a real row.
   expectClose(with_graphs, with_gemv, 0.0, "graph replay against plain launches");
 
+  CudaExecutorOptions at_start = graphs;
+  at_start.capture_graphs_at_start = true;
+  Generation with_graphs_at_start = generate(**artifact, at_start, true);
+  EXPECT_EQ(with_graphs_at_start.tokens, reference.tokens);
+  expectClose(with_graphs_at_start, with_graphs, 0.0, "graphs captured at startup");
+
   Generation device_greedy = generate(**artifact, graphs, false);
   EXPECT_EQ(device_greedy.tokens, reference.tokens);
 

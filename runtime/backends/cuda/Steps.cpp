@@ -102,9 +102,10 @@ int32_t contextBucket(int32_t context) {
 // Runs one decode step per (batch bucket, context bucket) up to
 // max_num_seqs and max_seq_len, so every decode graph is captured, and every
 // kernel and cuBLASLt algorithm it uses is loaded, before the first request:
-// otherwise the first step at a new bucket pays for it (measured in run 14 as
-// 38 ms within a Llama-3-8B batch-32 run). The rows write no cache slot and
-// read page 0.
+// otherwise the first step at a new bucket pays for it. (Run 14: a
+// Llama-3-8B batch-32 run took 38 ms beyond 127 x its median step; its one
+// new graph is the suspected cause, to be measured with this option.) The
+// rows write no cache slot and read page 0.
 Status CudaExecutor::State::captureDecodeGraphs(int32_t max_seq_len, int32_t pages_per_seq) {
   if (graph_max_batch == 0)
     return Status::ok();

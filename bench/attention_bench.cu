@@ -287,6 +287,7 @@ struct DecodeCase {
   bool timed = false;
   bool l2_resident = false; // diagnostic: one KV copy, re-read from L2
   bool cuda_graph = false;  // diagnostic: time replays of a graph of kGraphLaunches launches
+  bool pdl = false;         // with cuda_graph: launched with PDL, as the CUDA backend does
 };
 
 constexpr int kGraphLaunches = 20;
@@ -334,6 +335,7 @@ template <typename T> void runDecode(const DecodeCase &c, ElementType dtype, std
     p.variant.softcap = c.softcap;
     p.variant.window_left = c.window_left;
     p.num_splits = splits;
+    p.programmatic_launch = c.pdl;
     if (splits > 1) {
       p.maybe_partial_o = reinterpret_cast<float *>(workspace.as<char>() + ws.partial_o_offset);
       p.maybe_partial_lse = reinterpret_cast<float *>(workspace.as<char>() + ws.partial_lse_offset);
@@ -662,12 +664,17 @@ int main(int argc, char **argv) {
       c.forced_splits = splits;
       runDecode<__nv_bfloat16>(c, bf16, rng);
     }
-    for (int ctx : {4096, 32768}) {
-      DecodeCase c{"diag b1 L" + std::to_string(ctx) + " cuda-graph", 1, 32, 8, 128, 16, {}, ctx};
-      c.timed = true;
-      c.cuda_graph = true;
-      runDecode<__nv_bfloat16>(c, bf16, rng);
-    }
+    for (int ctx : {4096, 32768})
+      for (bool pdl : {false, true}) {
+        // With PDL each launch's CTAs start while the previous one drains:
+        // how the decode step runs attention (CudaExecutorOptions::attention_pdl).
+        DecodeCase c{"diag b1 L" + std::to_string(ctx) + (pdl ? " cuda-graph+pdl" : " cuda-graph"), 1,
+                     32, 8, 128, 16, {}, ctx};
+        c.timed = true;
+        c.cuda_graph = true;
+        c.pdl = pdl;
+        runDecode<__nv_bfloat16>(c, bf16, rng);
+      }
     for (int variant = 0; variant < 4; ++variant) {
       DecodeCase c{"", 1, 32, 8, 128, 16, {}, 4096};
       c.timed = true;

@@ -1,8 +1,9 @@
 //===- decode_ops_bench.cu - Decode GEMVs and the launch floor on the GPU -===//
 //
 // Where a decode step's time goes, op by op, without the model around it:
-// for each projection of the Qwen3-0.6B and Llama-3-8B shapes (m = 1 and 4)
-// the GEMV of the CUDA backend (Gemv.cu) is launched 200 times back to back,
+// for each projection of the Qwen3-0.6B and Llama-3-8B shapes the GEMV of
+// the CUDA backend (Gemv.cu, m = 1 and 4) and its tensor-core skinny GEMM
+// (SkinnyGemm.cu, m = 4, 8, 32) are launched 200 times back to back,
 // rotating over enough weight copies that every launch reads from DRAM
 // (L2 is 60 MB), and timed with CUDA events: plainly on a stream, and
 // replayed from a CUDA graph with programmatic dependent launch (how a
@@ -13,6 +14,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/backends/cuda/Gemv.h"
+#include "runtime/backends/cuda/SkinnyGemm.h"
 #include "runtime/backends/cuda/Launch.cuh"
 
 #include <algorithm>
@@ -163,13 +165,23 @@ int main(int argc, char **argv) {
     CHECK(cudaMalloc(&gamma, size_t(s.k) * 2));
     fillKernel<<<64, 256, 0, stream>>>(gamma, size_t(s.k), 9u);
     void *out;
-    CHECK(cudaMalloc(&x, size_t(4) * s.k * 2));
-    fillKernel<<<64, 256, 0, stream>>>(x, size_t(4) * s.k, 3u);
-    CHECK(cudaMalloc(&residual, size_t(4) * s.n * 2));
-    fillKernel<<<64, 256, 0, stream>>>(residual, size_t(4) * s.n, 5u);
-    CHECK(cudaMalloc(&out, size_t(4) * s.n * 4));
-    for (int m : {1, 4})
+    CHECK(cudaMalloc(&x, size_t(32) * s.k * 2));
+    fillKernel<<<64, 256, 0, stream>>>(x, size_t(32) * s.k, 3u);
+    CHECK(cudaMalloc(&residual, size_t(32) * s.n * 2));
+    fillKernel<<<64, 256, 0, stream>>>(residual, size_t(32) * s.n, 5u);
+    CHECK(cudaMalloc(&out, size_t(32) * s.n * 4));
+    // The GEMV at 1 and 4 rows; the tensor-core skinny GEMM at 4, 8 and 32
+    // (batch 3-64; it takes no fused norm).
+    struct Variant {
+      int m;
+      bool skinny;
+    };
+    for (Variant v : {Variant{1, false}, Variant{4, false}, Variant{4, true}, Variant{8, true},
+                      Variant{32, true}})
       for (bool graph : {false, true}) {
+        if (v.skinny && s.norm)
+          continue;
+        const int m = v.m;
         GemvArgs a;
         a.x = x;
         a.type = EType::kBF16;
@@ -187,11 +199,11 @@ int main(int argc, char **argv) {
         float ms = timeMs(
             [&](int i) {
               a.w = w[i % copies];
-              CHECK(launchGemv(a, stream));
+              CHECK(v.skinny ? launchSkinnyGemm(a, stream) : launchGemv(a, stream));
             },
             stream, graph);
-        row(std::string(s.model) + " " + s.op, m, graph ? "graph+pdl" : "stream", ms * 1000,
-            weight_bytes / (ms * 1e6));
+        row(std::string(s.model) + " " + s.op + (v.skinny ? " [skinny]" : ""), m,
+            graph ? "graph+pdl" : "stream", ms * 1000, weight_bytes / (ms * 1e6));
       }
     for (auto *p : w)
       CHECK(cudaFree(p));

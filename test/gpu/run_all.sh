@@ -27,6 +27,7 @@ mode --flags=--no-cuda-graphs --atol 0.15 --batch 3 # split count follows the co
 mode --flags=--no-fuse-norms --atol 0.15 --batch 3
 mode --flags=--host-sampling --sampled --batch 5
 mode --flags=--no-fuse-rope --atol 0 --batch 3
+mode --flags=--skinny-gemm --atol 0.15 --batch 5
 
 fi # TIMINGS_ONLY
 if [ "${SKIP_OPS_BENCH:-0}" != 1 ] && [ "${TIMINGS_ONLY:-0}" != 1 ]; then
@@ -64,6 +65,11 @@ timing q06-b32-host-sampled "$Q" 32 64 "${sample[@]}" --host-sampling
 [ -f "$L" ] && timing l8b-b1-separate-rope "$L" 1 64 --no-fuse-rope
 [ -f "$L" ] && timing l8b-b32-graphs "$L" 32 32
 timing q06-b32-graphs-at-start "$Q" 32 64 --capture-graphs
+timing q06-b4-skinny "$Q" 4 64 --skinny-gemm
+timing q06-b4-cublas "$Q" 4 64
+timing q06-b32-skinny "$Q" 32 64 --skinny-gemm
+[ -f "$L" ] && timing l8b-b4-skinny "$L" 4 32 --skinny-gemm
+[ -f "$L" ] && timing l8b-b32-skinny "$L" 32 32 --skinny-gemm
 [ -f "$L" ] && timing l8b-b32-graphs-at-start "$L" 32 32 --capture-graphs
 if [ "${FULL:-0}" = 1 ]; then # comparisons and profiles
   timing q06-b1-nographs "$Q" 1 128 --no-cuda-graphs

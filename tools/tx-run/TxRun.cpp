@@ -74,6 +74,8 @@ Output:
   --gemv-max-rows N       (cuda) at most N rows (1-4) per GEMM on the decode
                           GEMV, more on cuBLASLt; by default 2 rows where K is
                           at most 3072, else 1 (measured on the H200)
+  --skinny-gemm           (cuda) GEMMs of 3-64 rows on the tensor-core skinny
+                          GEMM instead of cuBLASLt (not yet measured on a GPU)
   --capture-graphs        (cuda) capture every decode graph at startup instead
                           of at its first step (not yet measured on a GPU)
   --no-fuse-rope          (cuda) launch the decode rope/KV-append kernel on its
@@ -103,6 +105,7 @@ struct Options {
   bool fuse_rope = true;
   int gemv_max_rows = 4;
   bool capture_graphs = false;
+  bool skinny_gemm = false;
 };
 
 /// Exits with a one-line message naming the flag.
@@ -201,6 +204,8 @@ Options parseArguments(int argc, char **argv) {
       options.attention_pdl = false;
     } else if (arg == "--gemv-max-rows") {
       options.gemv_max_rows = static_cast<int>(parseInteger(arg, value(), 1, 4));
+    } else if (arg == "--skinny-gemm") {
+      options.skinny_gemm = true;
     } else if (arg == "--capture-graphs") {
       options.capture_graphs = true;
     } else if (arg == "--no-fuse-rope") {
@@ -277,6 +282,7 @@ int main(int argc, char **argv) {
     cuda_options.fuse_rope = options.fuse_rope;
     cuda_options.gemv_max_rows = options.gemv_max_rows;
     cuda_options.capture_graphs_at_start = options.capture_graphs;
+    cuda_options.use_skinny_gemm = options.skinny_gemm;
     auto cuda_executor = txc::cuda::CudaExecutor::create(**artifact, cuda_options);
     if (!cuda_executor.isOk())
       fail("--device cuda: " + cuda_executor.status().message());

@@ -41,6 +41,10 @@ struct CudaExecutorOptions {
   bool use_attention_library = true;
   /// Off: every GEMM runs on cuBLASLt (tests compare the two paths).
   bool use_gemv = true;
+  /// GEMMs of more rows than the GEMV takes, up to 64, on SkinnyGemm.cu
+  /// (tensor cores, epilogues fused) instead of cuBLASLt. Off until measured
+  /// on a GPU (written after session 3's last run).
+  bool use_skinny_gemm = false;
   /// A cap on the rows a GEMM may have to run on the GEMV; below it Gemv.h's
   /// gemvRowLimit(k) decides (measured: 2 rows for k <= 3072, else 1).
   int64_t gemv_max_rows = 4;

@@ -27,6 +27,7 @@
 #include "runtime/backends/cuda/CudaExecutor.h"
 #include "runtime/backends/cuda/CudaKernels.h"
 #include "runtime/backends/cuda/Gemv.h"
+#include "runtime/backends/cuda/SkinnyGemm.h"
 
 #include <cublasLt.h>
 #include <cuda_runtime.h>

@@ -95,20 +95,25 @@ Status CudaExecutor::State::gemm(const DMatrix &input, const DMatrix &weight, co
                       "cublasLtMatmul " + shapeString(m, k) + " x " + shapeString(n, k) + "^T");
 }
 
-// The decode-sized GEMMs (m <= gemvRowLimit(k), 16-bit, one dtype throughout)
-// run on Gemv.cu with the epilogue fused; false leaves the GEMM to cuBLASLt.
+// The decode-sized GEMMs (16-bit, one dtype throughout) run on our kernels
+// with the epilogue fused: m <= gemvRowLimit(k) on Gemv.cu (which can also
+// take the deferred norm and the rotary epilogue), larger m up to
+// kSkinnyGemmMaxRows on SkinnyGemm.cu with use_skinny_gemm. False leaves the
+// GEMM to cuBLASLt.
 StatusOr<bool> CudaExecutor::State::tryGemv(const DMatrix &input, const DMatrix &weight,
                                             const DMatrix &bias, const DMatrix &residual,
                                             GemvEpilogue epilogue, const DMatrix &out,
                                             const RopeAppendArgs *rope) {
-  if (!options.use_gemv || input.rows > options.gemv_max_rows ||
-      input.rows > gemvRowLimit(input.cols) || input.dtype != weight.dtype ||
+  if (!options.use_gemv || input.dtype != weight.dtype ||
       (residual.present() && residual.dtype != out.dtype))
+    return false;
+  const bool skinny = input.rows > std::min(options.gemv_max_rows, gemvRowLimit(input.cols));
+  if (skinny && (!options.use_skinny_gemm || rope))
     return false;
   GemvArgs g;
   g.x = input.data;
   const PendingNorm &norm = pending_norm;
-  if (norm.active) {
+  if (norm.active && !skinny) {
     // The input is the deferred norm's result: read the norm's input instead.
     if (norm.out.data != input.data || norm.input.dtype != input.dtype ||
         norm.input.cols != input.cols ||
@@ -133,6 +138,13 @@ StatusOr<bool> CudaExecutor::State::tryGemv(const DMatrix &input, const DMatrix 
   g.k = input.cols;
   g.epilogue = epilogue;
   g.pdl = options.use_pdl;
+  if (skinny) {
+    if (!skinnyGemmSupports(g))
+      return false;
+    TXC_RETURN_IF_ERROR(flushPendingNorm()); // x is the norm's result
+    TXC_RETURN_IF_ERROR(cudaStatus(launchSkinnyGemm(g, stream), "skinny GEMM launch"));
+    return true;
+  }
   if (rope) {
     g.rope = *rope;
     g.rope_counters = rope_counters;

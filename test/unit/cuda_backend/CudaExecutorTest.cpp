@@ -111,6 +111,14 @@ TEST(CudaExecutorTest, GraphsGemvAndDeviceGreedyAgreeWithPlainLaunches) {
   // fp32 accumulation in another order, one bf16 rounding: a few ulps.
   expectClose(with_gemv, reference, 0.05, "GEMV + PDL against cuBLASLt");
 
+  // Five sequences decode together: m = 5 goes to the skinny GEMM where K
+  // allows (the down projection's K = 48 is not a multiple of 32: cuBLASLt).
+  CudaExecutorOptions skinny = gemv;
+  skinny.use_skinny_gemm = true;
+  Generation with_skinny = generate(**artifact, skinny, true);
+  EXPECT_EQ(with_skinny.tokens, reference.tokens);
+  expectClose(with_skinny, reference, 0.05, "skinny GEMM against cuBLASLt");
+
   CudaExecutorOptions fused = gemv;
   fused.fuse_norms = true;
   fused.attention_pdl = true;

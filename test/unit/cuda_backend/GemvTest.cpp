@@ -9,6 +9,7 @@
 #include "TestTensors.h"
 
 #include "runtime/backends/cuda/Gemv.h"
+#include "runtime/backends/cuda/SkinnyGemm.h"
 
 #include <cmath>
 
@@ -27,7 +28,8 @@ struct GemvCase {
   GemvEpilogue epilogue;
   bool bias;
   bool residual_in_place;
-  bool norm = false; // RMSNorm prologue
+  bool norm = false;   // RMSNorm prologue
+  bool skinny = false; // SkinnyGemm.cu instead of the GEMV
 };
 
 void *upload(const TestTensor &t) {
@@ -40,8 +42,9 @@ void *upload(const TestTensor &t) {
 EType etypeOf(DType dtype) { return dtype == DType::kBF16 ? EType::kBF16 : EType::kF16; }
 
 void runCase(const GemvCase &c) {
-  SCOPED_TRACE("m " + std::to_string(c.m) + " n " + std::to_string(c.n) + " k " +
-               std::to_string(c.k) + " epilogue " + std::to_string(static_cast<int>(c.epilogue)));
+  SCOPED_TRACE(std::string(c.skinny ? "skinny " : "gemv ") + "m " + std::to_string(c.m) + " n " +
+               std::to_string(c.n) + " k " + std::to_string(c.k) + " epilogue " +
+               std::to_string(static_cast<int>(c.epilogue)));
   std::mt19937 rng(static_cast<uint32_t>(c.m * 1000003 + c.n * 101 + c.k));
   TestTensor x = randomTensor(c.dtype, c.m, c.k, rng);
   TestTensor w = randomTensor(c.dtype, c.n, c.k, rng, -0.1, 0.1);
@@ -74,8 +77,13 @@ void runCase(const GemvCase &c) {
     args.norm_type = etypeOf(c.dtype);
     args.norm_eps = static_cast<float>(eps);
   }
-  ASSERT_TRUE(gemvSupports(args));
-  ASSERT_EQ(launchGemv(args, nullptr), cudaSuccess);
+  if (c.skinny) {
+    ASSERT_TRUE(skinnyGemmSupports(args));
+    ASSERT_EQ(launchSkinnyGemm(args, nullptr), cudaSuccess);
+  } else {
+    ASSERT_TRUE(gemvSupports(args));
+    ASSERT_EQ(launchGemv(args, nullptr), cudaSuccess);
+  }
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   ASSERT_EQ(cudaMemcpy(out.bytes.data(), dout, out.bytes.size(), cudaMemcpyDeviceToHost),
             cudaSuccess);
@@ -147,6 +155,54 @@ TEST(GemvTest, MatchesTheReferenceForEveryEpilogue) {
   };
   for (const GemvCase &c : cases)
     runCase(c);
+}
+
+// The tensor-core skinny GEMM: every tile count (m up to 8, 16, 32, 64),
+// rows not a multiple of 16, one to eight K slices, each epilogue.
+TEST(SkinnyGemmTest, MatchesTheReferenceForEveryEpilogue) {
+  TXC_SKIP_WITHOUT_GPU();
+  const DType bf = DType::kBF16, h = DType::kF16, f = DType::kF32;
+  const GemvCase cases[] = {
+      {bf, bf, 3, 37, 64, GemvEpilogue::kNone, false, false},
+      {bf, bf, 8, 1024, 1024, GemvEpilogue::kNone, true, false},
+      {bf, f, 5, 4099, 1024, GemvEpilogue::kNone, false, false}, // logits
+      {bf, bf, 13, 64, 4096, GemvEpilogue::kResidualAdd, true, false},
+      {bf, bf, 16, 130, 2048, GemvEpilogue::kResidualAdd, false, true},
+      {bf, bf, 32, 96, 4096, GemvEpilogue::kSwiglu, true, false},
+      {bf, bf, 27, 2048, 1024, GemvEpilogue::kSwiglu, false, false},
+      {bf, bf, 64, 256, 14336, GemvEpilogue::kResidualAdd, false, true},
+      {bf, bf, 50, 48, 96, GemvEpilogue::kNone, false, false},
+      {h, h, 4, 33, 512, GemvEpilogue::kNone, true, false},
+      {h, h, 24, 64, 256, GemvEpilogue::kSwiglu, false, false},
+      {h, f, 40, 77, 128, GemvEpilogue::kNone, false, false},
+  };
+  for (GemvCase c : cases) {
+    c.skinny = true;
+    runCase(c);
+  }
+}
+
+TEST(SkinnyGemmTest, RefusesWhatItDoesNotTake) {
+  GemvArgs args;
+  args.x = args.w = reinterpret_cast<void *>(256);
+  args.m = 32;
+  args.n = 64;
+  args.k = 64;
+  EXPECT_TRUE(skinnyGemmSupports(args));
+  args.k = 48; // not a multiple of 32
+  EXPECT_FALSE(skinnyGemmSupports(args));
+  args.k = 64;
+  args.m = kSkinnyGemmMaxRows + 1;
+  EXPECT_FALSE(skinnyGemmSupports(args));
+  args.m = 32;
+  args.epilogue = GemvEpilogue::kSwiglu;
+  args.n = 24; // n / 2 not a multiple of 8
+  EXPECT_FALSE(skinnyGemmSupports(args));
+  args.n = 32;
+  EXPECT_TRUE(skinnyGemmSupports(args));
+  args.epilogue = GemvEpilogue::kNone;
+  args.norm_weight = reinterpret_cast<void *>(256); // the fused norm is the GEMV's
+  EXPECT_FALSE(skinnyGemmSupports(args));
 }
 
 // The rotary epilogue (q/k-norm, rotary, query out, K/V into the paged

@@ -1,0 +1,218 @@
+//===- SkinnyGemm.cu - Decode GEMMs of a few dozen rows on tensor cores ---===//
+//
+// A warp owns a group of 16 weight rows (8 gate rows and their 8 up rows for
+// SwiGLU, so one lane holds both halves of its outputs) and a slice of K,
+// and computes them against up to kTiles tiles of 8 input rows with
+// mma.sync.m16n8k16 (fp32 accumulation).
+//
+// Fragments straight from global memory: in each 32-element block of K,
+// lane (r = lane / 4, t = lane % 4) loads elements [8t, 8t + 8) of weight
+// rows r and r + 8 (16 bytes each; four lanes cover a row's 64 contiguous
+// bytes) and of input row r of each tile. The PTX fragment layout wants
+// logical k {2t, 2t+1, 2t+8, 2t+9} in a lane; the first mma takes physical
+// {8t, 8t+1, 8t+2, 8t+3} as those, the second {8t+4 .. 8t+7}. A and B use
+// the same map, so the sum over K is the same sum in another order.
+//
+// The K slices of a group meet in shared memory, in slice order
+// (deterministic); the first slice's warp applies the epilogue and stores.
+//
+//===----------------------------------------------------------------------===//
+#include "runtime/backends/cuda/ElementAccess.cuh"
+#include "runtime/backends/cuda/Launch.cuh"
+#include "runtime/backends/cuda/SkinnyGemm.h"
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+namespace txc::cuda {
+
+namespace {
+
+constexpr int kWarps = 8;
+constexpr int kUnroll = 4;  // K blocks in flight per lane
+constexpr int kBlockK = 32; // K elements per pair of mma k16 steps
+
+template <typename T> struct Mma;
+
+template <> struct Mma<__nv_bfloat16> {
+  static __device__ __forceinline__ void run(float (&c)[4], unsigned a0, unsigned a1, unsigned a2,
+                                             unsigned a3, unsigned b0, unsigned b1) {
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
+                 "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+  }
+};
+
+template <> struct Mma<__half> {
+  static __device__ __forceinline__ void run(float (&c)[4], unsigned a0, unsigned a1, unsigned a2,
+                                             unsigned a3, unsigned b0, unsigned b1) {
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
+                 "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+  }
+};
+
+template <typename T, int kTiles>
+__global__ void __launch_bounds__(kWarps * 32)
+    skinnyGemmKernel(const GemvArgs a, const int slices) {
+  __shared__ float partial[kWarps][kTiles * 4][32];
+  pdlLaunchDependents();
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const int r = lane / 4, t = lane % 4;
+  const int slice = warp % slices;
+  const bool swiglu = a.epilogue == GemvEpilogue::kSwiglu;
+  const int64_t groups = swiglu ? a.n / 16 : (a.n + 15) / 16;
+  const int64_t group = static_cast<int64_t>(blockIdx.x) * (kWarps / slices) + warp / slices;
+  const bool valid = group < groups;
+  // This lane's two weight rows: r and r + 8 of the group (for SwiGLU the
+  // gate row and its up row).
+  const int64_t row0 = swiglu ? group * 8 + r : group * 16 + r;
+  const int64_t row1 = swiglu ? a.n / 2 + group * 8 + r : row0 + 8;
+  const int64_t blocks = a.k / kBlockK;
+  const int64_t kb_begin = valid ? blocks * slice / slices : 0;
+  const int64_t kb_end = valid ? blocks * (slice + 1) / slices : 0;
+  const uint4 *w = static_cast<const uint4 *>(a.w);
+  const int64_t row_vecs = a.k / 8; // 16-byte chunks per row
+  const uint4 *w0 = w + (valid ? min(row0, a.n - 1) : 0) * row_vecs + t;
+  const uint4 *w1 = w + (valid ? min(row1, a.n - 1) : 0) * row_vecs + t;
+  const uint4 *x = static_cast<const uint4 *>(a.x) + t;
+
+  auto load = [&](int64_t kb, uint4(&into0)[kUnroll], uint4(&into1)[kUnroll]) {
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u)
+      if (kb + u < kb_end) {
+        into0[u] = __ldcs(w0 + (kb + u) * 4);
+        into1[u] = __ldcs(w1 + (kb + u) * 4);
+      }
+  };
+  float acc[kTiles][4];
+#pragma unroll
+  for (int i = 0; i < kTiles; ++i)
+    acc[i][0] = acc[i][1] = acc[i][2] = acc[i][3] = 0.0f;
+  // Weights are constant: the first loads go out before the wait for the
+  // previous kernel, which wrote x.
+  uint4 cur0[kUnroll], cur1[kUnroll];
+  load(kb_begin, cur0, cur1);
+  pdlWait();
+  for (int64_t kb = kb_begin; kb < kb_end; kb += kUnroll) {
+    uint4 next0[kUnroll], next1[kUnroll];
+    load(kb + kUnroll, next0, next1);
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      if (kb + u >= kb_end)
+        break;
+#pragma unroll
+      for (int tile = 0; tile < kTiles; ++tile) {
+        const int64_t token = tile * 8 + r;
+        uint4 xv = make_uint4(0, 0, 0, 0);
+        if (token < a.m)
+          xv = __ldg(x + token * row_vecs + (kb + u) * 4);
+        Mma<T>::run(acc[tile], cur0[u].x, cur1[u].x, cur0[u].y, cur1[u].y, xv.x, xv.y);
+        Mma<T>::run(acc[tile], cur0[u].z, cur1[u].z, cur0[u].w, cur1[u].w, xv.z, xv.w);
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      cur0[u] = next0[u];
+      cur1[u] = next1[u];
+    }
+  }
+  if (slices > 1) { // the slices of one group meet in shared memory
+#pragma unroll
+    for (int tile = 0; tile < kTiles; ++tile)
+#pragma unroll
+      for (int e = 0; e < 4; ++e)
+        partial[warp][tile * 4 + e][lane] = acc[tile][e];
+    __syncthreads();
+    if (slice != 0)
+      return;
+#pragma unroll
+    for (int tile = 0; tile < kTiles; ++tile)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        float sum = 0.0f;
+        for (int s = 0; s < slices; ++s) // in slice order: deterministic
+          sum += partial[warp + s][tile * 4 + e][lane];
+        acc[tile][e] = sum;
+      }
+  }
+  if (!valid)
+    return;
+  // Accumulator e of a tile: weight row (e < 2 ? row0 : row1), input row
+  // tile * 8 + 2t + e % 2.
+  const float bias0 = a.bias && row0 < a.n ? ld(a.bias, a.bias_type, row0) : 0.0f;
+  const float bias1 = a.bias && row1 < a.n ? ld(a.bias, a.bias_type, row1) : 0.0f;
+#pragma unroll
+  for (int tile = 0; tile < kTiles; ++tile)
+#pragma unroll
+    for (int j = 0; j < 2; ++j) {
+      const int64_t token = tile * 8 + 2 * t + j;
+      if (token >= a.m)
+        continue;
+      const float g = acc[tile][j] + bias0, u = acc[tile][2 + j] + bias1;
+      if (swiglu) {
+        st(a.out, a.out_type, token * (a.n / 2) + group * 8 + r, g / (1.0f + expf(-g)) * u);
+        continue;
+      }
+      const bool residual = a.epilogue == GemvEpilogue::kResidualAdd;
+      if (row0 < a.n)
+        st(a.out, a.out_type, token * a.n + row0,
+           g + (residual ? ld(a.residual, a.out_type, token * a.n + row0) : 0.0f));
+      if (row1 < a.n)
+        st(a.out, a.out_type, token * a.n + row1,
+           u + (residual ? ld(a.residual, a.out_type, token * a.n + row1) : 0.0f));
+    }
+}
+
+/// K slices per group: enough warps to keep the weight stream in flight on
+/// every SM, each slice at least one round of kUnroll K blocks.
+int slicesFor(int64_t groups, int64_t blocks) {
+  constexpr int64_t kTargetWarps = 132 * 32;
+  int slices = 1;
+  while (slices < kWarps && groups * slices * 2 <= kTargetWarps && blocks / (2 * slices) >= kUnroll)
+    slices *= 2;
+  return slices;
+}
+
+template <typename T> cudaError_t launchTyped(const GemvArgs &a, cudaStream_t stream) {
+  const bool swiglu = a.epilogue == GemvEpilogue::kSwiglu;
+  const int64_t groups = swiglu ? a.n / 16 : (a.n + 15) / 16;
+  const int slices = slicesFor(groups, a.k / kBlockK);
+  const int64_t groups_per_block = kWarps / slices;
+  const dim3 grid(static_cast<unsigned>((groups + groups_per_block - 1) / groups_per_block));
+  const dim3 block(kWarps * 32);
+  if (a.m <= 8)
+    return launchKernel(skinnyGemmKernel<T, 1>, grid, block, 0, stream, a.pdl, a, slices);
+  if (a.m <= 16)
+    return launchKernel(skinnyGemmKernel<T, 2>, grid, block, 0, stream, a.pdl, a, slices);
+  if (a.m <= 32)
+    return launchKernel(skinnyGemmKernel<T, 4>, grid, block, 0, stream, a.pdl, a, slices);
+  return launchKernel(skinnyGemmKernel<T, 8>, grid, block, 0, stream, a.pdl, a, slices);
+}
+
+bool aligned16(const void *p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
+
+} // namespace
+
+bool skinnyGemmSupports(const GemvArgs &a) {
+  return (a.type == EType::kBF16 || a.type == EType::kF16) &&
+         (a.out_type == a.type || a.out_type == EType::kF32) && a.m >= 1 &&
+         a.m <= kSkinnyGemmMaxRows && a.n >= 1 && a.k >= kBlockK && a.k % kBlockK == 0 &&
+         aligned16(a.x) && aligned16(a.w) &&
+         (a.epilogue != GemvEpilogue::kSwiglu || (a.n / 2) % 8 == 0) &&
+         (a.epilogue != GemvEpilogue::kSwiglu || a.n % 2 == 0) &&
+         (a.epilogue != GemvEpilogue::kResidualAdd || a.residual) && !a.norm_weight &&
+         !a.rope_counters;
+}
+
+cudaError_t launchSkinnyGemm(const GemvArgs &a, cudaStream_t stream) {
+  if (!skinnyGemmSupports(a))
+    return cudaErrorInvalidValue;
+  if (a.type == EType::kBF16)
+    return launchTyped<__nv_bfloat16>(a, stream);
+  return launchTyped<__half>(a, stream);
+}
+
+} // namespace txc::cuda

@@ -1,0 +1,36 @@
+//===- SkinnyGemm.h - Decode GEMMs of a few dozen rows on tensor cores -*- C++ -*-===//
+//
+// out[m, :] = x[m, :] @ w^T for m <= kSkinnyGemmMaxRows: the projections of
+// a decode step at batch 3-64. The GEMV (Gemv.h) runs its multiply-adds on
+// the CUDA cores and became compute-bound past 1-2 rows (measured, run 15:
+// Llama-3-8B b4 12.8 ms per step on it against 5.4 on cuBLASLt). This kernel
+// feeds mma.sync straight from global memory: each lane loads 16 contiguous
+// bytes of a weight row and uses them as its A fragment (the K order inside
+// a 32-element block is permuted identically for x, so the dot product is
+// unchanged), with no shared-memory staging; the epilogues are the GEMV's
+// (bias, residual add, SwiGLU, f32 out). Not yet run on a GPU: selected only
+// with CudaExecutorOptions::use_skinny_gemm.
+//
+//===----------------------------------------------------------------------===//
+#ifndef TXC_RUNTIME_BACKENDS_CUDA_SKINNYGEMM_H
+#define TXC_RUNTIME_BACKENDS_CUDA_SKINNYGEMM_H
+
+#include "runtime/backends/cuda/Gemv.h"
+
+namespace txc::cuda {
+
+/// The most input rows one launch takes (8 mma tiles of 8 tokens).
+constexpr int64_t kSkinnyGemmMaxRows = 64;
+
+/// Whether launchSkinnyGemm takes these arguments: 16-bit x and w, out in
+/// their type or F32, 1 <= m <= kSkinnyGemmMaxRows, k a multiple of 32, x
+/// and w 16-byte aligned, n/2 a multiple of 8 for SwiGLU, the residual for
+/// kResidualAdd; no fused norm and no rotary epilogue.
+bool skinnyGemmSupports(const GemvArgs &args);
+
+/// Enqueues it. `out` must not overlap `x` or `w`; it may be the residual.
+cudaError_t launchSkinnyGemm(const GemvArgs &args, cudaStream_t stream);
+
+} // namespace txc::cuda
+
+#endif // TXC_RUNTIME_BACKENDS_CUDA_SKINNYGEMM_H

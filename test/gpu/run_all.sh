@@ -77,6 +77,8 @@ if [ "${FULL:-0}" = 1 ]; then # comparisons and profiles
   timing q06-b1-profile "$Q" 1 32 --profile-ops
   for b in 2 4 8 64; do timing "q06-b$b-graphs" "$Q" "$b" 64; done
   [ -f "$L" ] && timing l8b-b1-profile "$L" 1 16 --profile-ops
+  [ -f "$L" ] && timing l8b-b32-profile "$L" 32 8 --profile-ops
+  [ -f "$L" ] && timing l8b-b32-skinny-profile "$L" 32 8 --profile-ops --skinny-gemm
 fi
 fi # GEMV_ROWS_SWEEP
 cp "$OUT/decode-ops.json" "$RESULTS/" 2>/dev/null

@@ -56,17 +56,6 @@ template <> struct Pack<__half> {
   static __device__ __forceinline__ float toFloat(__half v) { return __half2float(v); }
 };
 
-__device__ __forceinline__ float loadBias(const void *bias, EType type, int64_t i) {
-  switch (type) {
-  case EType::kBF16:
-    return __bfloat162float(static_cast<const __nv_bfloat16 *>(bias)[i]);
-  case EType::kF16:
-    return __half2float(static_cast<const __half *>(bias)[i]);
-  default:
-    return static_cast<const float *>(bias)[i];
-  }
-}
-
 template <typename T> struct Store {
   static __device__ __forceinline__ T fromFloat(float v) { return Pack<T>::fromFloat(v); }
   static __device__ __forceinline__ float toFloat(T v) { return Pack<T>::toFloat(v); }
@@ -106,8 +95,8 @@ storePair(const GemvArgs &a, bool swiglu, int64_t row0, int64_t row1, int lane,
     }
   float bias0 = 0.0f, bias1 = 0.0f;
   if (a.bias) {
-    bias0 = loadBias(a.bias, a.bias_type, row0);
-    bias1 = loadBias(a.bias, a.bias_type, row1);
+    bias0 = ld(a.bias, a.bias_type, row0);
+    bias1 = ld(a.bias, a.bias_type, row1);
   }
   OutT *out = static_cast<OutT *>(a.out);
   const OutT *residual = static_cast<const OutT *>(a.residual);

@@ -47,7 +47,8 @@ Generation:
   --seed S                sampling seed (default 0)
   --ignore-eos            keep generating through EOS tokens
 Model and backend:
-  --device cpu|cuda       backend (default cpu; cuda needs the CUDA backend)
+  --device cpu|cuda       backend (default cpu; cuda needs the CUDA backend);
+                          the flags marked (cuda) are refused with cpu
   --weights DIR           bind a weight-stripped artifact to safetensors in DIR
   --random-weights SEED   use seeded random weights instead of the artifact's
   --threads N             CPU threads (default: all cores)
@@ -106,6 +107,7 @@ struct Options {
   int gemv_max_rows = 4;
   bool capture_graphs = false;
   bool skinny_gemm = false;
+  std::string cuda_only_flag; // the first flag given that only --device cuda reads
 };
 
 /// Exits with a one-line message naming the flag.
@@ -190,25 +192,35 @@ Options parseArguments(int argc, char **argv) {
     } else if (arg == "--return-logits") {
       options.return_logits = true;
     } else if (arg == "--profile-ops") {
+      options.cuda_only_flag = options.cuda_only_flag.empty() ? arg : options.cuda_only_flag;
       options.profile_ops = true;
       options.timing = true;
     } else if (arg == "--no-cuda-graphs") {
+      options.cuda_only_flag = options.cuda_only_flag.empty() ? arg : options.cuda_only_flag;
       options.cuda_graphs = false;
     } else if (arg == "--no-pdl") {
+      options.cuda_only_flag = options.cuda_only_flag.empty() ? arg : options.cuda_only_flag;
       options.pdl = false;
     } else if (arg == "--no-fuse-norms") {
+      options.cuda_only_flag = options.cuda_only_flag.empty() ? arg : options.cuda_only_flag;
       options.fuse_norms = false;
     } else if (arg == "--host-sampling") {
+      options.cuda_only_flag = options.cuda_only_flag.empty() ? arg : options.cuda_only_flag;
       options.device_sampling = false;
     } else if (arg == "--no-attention-pdl") {
+      options.cuda_only_flag = options.cuda_only_flag.empty() ? arg : options.cuda_only_flag;
       options.attention_pdl = false;
     } else if (arg == "--gemv-max-rows") {
+      options.cuda_only_flag = options.cuda_only_flag.empty() ? arg : options.cuda_only_flag;
       options.gemv_max_rows = static_cast<int>(parseInteger(arg, value(), 1, 4));
     } else if (arg == "--skinny-gemm") {
+      options.cuda_only_flag = options.cuda_only_flag.empty() ? arg : options.cuda_only_flag;
       options.skinny_gemm = true;
     } else if (arg == "--capture-graphs") {
+      options.cuda_only_flag = options.cuda_only_flag.empty() ? arg : options.cuda_only_flag;
       options.capture_graphs = true;
     } else if (arg == "--no-fuse-rope") {
+      options.cuda_only_flag = options.cuda_only_flag.empty() ? arg : options.cuda_only_flag;
       options.fuse_rope = false;
     } else if (arg == "--timing") {
       options.timing = true;
@@ -224,6 +236,8 @@ Options parseArguments(int argc, char **argv) {
     fail("missing MODEL.txm (see tx-run --help)");
   if (options.prompt_ids.empty() && options.prompts.empty())
     fail("no prompt: pass --prompt-ids 1,2,3 or --prompt TEXT");
+  if (!options.cuda_only_flag.empty() && options.device != "cuda")
+    fail(options.cuda_only_flag + ": applies to --device cuda only");
   return options;
 }
 

@@ -288,6 +288,7 @@ struct DecodeCase {
   bool l2_resident = false; // diagnostic: one KV copy, re-read from L2
   bool cuda_graph = false;  // diagnostic: time replays of a graph of kGraphLaunches launches
   bool pdl = false;         // with cuda_graph: launched with PDL, as the CUDA backend does
+  bool early_kv = false;    // DecodeParams::kv_before_wait (older keys read before the wait)
 };
 
 constexpr int kGraphLaunches = 20;
@@ -336,6 +337,7 @@ template <typename T> void runDecode(const DecodeCase &c, ElementType dtype, std
     p.variant.window_left = c.window_left;
     p.num_splits = splits;
     p.programmatic_launch = c.pdl;
+    p.kv_before_wait = c.early_kv;
     if (splits > 1) {
       p.maybe_partial_o = reinterpret_cast<float *>(workspace.as<char>() + ws.partial_o_offset);
       p.maybe_partial_lse = reinterpret_cast<float *>(workspace.as<char>() + ws.partial_lse_offset);
@@ -621,6 +623,13 @@ int main(int argc, char **argv) {
   if (decode) {
     for (const auto &c : decode_checks)
       runDecode<__nv_bfloat16>(c, bf16, rng);
+    // The same with the older keys read before the (here no-op) wait: the
+    // newest key must still be the one loaded after it.
+    for (DecodeCase c : decode_checks) {
+      c.name += " early-kv";
+      c.early_kv = true;
+      runDecode<__nv_bfloat16>(c, bf16, rng);
+    }
     runDecode<__half>(decode_checks[0], fp16, rng);
     runDecode<__half>(decode_checks[5], fp16, rng);
   }
@@ -665,14 +674,16 @@ int main(int argc, char **argv) {
       runDecode<__nv_bfloat16>(c, bf16, rng);
     }
     for (int ctx : {4096, 32768})
-      for (bool pdl : {false, true}) {
+      for (int mode = 0; mode < 3; ++mode) {
         // With PDL each launch's CTAs start while the previous one drains:
-        // how the decode step runs attention (CudaExecutorOptions::attention_pdl).
-        DecodeCase c{"diag b1 L" + std::to_string(ctx) + (pdl ? " cuda-graph+pdl" : " cuda-graph"), 1,
-                     32, 8, 128, 16, {}, ctx};
+        // how the decode step runs attention (CudaExecutorOptions::attention_pdl),
+        // and with the older keys read before the wait (attention_early_kv).
+        const char *suffix[] = {" cuda-graph", " cuda-graph+pdl", " cuda-graph+pdl+early-kv"};
+        DecodeCase c{"diag b1 L" + std::to_string(ctx) + suffix[mode], 1, 32, 8, 128, 16, {}, ctx};
         c.timed = true;
         c.cuda_graph = true;
-        c.pdl = pdl;
+        c.pdl = mode >= 1;
+        c.early_kv = mode == 2;
         runDecode<__nv_bfloat16>(c, bf16, rng);
       }
     for (int variant = 0; variant < 4; ++variant) {

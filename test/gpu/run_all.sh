@@ -28,7 +28,19 @@ mode --flags=--no-fuse-norms --atol 0.15 --batch 3
 mode --flags=--host-sampling --sampled --batch 5
 mode --flags=--no-fuse-rope --atol 0 --batch 3
 mode --flags=--skinny-gemm --atol 0.15 --batch 5
+mode --flags=--attention-early-kv --atol 0 --batch 3
+python3 test/gpu/compare_modes.py "$B/tx-run" "$B/llama-3-8b.txm" --flags=--attention-early-kv --atol 0 \
+  --batch 2 --new 8 -- --random-weights 1 2>&1 | tee -a "$OUT/modes.log" | tail -1
+[ "${PIPESTATUS[0]}" = 0 ] || fails=$((fails + 1))
 
+# Decode attention: correctness (also with early K/V) and the batch-1 diagnostics,
+# when the bundle has attention_bench (make_bundle leaves it out: with it the
+# bundle passes the device tool's 64 MiB; bench/gpu_check.sh runs it alone).
+if [ -x "$B/attention_bench" ]; then
+  "$B/attention_bench" --decode-only --json "$OUT/attention-decode.json" 2>&1 | tee "$OUT/attention-decode.log" |
+    grep -E "FAIL|diag b1 L(4096|32768) cuda-graph|b1 L4096 |b1 L32768 "
+  [ "${PIPESTATUS[0]}" = 0 ] || fails=$((fails + 1))
+fi
 fi # TIMINGS_ONLY
 if [ "${SKIP_OPS_BENCH:-0}" != 1 ] && [ "${TIMINGS_ONLY:-0}" != 1 ]; then
   "$B/decode_ops_bench" --json "$OUT/decode-ops.json" 2>&1 | tee "$OUT/decode-ops.log"
@@ -56,6 +68,7 @@ else
 timing q06-b1-graphs "$Q" 1 128
 timing q06-b1-separate-norms "$Q" 1 128 --no-fuse-norms
 timing q06-b1-separate-rope "$Q" 1 128 --no-fuse-rope
+timing q06-b1-early-kv "$Q" 1 128 --attention-early-kv
 timing q06-b1-graphs-again "$Q" 1 128
 timing q06-b1-sampled "$Q" 1 128 "${sample[@]}"
 timing q06-b32-graphs "$Q" 32 64
@@ -63,6 +76,7 @@ timing q06-b32-sampled "$Q" 32 64 "${sample[@]}"
 timing q06-b32-host-sampled "$Q" 32 64 "${sample[@]}" --host-sampling
 [ -f "$L" ] && timing l8b-b1-graphs "$L" 1 64
 [ -f "$L" ] && timing l8b-b1-separate-rope "$L" 1 64 --no-fuse-rope
+[ -f "$L" ] && timing l8b-b1-early-kv "$L" 1 64 --attention-early-kv
 [ -f "$L" ] && timing l8b-b32-graphs "$L" 32 32
 timing q06-b32-graphs-at-start "$Q" 32 64 --capture-graphs
 timing q06-b4-skinny "$Q" 4 64 --skinny-gemm
@@ -81,7 +95,7 @@ if [ "${FULL:-0}" = 1 ]; then # comparisons and profiles
   [ -f "$L" ] && timing l8b-b32-skinny-profile "$L" 32 8 --profile-ops --skinny-gemm
 fi
 fi # GEMV_ROWS_SWEEP
-cp "$OUT/decode-ops.json" "$RESULTS/" 2>/dev/null
+cp "$OUT/decode-ops.json" "$OUT/attention-decode.json" "$RESULTS/" 2>/dev/null
 tar czf "$RESULTS/logs.tgz" -C "$(dirname "$OUT")" logs
 echo "run_all failures: $fails"
 exit $fails

@@ -75,6 +75,8 @@ Output:
   --gemv-max-rows N       (cuda) at most N rows (1-4) per GEMM on the decode
                           GEMV, more on cuBLASLt; by default 2 rows where K is
                           at most 3072, else 1 (measured on the H200)
+  --attention-early-kv    (cuda) decode attention reads the older keys before
+                          waiting for the QKV kernel (not yet measured on a GPU)
   --skinny-gemm           (cuda) GEMMs of 3-64 rows on the tensor-core skinny
                           GEMM instead of cuBLASLt (not yet measured on a GPU)
   --capture-graphs        (cuda) capture every decode graph at startup instead
@@ -107,6 +109,7 @@ struct Options {
   int gemv_max_rows = 4;
   bool capture_graphs = false;
   bool skinny_gemm = false;
+  bool attention_early_kv = false;
   std::string cuda_only_flag; // the first flag given that only --device cuda reads
 };
 
@@ -213,6 +216,9 @@ Options parseArguments(int argc, char **argv) {
     } else if (arg == "--gemv-max-rows") {
       options.cuda_only_flag = options.cuda_only_flag.empty() ? arg : options.cuda_only_flag;
       options.gemv_max_rows = static_cast<int>(parseInteger(arg, value(), 1, 4));
+    } else if (arg == "--attention-early-kv") {
+      options.cuda_only_flag = options.cuda_only_flag.empty() ? arg : options.cuda_only_flag;
+      options.attention_early_kv = true;
     } else if (arg == "--skinny-gemm") {
       options.cuda_only_flag = options.cuda_only_flag.empty() ? arg : options.cuda_only_flag;
       options.skinny_gemm = true;
@@ -297,6 +303,7 @@ int main(int argc, char **argv) {
     cuda_options.gemv_max_rows = options.gemv_max_rows;
     cuda_options.capture_graphs_at_start = options.capture_graphs;
     cuda_options.use_skinny_gemm = options.skinny_gemm;
+    cuda_options.attention_early_kv = options.attention_early_kv;
     auto cuda_executor = txc::cuda::CudaExecutor::create(**artifact, cuda_options);
     if (!cuda_executor.isOk())
       fail("--device cuda: " + cuda_executor.status().message());

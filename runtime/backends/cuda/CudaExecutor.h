@@ -75,6 +75,11 @@ struct CudaExecutorOptions {
   /// The decode attention kernel launched with PDL too (it waits first
   /// thing); -0.01 ms per Qwen3-0.6B step on the H200.
   bool attention_pdl = true;
+  /// With attention_pdl: decode attention reads the older keys' K/V before
+  /// its wait, so they stream while the QKV kernel drains (only the newest
+  /// key comes from it). Off until measured on a GPU (written after session
+  /// 3's last run).
+  bool attention_early_kv = false;
   /// Decode steps (one new token per sequence) replay a CUDA graph per
   /// batch-size bucket. Off with profile_launches (events per launch).
   bool use_cuda_graphs = true;

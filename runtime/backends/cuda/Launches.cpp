@@ -251,6 +251,7 @@ Status CudaExecutor::State::attention(const LaunchAttributes &attributes, const 
       p.num_kv_heads = static_cast<int>(kv_heads);
       p.variant = variant;
       p.programmatic_launch = options.attention_pdl;
+      p.kv_before_wait = options.attention_pdl && options.attention_early_kv;
       int splits = 1;
       // At most kMaxDecodeSplits (the workspace), so chunks of 32 tokens
       // (two pages) only matter below 1k tokens of context, where one CTA

@@ -216,7 +216,11 @@ __global__ void __launch_bounds__(Traits::kThreads) pagedDecodeKernel(const Deco
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int slot = lane / L, dim0 = (lane % L) * VEC;
   pdlLaunchDependents();
-  pdlWait(); // the query and the appended K/V come from the previous kernel
+  // The query and the newest key's K/V come from the previous kernel; the
+  // older keys, the page table and kv_lens do not (kv_before_wait).
+  const bool early = params.kv_before_wait;
+  if (!early)
+    pdlWait();
 
   const int kv_len = params.kv_lens[seq];
   const int query_pos = kv_len - 1;
@@ -224,6 +228,41 @@ __global__ void __launch_bounds__(Traits::kThreads) pagedDecodeKernel(const Deco
   const int chunk = ceilDiv(kv_len - key_begin, params.num_splits);
   const int chunk_begin = key_begin + split * chunk;
   const int chunk_end = min(kv_len, chunk_begin + chunk);
+
+  const T *k_base = static_cast<const T *>(params.kv.k) + kv_head * params.kv.head_stride + dim0;
+  const T *v_base = static_cast<const T *>(params.kv.v) + kv_head * params.kv.head_stride + dim0;
+  const int warp_token0 = warp * Traits::kTokensPerWarpIter + slot;
+
+  // Keys in [tile_begin, chunk_end) but `skip` (zeros in its slot).
+  auto loadTile = [&](int tile_begin, uint4 (&k_regs)[U], uint4 (&v_regs)[U], int skip = -1) {
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      int token = tile_begin + warp_token0 + u * SLOTS;
+      if (token < chunk_end && token != skip) {
+        long long row = kvRowOffset<Traits::kPageSize>(params.kv, seq, token);
+        k_regs[u] = loadGlobal16(k_base + row);
+        v_regs[u] = loadGlobal16(v_base + row);
+      } else {
+        k_regs[u] = make_uint4(0, 0, 0, 0);
+        v_regs[u] = make_uint4(0, 0, 0, 0);
+      }
+    }
+  };
+
+  uint4 k_cur[U], v_cur[U];
+  // Before the wait the newest key is not touched at all (not even its
+  // cache lines): the previous kernel may still be writing it.
+  loadTile(chunk_begin, k_cur, v_cur, early ? query_pos : -1);
+  if (early) {
+    pdlWait();
+#pragma unroll
+    for (int u = 0; u < U; ++u)
+      if (chunk_begin + warp_token0 + u * SLOTS == query_pos && query_pos < chunk_end) {
+        long long row = kvRowOffset<Traits::kPageSize>(params.kv, seq, query_pos);
+        k_cur[u] = loadGlobal16(k_base + row);
+        v_cur[u] = loadGlobal16(v_base + row);
+      }
+  }
 
   float q[G][VEC];
 #pragma unroll
@@ -250,27 +289,6 @@ __global__ void __launch_bounds__(Traits::kThreads) pagedDecodeKernel(const Deco
       acc[g][i] = 0.f;
   }
 
-  const T *k_base = static_cast<const T *>(params.kv.k) + kv_head * params.kv.head_stride + dim0;
-  const T *v_base = static_cast<const T *>(params.kv.v) + kv_head * params.kv.head_stride + dim0;
-  const int warp_token0 = warp * Traits::kTokensPerWarpIter + slot;
-
-  auto loadTile = [&](int tile_begin, uint4 (&k_regs)[U], uint4 (&v_regs)[U]) {
-#pragma unroll
-    for (int u = 0; u < U; ++u) {
-      int token = tile_begin + warp_token0 + u * SLOTS;
-      if (token < chunk_end) {
-        long long row = kvRowOffset<Traits::kPageSize>(params.kv, seq, token);
-        k_regs[u] = loadGlobal16(k_base + row);
-        v_regs[u] = loadGlobal16(v_base + row);
-      } else {
-        k_regs[u] = make_uint4(0, 0, 0, 0);
-        v_regs[u] = make_uint4(0, 0, 0, 0);
-      }
-    }
-  };
-
-  uint4 k_cur[U], v_cur[U];
-  loadTile(chunk_begin, k_cur, v_cur);
   for (int tile = chunk_begin; tile < chunk_end; tile += Traits::kTokensPerCtaIter) {
     uint4 k_next[U], v_next[U];
     loadTile(tile + Traits::kTokensPerCtaIter, k_next, v_next);

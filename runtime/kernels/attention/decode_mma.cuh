@@ -63,7 +63,11 @@ __global__ void __launch_bounds__(Traits::kThreads) pagedDecodeMmaKernel(const D
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
   const int group = lane / 4, quad = lane % 4;
   pdlLaunchDependents();
-  pdlWait(); // the query and the appended K/V come from the previous kernel
+  // The query and the newest key's K/V come from the previous kernel; the
+  // older keys, the page table and kv_lens do not (kv_before_wait).
+  const bool early = params.kv_before_wait;
+  if (!early)
+    pdlWait();
 
   const int kv_len = params.kv_lens[seq];
   const int key_begin = kv_len > 0 ? Variant::keyBegin(kv_len - 1, params.variant) : 0;
@@ -73,17 +77,21 @@ __global__ void __launch_bounds__(Traits::kThreads) pagedDecodeMmaKernel(const D
   const int num_tiles = chunk_end > chunk_begin ? ceilDiv(chunk_end - chunk_begin, BN) : 0;
 
   const T *q_base = static_cast<const T *>(params.q) + seq * params.q_batch_stride;
-  for (int idx = tid; idx < Traits::kRows * CPR; idx += Traits::kThreads) {
-    const int r = idx / CPR, c = idx % CPR;
-    const bool valid = r < G;
-    const T *src = q_base + (valid ? (kv_head * G + r) * params.q_head_stride + c * 8 : 0);
-    cpAsync16(smem_q + swizzled<D>(r, c), src, valid);
-  }
+  auto loadQ = [&]() {
+    for (int idx = tid; idx < Traits::kRows * CPR; idx += Traits::kThreads) {
+      const int r = idx / CPR, c = idx % CPR;
+      const bool valid = r < G;
+      const T *src = q_base + (valid ? (kv_head * G + r) * params.q_head_stride + c * 8 : 0);
+      cpAsync16(smem_q + swizzled<D>(r, c), src, valid);
+    }
+  };
 
   const KVCacheView &kv = params.kv;
   const T *k_base = static_cast<const T *>(kv.k) + kv_head * kv.head_stride;
   const T *v_base = static_cast<const T *>(kv.v) + kv_head * kv.head_stride;
-  auto loadTile = [&](int tile, int stage) {
+  // Rows of keys in [tile * BN, ...) of the chunk; past chunk_end zeros; the
+  // row of key `skip` is not written at all (loaded later by loadKeyRow).
+  auto loadTile = [&](int tile, int stage, int skip = -1) {
     T *sk = smem_k + stage * Traits::kKVElems;
     T *sv = smem_v + stage * Traits::kKVElems;
     constexpr int kRowsPerPass = Traits::kThreads / CPR;
@@ -92,17 +100,45 @@ __global__ void __launch_bounds__(Traits::kThreads) pagedDecodeMmaKernel(const D
     for (int r = tid / CPR; r < BN; r += kRowsPerPass) {
       const int key = chunk_begin + tile * BN + r;
       const bool valid = key < chunk_end;
+      if (valid && key == skip)
+        continue;
       const long long row = valid ? kvRowOffset<Traits::kPageSize>(kv, seq, key) + c * 8 : 0;
       cpAsync16(sk + swizzled<D>(r, c), k_base + row, valid);
       cpAsync16(sv + swizzled<D>(r, c), v_base + row, valid);
     }
   };
 
+  if (early) {
+    // Tile 0 before the wait, without the newest key: the previous kernel
+    // may still be writing it (its cache lines are not touched until after
+    // the wait). Group 0 then also carries that key and Q, as below.
+    const int newest = kv_len - 1;
+    if (num_tiles > 0)
+      loadTile(0, 0, newest);
+    pdlWait();
+    if (num_tiles > 0 && newest >= chunk_begin && newest < min(chunk_end, chunk_begin + BN) &&
+        tid < CPR) {
+      const int r = newest - chunk_begin;
+      const long long row = kvRowOffset<Traits::kPageSize>(kv, seq, newest) + tid * 8;
+      cpAsync16(smem_k + swizzled<D>(r, tid), k_base + row, true);
+      cpAsync16(smem_v + swizzled<D>(r, tid), v_base + row, true);
+    }
+    loadQ();
+    cpAsyncCommit();
 #pragma unroll
-  for (int s = 0; s < STAGES - 1; ++s) {
-    if (s < num_tiles)
-      loadTile(s, s);
-    cpAsyncCommit(); // the first group also carries Q
+    for (int s = 1; s < STAGES - 1; ++s) {
+      if (s < num_tiles)
+        loadTile(s, s);
+      cpAsyncCommit();
+    }
+  } else {
+    loadQ();
+#pragma unroll
+    for (int s = 0; s < STAGES - 1; ++s) {
+      if (s < num_tiles)
+        loadTile(s, s);
+      cpAsyncCommit(); // the first group also carries Q
+    }
   }
 
   float o_acc[kOTiles][4];

@@ -71,6 +71,11 @@ struct DecodeParams {
   // Launch with programmatic dependent launch: the kernel's blocks start
   // while the previous kernel drains and wait (pdlWait) before reading.
   bool programmatic_launch = false;
+  // With programmatic_launch: the K/V of every key but the newest, the page
+  // table and kv_lens are read before the wait, so they stream while the
+  // previous kernel drains. Only valid when that kernel writes nothing but
+  // the query and the newest key's K/V (the decode step's QKV/rope kernel).
+  bool kv_before_wait = false;
 };
 
 /// Prefill / chunked prefill over a ragged batch: sequence b owns query rows

@@ -90,7 +90,8 @@ __global__ void __launch_bounds__(Traits::kThreads) pagedDecodeMmaKernel(const D
   const T *k_base = static_cast<const T *>(kv.k) + kv_head * kv.head_stride;
   const T *v_base = static_cast<const T *>(kv.v) + kv_head * kv.head_stride;
   // Rows of keys in [tile * BN, ...) of the chunk; past chunk_end zeros; the
-  // row of key `skip` is not written at all (loaded later by loadKeyRow).
+  // row of key `skip` is not written at all (the early path loads it after
+  // the wait).
   auto loadTile = [&](int tile, int stage, int skip = -1) {
     T *sk = smem_k + stage * Traits::kKVElems;
     T *sv = smem_v + stage * Traits::kKVElems;

@@ -158,6 +158,11 @@ Options parseArguments(int argc, char **argv) {
         fail(arg + ": missing value");
       return argv[++i];
     };
+    // A flag only the CUDA backend reads: refused below unless --device cuda.
+    auto cudaOnly = [&]() {
+      if (options.cuda_only_flag.empty())
+        options.cuda_only_flag = arg;
+    };
     if (arg == "--help" || arg == "-h") {
       std::cout << kUsage;
       std::exit(0);
@@ -195,38 +200,38 @@ Options parseArguments(int argc, char **argv) {
     } else if (arg == "--return-logits") {
       options.return_logits = true;
     } else if (arg == "--profile-ops") {
-      options.cuda_only_flag = options.cuda_only_flag.empty() ? arg : options.cuda_only_flag;
+      cudaOnly();
       options.profile_ops = true;
       options.timing = true;
     } else if (arg == "--no-cuda-graphs") {
-      options.cuda_only_flag = options.cuda_only_flag.empty() ? arg : options.cuda_only_flag;
+      cudaOnly();
       options.cuda_graphs = false;
     } else if (arg == "--no-pdl") {
-      options.cuda_only_flag = options.cuda_only_flag.empty() ? arg : options.cuda_only_flag;
+      cudaOnly();
       options.pdl = false;
     } else if (arg == "--no-fuse-norms") {
-      options.cuda_only_flag = options.cuda_only_flag.empty() ? arg : options.cuda_only_flag;
+      cudaOnly();
       options.fuse_norms = false;
     } else if (arg == "--host-sampling") {
-      options.cuda_only_flag = options.cuda_only_flag.empty() ? arg : options.cuda_only_flag;
+      cudaOnly();
       options.device_sampling = false;
     } else if (arg == "--no-attention-pdl") {
-      options.cuda_only_flag = options.cuda_only_flag.empty() ? arg : options.cuda_only_flag;
+      cudaOnly();
       options.attention_pdl = false;
     } else if (arg == "--gemv-max-rows") {
-      options.cuda_only_flag = options.cuda_only_flag.empty() ? arg : options.cuda_only_flag;
+      cudaOnly();
       options.gemv_max_rows = static_cast<int>(parseInteger(arg, value(), 1, 4));
     } else if (arg == "--attention-early-kv") {
-      options.cuda_only_flag = options.cuda_only_flag.empty() ? arg : options.cuda_only_flag;
+      cudaOnly();
       options.attention_early_kv = true;
     } else if (arg == "--skinny-gemm") {
-      options.cuda_only_flag = options.cuda_only_flag.empty() ? arg : options.cuda_only_flag;
+      cudaOnly();
       options.skinny_gemm = true;
     } else if (arg == "--capture-graphs") {
-      options.cuda_only_flag = options.cuda_only_flag.empty() ? arg : options.cuda_only_flag;
+      cudaOnly();
       options.capture_graphs = true;
     } else if (arg == "--no-fuse-rope") {
-      options.cuda_only_flag = options.cuda_only_flag.empty() ? arg : options.cuda_only_flag;
+      cudaOnly();
       options.fuse_rope = false;
     } else if (arg == "--timing") {
       options.timing = true;

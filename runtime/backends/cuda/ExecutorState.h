@@ -146,7 +146,6 @@ struct GemmPlan {
 };
 
 inline constexpr int kMaxDecodeSplits = 32;
-
 inline constexpr size_t kCublasWorkspaceBytes = size_t{32} << 20;
 
 struct CudaExecutor::State {

@@ -32,28 +32,6 @@ constexpr int kWarps = 8;
 constexpr int kUnroll = 4;  // K blocks in flight per lane
 constexpr int kBlockK = 32; // K elements per pair of mma k16 steps
 
-template <typename T> struct Mma;
-
-template <> struct Mma<__nv_bfloat16> {
-  static __device__ __forceinline__ void run(float (&c)[4], unsigned a0, unsigned a1, unsigned a2,
-                                             unsigned a3, unsigned b0, unsigned b1) {
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
-                 "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-                 : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
-  }
-};
-
-template <> struct Mma<__half> {
-  static __device__ __forceinline__ void run(float (&c)[4], unsigned a0, unsigned a1, unsigned a2,
-                                             unsigned a3, unsigned b0, unsigned b1) {
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
-                 "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-                 : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
-  }
-};
-
 template <typename T, int kTiles>
 __global__ void __launch_bounds__(kWarps * 32)
     skinnyGemmKernel(const GemvArgs a, const int slices) {
@@ -109,8 +87,10 @@ __global__ void __launch_bounds__(kWarps * 32)
         uint4 xv = make_uint4(0, 0, 0, 0);
         if (token < a.m)
           xv = __ldg(x + token * row_vecs + (kb + u) * 4);
-        Mma<T>::run(acc[tile], cur0[u].x, cur1[u].x, cur0[u].y, cur1[u].y, xv.x, xv.y);
-        Mma<T>::run(acc[tile], cur0[u].z, cur1[u].z, cur0[u].w, cur1[u].w, xv.z, xv.w);
+        const unsigned first[4] = {cur0[u].x, cur1[u].x, cur0[u].y, cur1[u].y};
+        const unsigned second[4] = {cur0[u].z, cur1[u].z, cur0[u].w, cur1[u].w};
+        kernels::mma16816<T>(acc[tile], first, xv.x, xv.y);
+        kernels::mma16816<T>(acc[tile], second, xv.z, xv.w);
       }
     }
 #pragma unroll

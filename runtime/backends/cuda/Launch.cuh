@@ -13,33 +13,18 @@
 #define TXC_RUNTIME_BACKENDS_CUDA_LAUNCH_CUH
 
 #include "attention/device_utils.cuh"
+#include "attention/pdl_launch.h"
 
 #include <cuda_runtime.h>
 
 namespace txc::cuda {
 
-// pdlWait() and pdlLaunchDependents() are the kernel library's.
+// pdlWait(), pdlLaunchDependents() and the launch are the kernel library's.
 using kernels::pdlLaunchDependents;
 using kernels::pdlWait;
 
-/// kernel<<<grid, block, smem, stream>>>(args...), with the PDL attribute
-/// when `pdl` is set. The kernel must call pdlWait() before reading what the
-/// previous launch wrote and before writing anything.
-template <typename... Params, typename... Args>
-cudaError_t launchKernel(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem,
-                         cudaStream_t stream, bool pdl, Args &&...args) {
-  cudaLaunchConfig_t config = {};
-  config.gridDim = grid;
-  config.blockDim = block;
-  config.dynamicSmemBytes = smem;
-  config.stream = stream;
-  cudaLaunchAttribute attribute[1];
-  attribute[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attribute[0].val.programmaticStreamSerializationAllowed = 1;
-  config.attrs = attribute;
-  config.numAttrs = pdl ? 1 : 0;
-  return cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...);
-}
+/// kernel<<<...>>>(args...), with the PDL attribute when `pdl` is set.
+using kernels::launchKernel;
 
 } // namespace txc::cuda
 

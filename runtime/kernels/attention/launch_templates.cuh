@@ -11,6 +11,7 @@
 #include "attention/attention.h"
 #include "attention/decode.cuh"
 #include "attention/decode_mma.cuh"
+#include "attention/pdl_launch.h"
 #include "attention/prefill.cuh"
 
 namespace txc::kernels::detail {
@@ -79,24 +80,6 @@ inline Status checkDecodeParams(const DecodeParams &p) {
   return Status::ok();
 }
 
-/// kernel<<<grid, threads, smem, stream>>>(p), with programmatic dependent
-/// launch when p.programmatic_launch (the kernel calls pdlWait first).
-template <typename Kernel>
-cudaError_t launchDecodeKernel(Kernel kernel, dim3 grid, int threads, int smem, cudaStream_t stream,
-                               const DecodeParams &p) {
-  cudaLaunchConfig_t config = {};
-  config.gridDim = grid;
-  config.blockDim = dim3(threads);
-  config.dynamicSmemBytes = smem;
-  config.stream = stream;
-  cudaLaunchAttribute attribute[1];
-  attribute[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attribute[0].val.programmaticStreamSerializationAllowed = 1;
-  config.attrs = attribute;
-  config.numAttrs = p.programmatic_launch ? 1 : 0;
-  return cudaLaunchKernelEx(&config, kernel, p);
-}
-
 template <typename T> Status launchPagedDecodeTyped(const AttentionConfig &config, const DecodeParams &p,
                                                     cudaStream_t stream) {
   TXC_RETURN_IF_ERROR(checkDecodeParams(p));
@@ -111,11 +94,12 @@ template <typename T> Status launchPagedDecodeTyped(const AttentionConfig &confi
           auto kernel = pagedDecodeMmaKernel<Traits, decltype(variant)>;
           TXC_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                               Traits::kSmemBytes));
-          TXC_CUDA_CHECK(launchDecodeKernel(kernel, grid, Traits::kThreads, Traits::kSmemBytes, stream, p));
+          TXC_CUDA_CHECK(
+              launchKernel(kernel, grid, dim3(Traits::kThreads), Traits::kSmemBytes, stream, p.programmatic_launch, p));
         } else {
           using Traits = DecodeTraits<T, kDim, kGroup>;
-          TXC_CUDA_CHECK(launchDecodeKernel(pagedDecodeKernel<Traits, decltype(variant)>, grid,
-                                            Traits::kThreads, 0, stream, p));
+          TXC_CUDA_CHECK(launchKernel(pagedDecodeKernel<Traits, decltype(variant)>, grid,
+                                      dim3(Traits::kThreads), 0, stream, p.programmatic_launch, p));
         }
         TXC_CUDA_CHECK(cudaGetLastError());
         if (p.num_splits > 1 && p.maybe_split_counters == nullptr) {

@@ -62,8 +62,8 @@ Q=$B/qwen3-0.6b.txm
 L=$B/llama-3-8b.txm
 sample=(--temperature 0.8 --top-k 50 --top-p 0.9 --seed 7)
 if [ "${GEMV_ROWS_SWEEP:-0}" = 1 ]; then # small batches: GEMV (up to N rows) or cuBLASLt
-  for b in 2 3 4; do for rows in 4 2 1; do timing "q06-b$b-gemv$rows" "$Q" "$b" 64 --gemv-max-rows "$rows"; done; done
-  for b in 2 4; do for rows in 4 1; do [ -f "$L" ] && timing "l8b-b$b-gemv$rows" "$L" "$b" 32 --gemv-max-rows "$rows"; done; done
+  for b in 2 3 4; do for rows in 2 1; do timing "q06-b$b-gemv$rows" "$Q" "$b" 64 --gemv-max-rows "$rows"; done; done
+  for b in 2 4; do [ -f "$L" ] && timing "l8b-b$b-gemv1" "$L" "$b" 32 --gemv-max-rows 1; done
 else
 timing q06-b1-graphs "$Q" 1 128
 timing q06-b1-separate-norms "$Q" 1 128 --no-fuse-norms

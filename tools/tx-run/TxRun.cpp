@@ -72,9 +72,9 @@ Output:
                           sample there instead of on the GPU (for comparison)
   --no-attention-pdl      (cuda) launch decode attention without programmatic
                           dependent launch (for comparison)
-  --gemv-max-rows N       (cuda) at most N rows (1-4) per GEMM on the decode
-                          GEMV, more on cuBLASLt; by default 2 rows where K is
-                          at most 3072, else 1 (measured on the H200)
+  --gemv-max-rows 1|2     (cuda) at most this many rows per GEMM on the decode
+                          GEMV, more elsewhere; by default 2 where K is at most
+                          3072, else 1 (measured on the H200)
   --attention-early-kv    (cuda) decode attention reads the older keys before
                           waiting for the QKV kernel (not yet measured on a GPU)
   --skinny-gemm           (cuda) GEMMs of 3-64 rows on the tensor-core skinny
@@ -220,7 +220,7 @@ Options parseArguments(int argc, char **argv) {
       options.attention_pdl = false;
     } else if (arg == "--gemv-max-rows") {
       cudaOnly();
-      options.gemv_max_rows = static_cast<int>(parseInteger(arg, value(), 1, 4));
+      options.gemv_max_rows = static_cast<int>(parseInteger(arg, value(), 1, 2));
     } else if (arg == "--attention-early-kv") {
       cudaOnly();
       options.attention_early_kv = true;

@@ -45,9 +45,9 @@ struct CudaExecutorOptions {
   /// (tensor cores, epilogues fused) instead of cuBLASLt. Off until measured
   /// on a GPU (written after session 3's last run).
   bool use_skinny_gemm = false;
-  /// A cap on the rows a GEMM may have to run on the GEMV; below it Gemv.h's
-  /// gemvRowLimit(k) decides (measured: 2 rows for k <= 3072, else 1).
-  int64_t gemv_max_rows = 4;
+  /// A cap on the rows a GEMM may have to run on the GEMV (for comparisons);
+  /// below it Gemv.h's gemvRowLimit(k) decides (2 rows for k <= 3072, else 1).
+  int64_t gemv_max_rows = 2;
   /// Non-greedy rows sampled on the GPU (Sampler.cu) instead of copying
   /// their logits rows to the host and sampling there (12x faster at batch
   /// 32 on the H200); greedy rows always take the argmax on the GPU.

@@ -181,8 +181,7 @@ bool skinnyGemmSupports(const GemvArgs &a) {
          (a.out_type == a.type || a.out_type == EType::kF32) && a.m >= 1 &&
          a.m <= kSkinnyGemmMaxRows && a.n >= 1 && a.k >= kBlockK && a.k % kBlockK == 0 &&
          aligned16(a.x) && aligned16(a.w) &&
-         (a.epilogue != GemvEpilogue::kSwiglu || (a.n / 2) % 8 == 0) &&
-         (a.epilogue != GemvEpilogue::kSwiglu || a.n % 2 == 0) &&
+         (a.epilogue != GemvEpilogue::kSwiglu || a.n % 16 == 0) &&
          (a.epilogue != GemvEpilogue::kResidualAdd || a.residual) && !a.norm_weight &&
          !a.rope_counters;
 }

@@ -24,8 +24,9 @@ constexpr int64_t kSkinnyGemmMaxRows = 64;
 
 /// Whether launchSkinnyGemm takes these arguments: 16-bit x and w, out in
 /// their type or F32, 1 <= m <= kSkinnyGemmMaxRows, k a multiple of 32, x
-/// and w 16-byte aligned, n a multiple of 16 for SwiGLU (8 gate rows with their 8 up rows), the
-/// residual for kResidualAdd; no fused norm and no rotary epilogue.
+/// and w 16-byte aligned, n a multiple of 16 for SwiGLU (8 gate rows with
+/// their 8 up rows), the residual for kResidualAdd; no fused norm and no
+/// rotary epilogue.
 bool skinnyGemmSupports(const GemvArgs &args);
 
 /// Enqueues it. `out` must not overlap `x` or `w`; it may be the residual.

@@ -27,9 +27,9 @@ mode --flags=--no-cuda-graphs --atol 0.15 --batch 3 # split count follows the co
 mode --flags=--no-fuse-norms --atol 0.15 --batch 3
 mode --flags=--host-sampling --sampled --batch 5
 mode --flags=--no-fuse-rope --atol 0 --batch 3
-mode --flags=--skinny-gemm --atol 0.15 --batch 5
-mode --flags=--attention-early-kv --atol 0 --batch 3
-python3 test/gpu/compare_modes.py "$B/tx-run" "$B/llama-3-8b.txm" --flags=--attention-early-kv --atol 0 \
+mode --flags=--no-skinny-gemm --atol 0.15 --batch 5
+mode --flags=--no-attention-early-kv --atol 0 --batch 3
+python3 test/gpu/compare_modes.py "$B/tx-run" "$B/llama-3-8b.txm" --flags=--no-attention-early-kv --atol 0 \
   --batch 2 --new 8 -- --random-weights 1 2>&1 | tee -a "$OUT/modes.log" | tail -1
 [ "${PIPESTATUS[0]}" = 0 ] || fails=$((fails + 1))
 
@@ -68,7 +68,7 @@ else
 timing q06-b1-graphs "$Q" 1 128
 timing q06-b1-separate-norms "$Q" 1 128 --no-fuse-norms
 timing q06-b1-separate-rope "$Q" 1 128 --no-fuse-rope
-timing q06-b1-early-kv "$Q" 1 128 --attention-early-kv
+timing q06-b1-late-kv "$Q" 1 128 --no-attention-early-kv
 timing q06-b1-graphs-again "$Q" 1 128
 timing q06-b1-sampled "$Q" 1 128 "${sample[@]}"
 timing q06-b32-graphs "$Q" 32 64
@@ -76,15 +76,14 @@ timing q06-b32-sampled "$Q" 32 64 "${sample[@]}"
 timing q06-b32-host-sampled "$Q" 32 64 "${sample[@]}" --host-sampling
 [ -f "$L" ] && timing l8b-b1-graphs "$L" 1 64
 [ -f "$L" ] && timing l8b-b1-separate-rope "$L" 1 64 --no-fuse-rope
-[ -f "$L" ] && timing l8b-b1-early-kv "$L" 1 64 --attention-early-kv
+[ -f "$L" ] && timing l8b-b1-late-kv "$L" 1 64 --no-attention-early-kv
 [ -f "$L" ] && timing l8b-b32-graphs "$L" 32 32
-timing q06-b32-graphs-at-start "$Q" 32 64 --capture-graphs
-timing q06-b4-skinny "$Q" 4 64 --skinny-gemm
-timing q06-b4-cublas "$Q" 4 64
-timing q06-b32-skinny "$Q" 32 64 --skinny-gemm
-[ -f "$L" ] && timing l8b-b4-skinny "$L" 4 32 --skinny-gemm
-[ -f "$L" ] && timing l8b-b32-skinny "$L" 32 32 --skinny-gemm
-[ -f "$L" ] && timing l8b-b32-graphs-at-start "$L" 32 32 --capture-graphs
+timing q06-b32-lazy-graphs "$Q" 32 64 --lazy-graphs
+for b in 4 8; do
+  timing "q06-b$b-skinny" "$Q" "$b" 64
+  timing "q06-b$b-cublas" "$Q" "$b" 64 --no-skinny-gemm
+done
+[ -f "$L" ] && timing l8b-b32-lazy-graphs "$L" 32 32 --lazy-graphs
 if [ "${FULL:-0}" = 1 ]; then # comparisons and profiles
   timing q06-b1-nographs "$Q" 1 128 --no-cuda-graphs
   timing q06-b1-nopdl "$Q" 1 128 --no-pdl
@@ -92,7 +91,6 @@ if [ "${FULL:-0}" = 1 ]; then # comparisons and profiles
   for b in 2 4 8 64; do timing "q06-b$b-graphs" "$Q" "$b" 64; done
   [ -f "$L" ] && timing l8b-b1-profile "$L" 1 16 --profile-ops
   [ -f "$L" ] && timing l8b-b32-profile "$L" 32 8 --profile-ops
-  [ -f "$L" ] && timing l8b-b32-skinny-profile "$L" 32 8 --profile-ops --skinny-gemm
 fi
 fi # GEMV_ROWS_SWEEP
 cp "$OUT/decode-ops.json" "$OUT/attention-decode.json" "$RESULTS/" 2>/dev/null

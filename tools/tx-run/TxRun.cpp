@@ -75,12 +75,14 @@ Output:
   --gemv-max-rows 1|2     (cuda) at most this many rows per GEMM on the decode
                           GEMV, more elsewhere; by default 2 where K is at most
                           3072, else 1 (measured on the H200)
-  --attention-early-kv    (cuda) decode attention reads the older keys before
-                          waiting for the QKV kernel (not yet measured on a GPU)
-  --skinny-gemm           (cuda) GEMMs of 3-64 rows on the tensor-core skinny
-                          GEMM instead of cuBLASLt (not yet measured on a GPU)
-  --capture-graphs        (cuda) capture every decode graph at startup instead
-                          of at its first step (not yet measured on a GPU)
+  --no-attention-early-kv (cuda) decode attention reads every key after waiting
+                          for the QKV kernel, not the older ones before it
+                          (for comparison)
+  --no-skinny-gemm        (cuda) decode GEMMs of 3-8 rows (K at most 3072) on
+                          cuBLASLt instead of the tensor-core skinny GEMM
+                          (for comparison)
+  --lazy-graphs           (cuda) capture each decode graph at its first step
+                          instead of all of them at startup (faster startup)
   --no-fuse-rope          (cuda) launch the decode rope/KV-append kernel on its
                           own instead of in the QKV GEMV (for comparison)
   --help                  this text
@@ -107,9 +109,9 @@ struct Options {
   bool attention_pdl = true;
   bool fuse_rope = true;
   int gemv_max_rows = 4;
-  bool capture_graphs = false;
-  bool skinny_gemm = false;
-  bool attention_early_kv = false;
+  bool capture_graphs = true;
+  bool skinny_gemm = true;
+  bool attention_early_kv = true;
   std::string cuda_only_flag; // the first flag given that only --device cuda reads
 };
 
@@ -221,15 +223,15 @@ Options parseArguments(int argc, char **argv) {
     } else if (arg == "--gemv-max-rows") {
       cudaOnly();
       options.gemv_max_rows = static_cast<int>(parseInteger(arg, value(), 1, 2));
-    } else if (arg == "--attention-early-kv") {
+    } else if (arg == "--no-attention-early-kv") {
       cudaOnly();
-      options.attention_early_kv = true;
-    } else if (arg == "--skinny-gemm") {
+      options.attention_early_kv = false;
+    } else if (arg == "--no-skinny-gemm") {
       cudaOnly();
-      options.skinny_gemm = true;
-    } else if (arg == "--capture-graphs") {
+      options.skinny_gemm = false;
+    } else if (arg == "--lazy-graphs") {
       cudaOnly();
-      options.capture_graphs = true;
+      options.capture_graphs = false;
     } else if (arg == "--no-fuse-rope") {
       cudaOnly();
       options.fuse_rope = false;

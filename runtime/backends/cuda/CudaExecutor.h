@@ -41,10 +41,10 @@ struct CudaExecutorOptions {
   bool use_attention_library = true;
   /// Off: every GEMM runs on cuBLASLt (tests compare the two paths).
   bool use_gemv = true;
-  /// GEMMs of more rows than the GEMV takes, up to 64, on SkinnyGemm.cu
-  /// (tensor cores, epilogues fused) instead of cuBLASLt. Off until measured
-  /// on a GPU (written after session 3's last run).
-  bool use_skinny_gemm = false;
+  /// GEMMs of more rows than the GEMV takes, up to skinnyGemmRowLimit(k),
+  /// on SkinnyGemm.cu (tensor cores, epilogues fused) instead of cuBLASLt:
+  /// Qwen3-0.6B b4 1.53 ms per step against 1.66 on the H200.
+  bool use_skinny_gemm = true;
   /// A cap on the rows a GEMM may have to run on the GEMV (for comparisons);
   /// below it Gemv.h's gemvRowLimit(k) decides (2 rows for k <= 3072, else 1).
   int64_t gemv_max_rows = 2;
@@ -57,9 +57,9 @@ struct CudaExecutorOptions {
   /// the first request's time to first token.
   bool warm_up = true;
   /// With warm_up: also capture the decode graph of every (batch bucket,
-  /// context bucket) at startup, so no request's step pays for a capture.
-  /// Off until measured on a GPU (written after session 3's last run).
-  bool capture_graphs_at_start = false;
+  /// context bucket) at startup, so no request's step pays for a capture
+  /// (batch-32 runs 15-31 ms shorter on the H200).
+  bool capture_graphs_at_start = true;
   /// Decode-sized rms_norm launches whose result only the next GEMM reads
   /// are folded into that GEMV (the squares summed in its pass over x, the
   /// inverse RMS scaling its dot): -0.13 ms per Qwen3-0.6B step on the
@@ -77,9 +77,9 @@ struct CudaExecutorOptions {
   bool attention_pdl = true;
   /// With attention_pdl: decode attention reads the older keys' K/V before
   /// its wait, so they stream while the QKV kernel drains (only the newest
-  /// key comes from it). Off until measured on a GPU (written after session
-  /// 3's last run).
-  bool attention_early_kv = false;
+  /// key comes from it). Bit-identical; -0.03 ms per step on both shapes
+  /// at batch 1 on the H200.
+  bool attention_early_kv = true;
   /// Decode steps (one new token per sequence) replay a CUDA graph per
   /// batch-size bucket. Off with profile_launches (events per launch).
   bool use_cuda_graphs = true;

@@ -98,8 +98,8 @@ Status CudaExecutor::State::gemm(const DMatrix &input, const DMatrix &weight, co
 // The decode-sized GEMMs (16-bit, one dtype throughout) run on our kernels
 // with the epilogue fused: m <= gemvRowLimit(k) on Gemv.cu (which can also
 // take the deferred norm and the rotary epilogue), larger m up to
-// kSkinnyGemmMaxRows on SkinnyGemm.cu with use_skinny_gemm. False leaves the
-// GEMM to cuBLASLt.
+// skinnyGemmRowLimit(k) on SkinnyGemm.cu with use_skinny_gemm. False leaves
+// the GEMM to cuBLASLt.
 StatusOr<bool> CudaExecutor::State::tryGemv(const DMatrix &input, const DMatrix &weight,
                                             const DMatrix &bias, const DMatrix &residual,
                                             GemvEpilogue epilogue, const DMatrix &out,
@@ -108,7 +108,7 @@ StatusOr<bool> CudaExecutor::State::tryGemv(const DMatrix &input, const DMatrix 
       (residual.present() && residual.dtype != out.dtype))
     return false;
   const bool skinny = input.rows > std::min(options.gemv_max_rows, gemvRowLimit(input.cols));
-  if (skinny && (!options.use_skinny_gemm || rope))
+  if (skinny && (!options.use_skinny_gemm || rope || input.rows > skinnyGemmRowLimit(input.cols)))
     return false;
   GemvArgs g;
   g.x = input.data;

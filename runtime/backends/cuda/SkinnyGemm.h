@@ -8,8 +8,7 @@
 // bytes of a weight row and uses them as its A fragment (the K order inside
 // a 32-element block is permuted identically for x, so the dot product is
 // unchanged), with no shared-memory staging; the epilogues are the GEMV's
-// (bias, residual add, SwiGLU, f32 out). Not yet run on a GPU: selected only
-// with CudaExecutorOptions::use_skinny_gemm.
+// (bias, residual add, SwiGLU, f32 out).
 //
 //===----------------------------------------------------------------------===//
 #ifndef TXC_RUNTIME_BACKENDS_CUDA_SKINNYGEMM_H
@@ -21,6 +20,13 @@ namespace txc::cuda {
 
 /// The most input rows one launch takes (8 mma tiles of 8 tokens).
 constexpr int64_t kSkinnyGemmMaxRows = 64;
+
+/// The most rows for which the skinny GEMM beats cuBLASLt, measured on the
+/// H200 (device run 16): Qwen3-0.6B (k <= 3072) b4 1.53 ms per step against
+/// 1.66 on cuBLASLt, and its per-op time is flat from 4 to 8 rows; at b32
+/// 2.53 against 1.66. For Llama-3-8B (k >= 4096) it lost at b4 (6.79 against
+/// 5.42) and b32 (11.9 against 5.7). Above this, cuBLASLt.
+constexpr int64_t skinnyGemmRowLimit(int64_t k) { return k <= 3072 ? 8 : 0; }
 
 /// Whether launchSkinnyGemm takes these arguments: 16-bit x and w, out in
 /// their type or F32, 1 <= m <= kSkinnyGemmMaxRows, k a multiple of 32, x

@@ -91,7 +91,7 @@ Status CudaExecutor::State::gemm(const DMatrix &input, const DMatrix &weight, co
   const void *c = residual.present() ? residual.data : out.data;
   return cublasStatus(cublasLtMatmul(lt, p.op, &alpha, weight.data, p.a, input.data, p.b, &beta, c,
                                      p.c, out.data, p.d, &p.algo, cublas_workspace,
-                                     kCublasWorkspaceBytes, stream),
+                                     kCublasWorkspaceBytes, queue()),
                       "cublasLtMatmul " + shapeString(m, k) + " x " + shapeString(n, k) + "^T");
 }
 
@@ -142,7 +142,7 @@ StatusOr<bool> CudaExecutor::State::tryGemv(const DMatrix &input, const DMatrix 
     if (!skinnyGemmSupports(g))
       return false;
     TXC_RETURN_IF_ERROR(flushPendingNorm()); // x is the norm's result
-    TXC_RETURN_IF_ERROR(cudaStatus(launchSkinnyGemm(g, stream), "skinny GEMM launch"));
+    TXC_RETURN_IF_ERROR(cudaStatus(launchSkinnyGemm(g, queue()), "skinny GEMM launch"));
     return true;
   }
   if (rope) {
@@ -151,7 +151,10 @@ StatusOr<bool> CudaExecutor::State::tryGemv(const DMatrix &input, const DMatrix 
   }
   if (!gemvSupports(g))
     return false;
-  TXC_RETURN_IF_ERROR(cudaStatus(launchGemv(g, stream), "gemv launch"));
+  DecodePhase phase;
+  phase.gemv = g;
+  if (!(recording.active && persistentGemvSupports(g) && recordPhase(phase)))
+    TXC_RETURN_IF_ERROR(cudaStatus(launchGemv(g, queue()), "gemv launch"));
   pending_norm.active = false;
   return true;
 }
@@ -172,7 +175,7 @@ Status CudaExecutor::State::launchNorm(const DMatrix &input, const DMatrix *resi
   return cudaStatus(launchRmsNorm(input.data, it, residual ? residual->data : nullptr, rt,
                                   weight.data, wt, weight.rows * weight.cols, input.rows,
                                   input.cols, eps, sum ? sum->data : nullptr, st, out.data, ot,
-                                  stream, options.use_pdl),
+                                  queue(), options.use_pdl),
                     "kernel launch");
 }
 
@@ -277,7 +280,15 @@ Status CudaExecutor::State::attention(const LaunchAttributes &attributes, const 
           }
         }
         p.num_splits = splits;
-        status = kernels::launchPagedDecode(config, p, stream);
+        DecodePhase phase;
+        phase.kind = DecodePhase::Kind::kAttention;
+        phase.attention = p;
+        phase.attention.programmatic_launch = false;
+        phase.attention.kv_before_wait = false;
+        if (!(recording.active && persistentAttentionSupports(phase.attention) &&
+              heads / kv_heads == recording.shape.group && head_dim == recording.shape.head_dim &&
+              cache_dtype == DType::kBF16 && query.dtype == DType::kBF16 && recordPhase(phase)))
+          status = kernels::launchPagedDecode(config, p, queue());
       }
     } else {
       kernels::PrefillParams p;
@@ -295,7 +306,7 @@ Status CudaExecutor::State::attention(const LaunchAttributes &attributes, const 
       p.num_kv_heads = static_cast<int>(kv_heads);
       p.max_seqlen_q = max_new_tokens;
       p.variant = variant;
-      status = kernels::launchPrefill(config, p, stream);
+      status = kernels::launchPrefill(config, p, queue());
     }
     if (status.isOk())
       return Status::ok();
@@ -327,7 +338,7 @@ Status CudaExecutor::State::attention(const LaunchAttributes &attributes, const 
   a.causal = causal;
   a.sliding_window = window;
   a.out = out.data;
-  return cudaStatus(launchSimpleAttention(a, stream), "simple attention kernel");
+  return cudaStatus(launchSimpleAttention(a, queue()), "simple attention kernel");
 }
 
 // --- running ---------------------------------------------------------------
@@ -353,7 +364,7 @@ Status CudaExecutor::State::runLaunch(int index, const pb::Launch &launch) {
     TXC_ASSIGN_OR_RETURN(EType ot, etype(out.dtype, "the result"));
     return cudaStatus(launchEmbedding(d_tokens, batch->numTokens(), table.data, tt, table.rows,
                                       table.cols, attributes.getIntOr("vocab_start", 0), out.data,
-                                      ot, stream),
+                                      ot, queue()),
                       kernel);
   }
   if (op == "txk.rms_norm" || op == "txk.add_rms_norm") {
@@ -421,7 +432,7 @@ Status CudaExecutor::State::runLaunch(int index, const pb::Launch &launch) {
       TXC_RETURN_IF_ERROR(gemm(input, weight, bias, DMatrix{}, acc));
       TXC_ASSIGN_OR_RETURN(EType ot, etype(out.dtype, "the result"));
       return cudaStatus(launchSwiglu(static_cast<float *>(acc.data), acc.rows, weight.rows / 2,
-                                     out.data, ot, stream),
+                                     out.data, ot, queue()),
                         kernel);
     }
     TXC_ASSIGN_OR_RETURN(DMatrix out, bindResult(launch, 0, input.rows));
@@ -438,11 +449,11 @@ Status CudaExecutor::State::runLaunch(int index, const pb::Launch &launch) {
       return resourceExhausted("GEMM scratch too small");
     if (residual.present())
       CU(cudaMemcpyAsync(tmp.data, residual.data, residual.bytes(), cudaMemcpyDeviceToDevice,
-                         stream),
+                         queue()),
          "residual copy");
     TXC_RETURN_IF_ERROR(gemm(input, weight, bias, residual.present() ? tmp : DMatrix{}, tmp));
     return cudaStatus(
-        cudaMemcpyAsync(out.data, tmp.data, out.bytes(), cudaMemcpyDeviceToDevice, stream),
+        cudaMemcpyAsync(out.data, tmp.data, out.bytes(), cudaMemcpyDeviceToDevice, queue()),
         "result copy");
   }
   if (op == "txk.rope_append" || op == "txk.gemm_rope_append") {
@@ -527,7 +538,7 @@ Status CudaExecutor::State::runLaunch(int index, const pb::Launch &launch) {
       }
       TXC_RETURN_IF_ERROR(gemm(input, weight, bias, DMatrix{}, qkv));
     }
-    return cudaStatus(launchRopeAppend(a, stream), kernel);
+    return cudaStatus(launchRopeAppend(a, queue()), kernel);
   }
   if (op == "txk.attention") {
     TXC_ASSIGN_OR_RETURN(DMatrix query, floatOperand(launch, 0, true));
@@ -555,7 +566,7 @@ Status CudaExecutor::State::runLaunch(int index, const pb::Launch &launch) {
     TXC_ASSIGN_OR_RETURN(EType it, etype(input.dtype, "the input"));
     TXC_ASSIGN_OR_RETURN(EType ot, etype(out.dtype, "the result"));
     return cudaStatus(launchGatherLast(input.data, it, input.cols, d_qso, batch->numSequences(),
-                                       out.data, ot, stream),
+                                       out.data, ot, queue()),
                       kernel);
   }
   return unimplemented("unknown op for the CUDA backend");

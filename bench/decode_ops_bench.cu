@@ -7,17 +7,13 @@
 // rotating over enough weight copies that every launch reads from DRAM
 // (L2 is 60 MB), and timed with CUDA events: plainly on a stream, and
 // replayed from a CUDA graph with programmatic dependent launch (how a
-// decode step runs); and at m = 1 as 200 phases of one persistent kernel
-// (PersistentDecode.cu, how --persistent-decode runs a step), where a
-// 2-row GEMV gives the grid barrier's floor. An empty kernel gives the
-// launch floor; a device copy gives the bandwidth ceiling. Median of 7
-// batches after a warm-up.
+// decode step runs). An empty kernel gives the launch floor; a device copy
+// gives the bandwidth ceiling. Median of 7 batches after a warm-up.
 //
 //   decode_ops_bench [--json FILE]
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/backends/cuda/Gemv.h"
-#include "runtime/backends/cuda/PersistentDecode.h"
 #include "runtime/backends/cuda/SkinnyGemm.h"
 #include "runtime/backends/cuda/Launch.cuh"
 
@@ -94,40 +90,6 @@ template <typename Enqueue> float timeMs(Enqueue enqueue, cudaStream_t stream, b
   return ms[ms.size() / 2];
 }
 
-/// One launch of the persistent kernel over `phases` (uploaded once);
-/// median of kBatches after a warm-up.
-float persistentMs(const std::vector<DecodePhase> &phases, cudaStream_t stream) {
-  DecodePhase *device = nullptr;
-  unsigned *barrier = nullptr;
-  CHECK(cudaMalloc(&device, phases.size() * sizeof(DecodePhase)));
-  CHECK(cudaMemcpy(device, phases.data(), phases.size() * sizeof(DecodePhase),
-                   cudaMemcpyHostToDevice));
-  CHECK(cudaMalloc(&barrier, 2 * sizeof(unsigned)));
-  CHECK(cudaMemset(barrier, 0, 2 * sizeof(unsigned)));
-  cudaEvent_t a, b;
-  CHECK(cudaEventCreate(&a));
-  CHECK(cudaEventCreate(&b));
-  std::vector<float> ms;
-  const PersistentDecodeShape shape; // bf16, head_dim 128, group 2
-  for (int batch = 0; batch <= kBatches; ++batch) {
-    CHECK(cudaEventRecord(a, stream));
-    CHECK(launchPersistentDecode(shape, device, static_cast<int>(phases.size()), barrier, false,
-                                 stream));
-    CHECK(cudaEventRecord(b, stream));
-    CHECK(cudaEventSynchronize(b));
-    float t = 0;
-    CHECK(cudaEventElapsedTime(&t, a, b));
-    if (batch > 0)
-      ms.push_back(t);
-  }
-  std::sort(ms.begin(), ms.end());
-  CHECK(cudaFree(device));
-  CHECK(cudaFree(barrier));
-  CHECK(cudaEventDestroy(a));
-  CHECK(cudaEventDestroy(b));
-  return ms[ms.size() / 2];
-}
-
 struct Shape {
   const char *model, *op;
   int64_t n, k;
@@ -176,7 +138,6 @@ int main(int argc, char **argv) {
         0);
 
   const Shape shapes[] = {
-      {"floor", "2-row gemv", 2, 256, GemvEpilogue::kNone, false},
       {"qwen3-0.6b", "qkv", 4096, 1024, GemvEpilogue::kNone, false},
       {"qwen3-0.6b", "o_proj+residual", 1024, 2048, GemvEpilogue::kResidualAdd, false},
       {"qwen3-0.6b", "gate_up+swiglu", 6144, 1024, GemvEpilogue::kSwiglu, false},
@@ -244,29 +205,6 @@ int main(int argc, char **argv) {
         row(std::string(s.model) + " " + s.op + (v.skinny ? " [skinny]" : ""), m,
             graph ? "graph+pdl" : "stream", ms * 1000, weight_bytes / (ms * 1e6));
       }
-    { // m = 1 as phases of the persistent kernel
-      std::vector<DecodePhase> phases(kLaunches);
-      for (int i = 0; i < kLaunches; ++i) {
-        GemvArgs &a = phases[i].gemv;
-        a.x = x;
-        a.w = w[i % copies];
-        a.type = EType::kBF16;
-        a.out_type = s.f32_out ? EType::kF32 : EType::kBF16;
-        a.residual = s.epilogue == GemvEpilogue::kResidualAdd ? residual : nullptr;
-        a.out = out;
-        a.m = 1;
-        a.n = s.n;
-        a.k = s.k;
-        a.epilogue = s.epilogue;
-        a.norm_weight = s.norm ? gamma : nullptr;
-        a.norm_type = EType::kBF16;
-        a.norm_eps = 1e-6f;
-      }
-      if (persistentGemvSupports(phases[0].gemv)) {
-        float us = 1000 * persistentMs(phases, stream) / kLaunches;
-        row(std::string(s.model) + " " + s.op, 1, "persistent", us, weight_bytes / (us * 1e3));
-      }
-    }
     for (auto *p : w)
       CHECK(cudaFree(p));
     CHECK(cudaFree(x));

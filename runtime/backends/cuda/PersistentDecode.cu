@@ -54,45 +54,32 @@ __device__ __forceinline__ unsigned loadAcquire(const unsigned *p) {
   return v;
 }
 
-/// A grid-wide barrier split in two: a block arrives as soon as its stores
-/// are out, then loads what the next phase can load early (its descriptor,
-/// its first weights), then waits. words[0] counts arrivals (the last one
-/// resets it), words[1] is the generation the waiters watch; thread 0 keeps
-/// the generation it arrived in.
-struct GridBarrier {
-  unsigned *words;
-  unsigned generation = 0;
-
-  __device__ void arrive() {
-    __syncthreads(); // the block's stores, before thread 0's fence
-    if (threadIdx.x == 0) {
-      generation = loadAcquire(words + 1);
+/// Every block of the grid arrives before any leaves. barrier[0] counts
+/// arrivals (the last one resets it), barrier[1] is the generation the
+/// waiters watch.
+__device__ void gridBarrier(unsigned *barrier) {
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    const unsigned generation = loadAcquire(barrier + 1);
+    __threadfence(); // this block's writes, before its arrival
+    if (atomicAdd(barrier, 1u) == gridDim.x - 1) {
+      atomicExch(barrier, 0u);
       __threadfence();
-      if (atomicAdd(words, 1u) == gridDim.x - 1) {
-        atomicExch(words, 0u);
-        __threadfence();
-        atomicAdd(words + 1, 1u);
+      atomicAdd(barrier + 1, 1u);
+    } else {
+      while (loadAcquire(barrier + 1) == generation) {
       }
     }
+    __threadfence();
   }
+  __syncthreads();
+}
 
-  __device__ void wait() {
-    if (threadIdx.x == 0) {
-      while (loadAcquire(words + 1) == generation)
-        __nanosleep(32);
-      __threadfence();
-    }
-    __syncthreads();
-  }
-};
-
-/// The first phase waits for the previous kernel (PDL), later ones for the
-/// barrier.
-__device__ __forceinline__ void waitForPrevious(int phase, GridBarrier &barrier) {
+__device__ __forceinline__ void waitForPrevious(int phase, unsigned *barrier) {
   if (phase == 0)
     pdlWait();
   else
-    barrier.wait();
+    gridBarrier(barrier);
 }
 
 /// Rows of pair `pair`: j and j + n/2 for SwiGLU, else 2j and 2j + 1 (the
@@ -151,7 +138,7 @@ __device__ void finishPair(const GemvArgs &a, bool swiglu, int64_t pair, float a
 }
 
 template <typename OutT>
-__device__ void gemvPhase(const GemvArgs &a, int phase, GridBarrier &barrier, unsigned char *smem,
+__device__ void gemvPhase(const GemvArgs &a, int phase, unsigned *barrier, unsigned char *smem,
                           float *staged_head) {
   __shared__ float block_squares[kWarps];
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
@@ -236,7 +223,7 @@ __device__ void gemvPhase(const GemvArgs &a, int phase, GridBarrier &barrier, un
 }
 
 template <int kGroup>
-__device__ void attentionPhase(const kernels::DecodeParams &params, int phase, GridBarrier &barrier,
+__device__ void attentionPhase(const kernels::DecodeParams &params, int phase, unsigned *barrier,
                                unsigned char *smem) {
   waitForPrevious(phase, barrier);
   const int splits = params.num_splits, kv_heads = params.num_kv_heads;
@@ -254,21 +241,18 @@ __global__ void __launch_bounds__(kThreads, kMaxBlocksPerSm)
   extern __shared__ __align__(128) unsigned char smem[];
   __shared__ float staged_heads[kWarps][kHeadDim];
   float *staged_head = staged_heads[threadIdx.x / 32];
-  GridBarrier grid_barrier{barrier};
   for (int p = 0; p < count; ++p) {
     const DecodePhase &phase = phases[p];
     if (phase.kind == DecodePhase::Kind::kAttention) {
       const kernels::DecodeParams params = phase.attention;
-      attentionPhase<kGroup>(params, p, grid_barrier, smem);
+      attentionPhase<kGroup>(params, p, barrier, smem);
     } else {
       const GemvArgs args = phase.gemv;
       if (args.out_type == EType::kF32)
-        gemvPhase<float>(args, p, grid_barrier, smem, staged_head);
+        gemvPhase<float>(args, p, barrier, smem, staged_head);
       else
-        gemvPhase<T>(args, p, grid_barrier, smem, staged_head);
+        gemvPhase<T>(args, p, barrier, smem, staged_head);
     }
-    if (p + 1 < count)
-      grid_barrier.arrive();
   }
 }
 

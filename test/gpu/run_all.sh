@@ -32,10 +32,6 @@ mode --flags=--no-attention-early-kv --atol 0 --batch 3
 python3 test/gpu/compare_modes.py "$B/tx-run" "$B/llama-3-8b.txm" --flags=--no-attention-early-kv --atol 0 \
   --batch 2 --new 8 -- --random-weights 1 2>&1 | tee -a "$OUT/modes.log" | tail -1
 [ "${PIPESTATUS[0]}" = 0 ] || fails=$((fails + 1))
-mode --flags=--persistent-decode --atol 0.15 --batch 1 --new 24
-python3 test/gpu/compare_modes.py "$B/tx-run" "$B/llama-3-8b.txm" --flags=--persistent-decode --atol 0.72 \
-  --batch 1 --new 8 -- --random-weights 1 2>&1 | tee -a "$OUT/modes.log" | tail -1
-[ "${PIPESTATUS[0]}" = 0 ] || fails=$((fails + 1))
 
 # Decode attention: correctness (also with early K/V) and the batch-1 diagnostics,
 # when the bundle has attention_bench (make_bundle leaves it out: with it the
@@ -74,7 +70,6 @@ timing q06-b1-separate-norms "$Q" 1 128 --no-fuse-norms
 timing q06-b1-separate-rope "$Q" 1 128 --no-fuse-rope
 timing q06-b1-late-kv "$Q" 1 128 --no-attention-early-kv
 timing q06-b1-graphs-again "$Q" 1 128
-timing q06-b1-persistent "$Q" 1 128 --persistent-decode
 timing q06-b1-sampled "$Q" 1 128 "${sample[@]}"
 timing q06-b32-graphs "$Q" 32 64
 timing q06-b32-sampled "$Q" 32 64 "${sample[@]}"
@@ -82,7 +77,6 @@ timing q06-b32-host-sampled "$Q" 32 64 "${sample[@]}" --host-sampling
 [ -f "$L" ] && timing l8b-b1-graphs "$L" 1 64
 [ -f "$L" ] && timing l8b-b1-separate-rope "$L" 1 64 --no-fuse-rope
 [ -f "$L" ] && timing l8b-b1-late-kv "$L" 1 64 --no-attention-early-kv
-[ -f "$L" ] && timing l8b-b1-persistent "$L" 1 64 --persistent-decode
 [ -f "$L" ] && timing l8b-b32-graphs "$L" 32 32
 timing q06-b32-lazy-graphs "$Q" 32 64 --lazy-graphs
 for b in 4 8; do

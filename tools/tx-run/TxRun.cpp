@@ -83,9 +83,6 @@ Output:
                           (for comparison)
   --lazy-graphs           (cuda) capture each decode graph at its first step
                           instead of all of them at startup (faster startup)
-  --persistent-decode     (cuda) run batch-1 decode steps' GEMVs and attention
-                          as phases of one persistent kernel (bf16, head_dim
-                          128; not yet measured on a GPU)
   --no-fuse-rope          (cuda) launch the decode rope/KV-append kernel on its
                           own instead of in the QKV GEMV (for comparison)
   --help                  this text
@@ -115,7 +112,6 @@ struct Options {
   bool capture_graphs = true;
   bool skinny_gemm = true;
   bool attention_early_kv = true;
-  bool persistent_decode = false;
   std::string cuda_only_flag; // the first flag given that only --device cuda reads
 };
 
@@ -236,9 +232,6 @@ Options parseArguments(int argc, char **argv) {
     } else if (arg == "--lazy-graphs") {
       cudaOnly();
       options.capture_graphs = false;
-    } else if (arg == "--persistent-decode") {
-      cudaOnly();
-      options.persistent_decode = true;
     } else if (arg == "--no-fuse-rope") {
       cudaOnly();
       options.fuse_rope = false;
@@ -318,7 +311,6 @@ int main(int argc, char **argv) {
     cuda_options.capture_graphs_at_start = options.capture_graphs;
     cuda_options.use_skinny_gemm = options.skinny_gemm;
     cuda_options.attention_early_kv = options.attention_early_kv;
-    cuda_options.persistent_decode = options.persistent_decode;
     auto cuda_executor = txc::cuda::CudaExecutor::create(**artifact, cuda_options);
     if (!cuda_executor.isOk())
       fail("--device cuda: " + cuda_executor.status().message());

@@ -119,7 +119,7 @@ StatusOr<DMatrix> CudaExecutor::State::copyToScratch(const DMatrix &input) {
   DMatrix copy = input;
   copy.data = copy_scratch + copy_scratch_used;
   copy_scratch_used += bytes;
-  CU(cudaMemcpyAsync(copy.data, input.data, input.bytes(), cudaMemcpyDeviceToDevice, queue()),
+  CU(cudaMemcpyAsync(copy.data, input.data, input.bytes(), cudaMemcpyDeviceToDevice, stream),
      "copying an aliased input");
   return copy;
 }

@@ -286,9 +286,6 @@ Status CudaExecutor::State::prepare() {
   TXC_ASSIGN_OR_RETURN(void *rc, allocate(kGemvMaxRopeHeads * sizeof(unsigned), "rope counters"));
   rope_counters = static_cast<unsigned *>(rc);
   CU(cudaMemset(rc, 0, kGemvMaxRopeHeads * sizeof(unsigned)), path + ": clearing rope counters");
-  TXC_ASSIGN_OR_RETURN(void *pb, allocate(2 * sizeof(unsigned), "the persistent decode barrier"));
-  persistent_barrier = static_cast<unsigned *>(pb);
-  CU(cudaMemset(pb, 0, 2 * sizeof(unsigned)), path + ": clearing the persistent decode barrier");
 
   // The cache.
   cache_dtype = artifact::fromProtoDType(compile.kv_cache_dtype());

@@ -80,11 +80,6 @@ struct CudaExecutorOptions {
   /// key comes from it). Bit-identical; -0.03 ms per step on both shapes
   /// at batch 1 on the H200.
   bool attention_early_kv = true;
-  /// Batch-1 decode graphs run their GEMVs and attention as phases of one
-  /// persistent kernel (PersistentDecode.h) instead of a kernel each; bf16
-  /// models with head_dim 128 and GQA groups of 2, 4 or 8. Off until
-  /// measured on a GPU.
-  bool persistent_decode = false;
   /// Decode steps (one new token per sequence) replay a CUDA graph per
   /// batch-size bucket. Off with profile_launches (events per launch).
   bool use_cuda_graphs = true;
@@ -123,8 +118,6 @@ public:
   float lastStepMs() const;
   /// Decode graphs captured so far (one per batch and context bucket).
   int32_t decodeGraphCount() const;
-  /// Persistent decode kernels in the graphs captured so far.
-  int32_t persistentDecodeLaunches() const;
   /// Empty unless created with profile_launches.
   std::vector<LaunchProfileEntry> launchProfile() const;
 

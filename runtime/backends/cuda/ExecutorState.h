@@ -27,7 +27,6 @@
 #include "runtime/backends/cuda/CudaExecutor.h"
 #include "runtime/backends/cuda/CudaKernels.h"
 #include "runtime/backends/cuda/Gemv.h"
-#include "runtime/backends/cuda/PersistentDecode.h"
 #include "runtime/backends/cuda/SkinnyGemm.h"
 
 #include <cublasLt.h>
@@ -204,22 +203,6 @@ struct CudaExecutor::State {
   // norm launch is skipped (fusableNorms).
   std::set<int> fusable_norms;
   unsigned *rope_counters = nullptr; // kGemvMaxRopeHeads, zero between launches
-  // persistent_decode: while a batch-1 decode graph is captured, GEMVs and
-  // decode attention are recorded as phases, and each run of consecutive
-  // phases becomes one launch of the persistent kernel (PersistentDecode.h)
-  // when the next other launch is queued (queue()). The descriptors are
-  // uploaded to the graph's own buffer after the capture.
-  struct PhaseRecording {
-    bool active = false;
-    PersistentDecodeShape shape;
-    DecodePhase *device = nullptr; // kMaxPhasesPerGraph descriptors
-    std::vector<DecodePhase> phases; // every phase of the graph so far
-    size_t run_begin = 0;            // the run not yet launched
-    Status error = Status::ok();     // a failed launch, reported at the end
-  } recording;
-  std::map<std::pair<int32_t, int32_t>, DecodePhase *> phase_buffers; // per decode graph
-  unsigned *persistent_barrier = nullptr; // two words, zero between launches
-  int32_t persistent_launches = 0;        // persistent kernels in captured graphs
   struct PendingNorm {
     bool active = false;
     DMatrix input, weight, out;
@@ -261,12 +244,6 @@ struct CudaExecutor::State {
   Status launchNorm(const DMatrix &input, const DMatrix *residual, const DMatrix &weight, float eps,
                     const DMatrix *sum, const DMatrix &out);
   Status flushPendingNorm();
-  /// The stream, after launching the recorded phases (if any) so that what
-  /// is enqueued next follows them.
-  cudaStream_t queue();
-  bool recordPhase(const DecodePhase &phase);
-  Status beginPhaseRecording(std::pair<int32_t, int32_t> graph_key);
-  Status endPhaseRecording();
   Status attention(const LaunchAttributes &attributes, const DMatrix &query,
                    const LayerCache &cache, const DMatrix &out);
 };

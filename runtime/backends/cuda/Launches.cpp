@@ -91,7 +91,7 @@ Status CudaExecutor::State::gemm(const DMatrix &input, const DMatrix &weight, co
   const void *c = residual.present() ? residual.data : out.data;
   return cublasStatus(cublasLtMatmul(lt, p.op, &alpha, weight.data, p.a, input.data, p.b, &beta, c,
                                      p.c, out.data, p.d, &p.algo, cublas_workspace,
-                                     kCublasWorkspaceBytes, queue()),
+                                     kCublasWorkspaceBytes, stream),
                       "cublasLtMatmul " + shapeString(m, k) + " x " + shapeString(n, k) + "^T");
 }
 
@@ -142,7 +142,7 @@ StatusOr<bool> CudaExecutor::State::tryGemv(const DMatrix &input, const DMatrix 
     if (!skinnyGemmSupports(g))
       return false;
     TXC_RETURN_IF_ERROR(flushPendingNorm()); // x is the norm's result
-    TXC_RETURN_IF_ERROR(cudaStatus(launchSkinnyGemm(g, queue()), "skinny GEMM launch"));
+    TXC_RETURN_IF_ERROR(cudaStatus(launchSkinnyGemm(g, stream), "skinny GEMM launch"));
     return true;
   }
   if (rope) {
@@ -151,10 +151,7 @@ StatusOr<bool> CudaExecutor::State::tryGemv(const DMatrix &input, const DMatrix 
   }
   if (!gemvSupports(g))
     return false;
-  DecodePhase phase;
-  phase.gemv = g;
-  if (!(recording.active && persistentGemvSupports(g) && recordPhase(phase)))
-    TXC_RETURN_IF_ERROR(cudaStatus(launchGemv(g, queue()), "gemv launch"));
+  TXC_RETURN_IF_ERROR(cudaStatus(launchGemv(g, stream), "gemv launch"));
   pending_norm.active = false;
   return true;
 }
@@ -175,7 +172,7 @@ Status CudaExecutor::State::launchNorm(const DMatrix &input, const DMatrix *resi
   return cudaStatus(launchRmsNorm(input.data, it, residual ? residual->data : nullptr, rt,
                                   weight.data, wt, weight.rows * weight.cols, input.rows,
                                   input.cols, eps, sum ? sum->data : nullptr, st, out.data, ot,
-                                  queue(), options.use_pdl),
+                                  stream, options.use_pdl),
                     "kernel launch");
 }
 
@@ -280,15 +277,7 @@ Status CudaExecutor::State::attention(const LaunchAttributes &attributes, const 
           }
         }
         p.num_splits = splits;
-        DecodePhase phase;
-        phase.kind = DecodePhase::Kind::kAttention;
-        phase.attention = p;
-        phase.attention.programmatic_launch = false;
-        phase.attention.kv_before_wait = false;
-        if (!(recording.active && persistentAttentionSupports(phase.attention) &&
-              heads / kv_heads == recording.shape.group && head_dim == recording.shape.head_dim &&
-              cache_dtype == DType::kBF16 && query.dtype == DType::kBF16 && recordPhase(phase)))
-          status = kernels::launchPagedDecode(config, p, queue());
+        status = kernels::launchPagedDecode(config, p, stream);
       }
     } else {
       kernels::PrefillParams p;
@@ -306,7 +295,7 @@ Status CudaExecutor::State::attention(const LaunchAttributes &attributes, const 
       p.num_kv_heads = static_cast<int>(kv_heads);
       p.max_seqlen_q = max_new_tokens;
       p.variant = variant;
-      status = kernels::launchPrefill(config, p, queue());
+      status = kernels::launchPrefill(config, p, stream);
     }
     if (status.isOk())
       return Status::ok();
@@ -338,7 +327,7 @@ Status CudaExecutor::State::attention(const LaunchAttributes &attributes, const 
   a.causal = causal;
   a.sliding_window = window;
   a.out = out.data;
-  return cudaStatus(launchSimpleAttention(a, queue()), "simple attention kernel");
+  return cudaStatus(launchSimpleAttention(a, stream), "simple attention kernel");
 }
 
 // --- running ---------------------------------------------------------------
@@ -364,7 +353,7 @@ Status CudaExecutor::State::runLaunch(int index, const pb::Launch &launch) {
     TXC_ASSIGN_OR_RETURN(EType ot, etype(out.dtype, "the result"));
     return cudaStatus(launchEmbedding(d_tokens, batch->numTokens(), table.data, tt, table.rows,
                                       table.cols, attributes.getIntOr("vocab_start", 0), out.data,
-                                      ot, queue()),
+                                      ot, stream),
                       kernel);
   }
   if (op == "txk.rms_norm" || op == "txk.add_rms_norm") {
@@ -432,7 +421,7 @@ Status CudaExecutor::State::runLaunch(int index, const pb::Launch &launch) {
       TXC_RETURN_IF_ERROR(gemm(input, weight, bias, DMatrix{}, acc));
       TXC_ASSIGN_OR_RETURN(EType ot, etype(out.dtype, "the result"));
       return cudaStatus(launchSwiglu(static_cast<float *>(acc.data), acc.rows, weight.rows / 2,
-                                     out.data, ot, queue()),
+                                     out.data, ot, stream),
                         kernel);
     }
     TXC_ASSIGN_OR_RETURN(DMatrix out, bindResult(launch, 0, input.rows));
@@ -449,11 +438,11 @@ Status CudaExecutor::State::runLaunch(int index, const pb::Launch &launch) {
       return resourceExhausted("GEMM scratch too small");
     if (residual.present())
       CU(cudaMemcpyAsync(tmp.data, residual.data, residual.bytes(), cudaMemcpyDeviceToDevice,
-                         queue()),
+                         stream),
          "residual copy");
     TXC_RETURN_IF_ERROR(gemm(input, weight, bias, residual.present() ? tmp : DMatrix{}, tmp));
     return cudaStatus(
-        cudaMemcpyAsync(out.data, tmp.data, out.bytes(), cudaMemcpyDeviceToDevice, queue()),
+        cudaMemcpyAsync(out.data, tmp.data, out.bytes(), cudaMemcpyDeviceToDevice, stream),
         "result copy");
   }
   if (op == "txk.rope_append" || op == "txk.gemm_rope_append") {
@@ -538,7 +527,7 @@ Status CudaExecutor::State::runLaunch(int index, const pb::Launch &launch) {
       }
       TXC_RETURN_IF_ERROR(gemm(input, weight, bias, DMatrix{}, qkv));
     }
-    return cudaStatus(launchRopeAppend(a, queue()), kernel);
+    return cudaStatus(launchRopeAppend(a, stream), kernel);
   }
   if (op == "txk.attention") {
     TXC_ASSIGN_OR_RETURN(DMatrix query, floatOperand(launch, 0, true));
@@ -566,7 +555,7 @@ Status CudaExecutor::State::runLaunch(int index, const pb::Launch &launch) {
     TXC_ASSIGN_OR_RETURN(EType it, etype(input.dtype, "the input"));
     TXC_ASSIGN_OR_RETURN(EType ot, etype(out.dtype, "the result"));
     return cudaStatus(launchGatherLast(input.data, it, input.cols, d_qso, batch->numSequences(),
-                                       out.data, ot, queue()),
+                                       out.data, ot, stream),
                       kernel);
   }
   return unimplemented("unknown op for the CUDA backend");

@@ -70,7 +70,6 @@ Status CudaExecutor::State::enqueueLaunches(const engine::Batch &b) {
       cudaEventRecord(launch_events[i], stream);
     status = withContext(path + ": " + describeLaunch(i, launch), runLaunch(i, launch));
   }
-  queue(); // the last run of recorded phases
   if (profile)
     cudaEventRecord(launch_events.back(), stream);
   if (status.isOk() && !wrote_logits)
@@ -180,7 +179,6 @@ Status CudaExecutor::State::runDecodeGraph(const engine::Batch &b) {
   auto it = decode_graphs.find(key);
   if (it == decode_graphs.end()) {
     graph_context = context;
-    TXC_RETURN_IF_ERROR(beginPhaseRecording(key));
     CU(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal),
        path + ": beginning the decode graph capture");
     Status captured = enqueueLaunches(padded);
@@ -189,12 +187,8 @@ Status CudaExecutor::State::runDecodeGraph(const engine::Batch &b) {
         cudaStatus(cudaStreamEndCapture(stream, &graph),
                    path + ": capturing the decode step of batch " + std::to_string(bucket));
     graph_context = 0;
-    Status uploaded = endPhaseRecording();
-    if (!captured.isOk() || !ended.isOk() || !uploaded.isOk())
-      cudaGraphDestroy(graph);
     TXC_RETURN_IF_ERROR(captured);
     TXC_RETURN_IF_ERROR(ended);
-    TXC_RETURN_IF_ERROR(uploaded);
     cudaGraphExec_t exec = nullptr;
     Status instantiated = cudaStatus(cudaGraphInstantiate(&exec, graph, 0),
                                      path + ": instantiating the decode graph");
@@ -204,77 +198,6 @@ Status CudaExecutor::State::runDecodeGraph(const engine::Batch &b) {
   }
   batch = &b;
   return cudaStatus(cudaGraphLaunch(it->second, stream), path + ": launching the decode graph");
-}
-
-// --- persistent decode --------------------------------------------------------
-
-namespace {
-
-/// Phase descriptors one decode graph may hold: 5 per layer plus the head,
-/// for up to ~400 layers.
-constexpr size_t kMaxPhasesPerGraph = 2048;
-
-} // namespace
-
-// With persistent_decode, a batch-1 graph of a model the persistent kernel
-// is built for records its GEMVs and attention as phases into its own
-// descriptor buffer.
-Status CudaExecutor::State::beginPhaseRecording(std::pair<int32_t, int32_t> key) {
-  recording = PhaseRecording{};
-  PersistentDecodeShape shape;
-  if (!options.persistent_decode || key.first != 1 || max_kv_heads <= 0 ||
-      max_heads % max_kv_heads != 0 || cache_dtype != DType::kBF16)
-    return Status::ok();
-  shape.type = EType::kBF16;
-  shape.head_dim = static_cast<int>(max_head_dim);
-  shape.group = static_cast<int>(max_heads / max_kv_heads);
-  if (!persistentDecodeSupports(shape) || persistentDecodeBlocks(shape) <= 0)
-    return Status::ok();
-  DecodePhase *&buffer = phase_buffers[key];
-  if (!buffer) {
-    TXC_ASSIGN_OR_RETURN(void *p, allocate(kMaxPhasesPerGraph * sizeof(DecodePhase),
-                                           "persistent decode phases"));
-    buffer = static_cast<DecodePhase *>(p);
-  }
-  recording.active = true;
-  recording.shape = shape;
-  recording.device = buffer;
-  return Status::ok();
-}
-
-// After the capture: the last run is launched (inside the capture, by
-// enqueueLaunches' final queue()), the descriptors are uploaded.
-Status CudaExecutor::State::endPhaseRecording() {
-  PhaseRecording done = std::move(recording);
-  recording = PhaseRecording{};
-  TXC_RETURN_IF_ERROR(done.error);
-  if (!done.active || done.phases.empty())
-    return Status::ok();
-  return cudaStatus(cudaMemcpy(done.device, done.phases.data(),
-                               done.phases.size() * sizeof(DecodePhase), cudaMemcpyHostToDevice),
-                    path + ": uploading the persistent decode phases");
-}
-
-bool CudaExecutor::State::recordPhase(const DecodePhase &phase) {
-  if (!recording.active || recording.phases.size() >= kMaxPhasesPerGraph)
-    return false;
-  recording.phases.push_back(phase);
-  return true;
-}
-
-cudaStream_t CudaExecutor::State::queue() {
-  if (!recording.active || recording.run_begin == recording.phases.size())
-    return stream;
-  const size_t begin = recording.run_begin, count = recording.phases.size() - begin;
-  recording.run_begin = recording.phases.size();
-  cudaError_t e =
-      launchPersistentDecode(recording.shape, recording.device + begin, static_cast<int>(count),
-                             persistent_barrier, options.use_pdl, stream);
-  if (e != cudaSuccess && recording.error.isOk())
-    recording.error = cudaStatus(e, path + ": launching the persistent decode kernel");
-  if (e == cudaSuccess)
-    ++persistent_launches;
-  return stream;
 }
 
 // Runs one step; returns the logits rows (`logits`) or their argmax
@@ -378,7 +301,5 @@ Status CudaExecutor::executeSampled(const engine::Batch &batch,
 int32_t CudaExecutor::decodeGraphCount() const {
   return static_cast<int32_t>(state_->decode_graphs.size());
 }
-
-int32_t CudaExecutor::persistentDecodeLaunches() const { return state_->persistent_launches; }
 
 } // namespace txc::cuda

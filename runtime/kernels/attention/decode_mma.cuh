@@ -47,22 +47,19 @@ template <typename DType_, int kHeadDim_, int kGroupSize_, int kPageSize_ = 0> s
   static_assert(kSmemBytes <= 227 * 1024, "shared memory over the sm_90 limit");
 };
 
-/// One CTA's work, (split, kv_head, seq), on Traits::kThreads threads and
-/// Traits::kSmemBytes of shared memory at smem_raw. A device function so the
-/// CUDA backend's persistent decode kernel can run it as one phase of a step
-/// (with programmatic_launch and kv_before_wait off there).
 template <class Traits, class Variant>
-__device__ __forceinline__ void pagedDecodeMmaBlock(const DecodeParams &params, const int split, const int kv_head,
-                                                    const int seq, unsigned char *smem_raw) {
+__global__ void __launch_bounds__(Traits::kThreads) pagedDecodeMmaKernel(const DecodeParams params) {
   using T = typename Traits::DType;
   constexpr int G = Traits::kGroupSize, D = Traits::kHeadDim, BN = Traits::kBlockN;
   constexpr int CPR = Traits::kChunksPerRow, STAGES = Traits::kStages, W = Traits::kWarps;
   constexpr int kOTiles = D / 8;
 
+  extern __shared__ __align__(128) unsigned char smem_raw[];
   T *smem_q = reinterpret_cast<T *>(smem_raw);
   T *smem_k = smem_q + Traits::kQElems;
   T *smem_v = smem_k + STAGES * Traits::kKVElems;
 
+  const int split = blockIdx.x, kv_head = blockIdx.y, seq = blockIdx.z;
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
   const int group = lane / 4, quad = lane % 4;
   pdlLaunchDependents();
@@ -252,12 +249,6 @@ __device__ __forceinline__ void pagedDecodeMmaBlock(const DecodeParams &params, 
   }
   __syncthreads();
   decodeEpilogue<T, G, D, W, Traits::kThreads>(params, warp_acc, warp_m, warp_l, split, seq, kv_head);
-}
-
-template <class Traits, class Variant>
-__global__ void __launch_bounds__(Traits::kThreads) pagedDecodeMmaKernel(const DecodeParams params) {
-  extern __shared__ __align__(128) unsigned char smem_raw[];
-  pagedDecodeMmaBlock<Traits, Variant>(params, blockIdx.x, blockIdx.y, blockIdx.z, smem_raw);
 }
 
 } // namespace txc::kernels

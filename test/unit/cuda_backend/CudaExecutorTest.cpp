@@ -26,7 +26,6 @@ struct Generation {
   std::vector<std::vector<int32_t>> tokens;
   std::vector<std::vector<std::vector<float>>> logits; // [request][step][vocab]
   int32_t graphs = 0;
-  int32_t persistent_launches = 0;
 };
 
 std::vector<std::vector<int32_t>> prompts() {
@@ -37,8 +36,7 @@ std::vector<std::vector<int32_t>> prompts() {
 /// `keep_logits` through a LogitsRecorder (host sampling), else with
 /// device greedy sampling.
 Generation generate(const artifact::LoadedArtifact &artifact, const CudaExecutorOptions &options,
-                    bool keep_logits, engine::SamplingParams sampling = {},
-                    const std::vector<std::vector<int32_t>> &prompt_ids = prompts()) {
+                    bool keep_logits, engine::SamplingParams sampling = {}) {
   Generation run;
   auto executor = CudaExecutor::create(artifact, options);
   EXPECT_TRUE(executor.isOk()) << executor.status().toString();
@@ -48,9 +46,9 @@ Generation generate(const artifact::LoadedArtifact &artifact, const CudaExecutor
   auto engine = engine::Engine::create(recorder, (*executor)->engineConfig());
   EXPECT_TRUE(engine.isOk()) << engine.status().toString();
   std::vector<engine::Request> requests;
-  for (size_t i = 0; i < prompt_ids.size(); ++i) {
+  for (size_t i = 0; i < prompts().size(); ++i) {
     engine::Request request;
-    request.prompt_ids = prompt_ids[i];
+    request.prompt_ids = prompts()[i];
     request.sampling = sampling;
     request.sampling.seed += i;
     request.sampling.max_new_tokens = 8;
@@ -70,7 +68,6 @@ Generation generate(const artifact::LoadedArtifact &artifact, const CudaExecutor
       run.logits.push_back(recorder.rows(static_cast<engine::RequestId>(i)));
   }
   run.graphs = (*executor)->decodeGraphCount();
-  run.persistent_launches = (*executor)->persistentDecodeLaunches();
   return run;
 }
 
@@ -163,43 +160,6 @@ TEST(CudaExecutorTest, GraphsGemvAndDeviceGreedyAgreeWithPlainLaunches) {
   Generation device_sampled = generate(**artifact, on_device, false, sampled);
   EXPECT_EQ(device_sampled.tokens, host_sampled.tokens);
   EXPECT_NE(host_sampled.tokens, reference.tokens) << "sampling must not be greedy here";
-}
-
-// Batch-1 decode graphs as phases of the persistent kernel: heads of 128
-// (the kernel's head_dim), GQA group 2, q/k-norm, biases, K a multiple of
-// 256 everywhere. The GEMV phases sum in another order than Gemv.cu, so
-// logits agree within bf16 rounding, tokens exactly.
-TEST(CudaExecutorTest, PersistentDecodeAgreesWithKernelPerOp) {
-  TXC_SKIP_WITHOUT_GPU();
-  TinyModelOptions model;
-  model.dtype = DType::kBF16;
-  model.qk_norm = true;
-  model.num_layers = 3;
-  model.hidden = 256;
-  model.heads = 4;
-  model.kv_heads = 2;
-  model.head_dim = 128;
-  model.intermediate = 512;
-  std::string path = cpu::testing::tempPath("tiny-cuda-persistent.txm");
-  ASSERT_TRUE(cpu::testing::writeTinyModel(path, model).isOk());
-  auto artifact = artifact::LoadedArtifact::load(path);
-  ASSERT_TRUE(artifact.isOk()) << artifact.status().toString();
-  const std::vector<std::vector<int32_t>> one = {{3, 14, 15, 9, 26, 5, 35, 8, 9}};
-
-  CudaExecutorOptions per_op;
-  Generation reference = generate(**artifact, per_op, true, {}, one);
-  ASSERT_EQ(reference.tokens.size(), 1u);
-  EXPECT_EQ(reference.persistent_launches, 0);
-  CudaExecutorOptions persistent;
-  persistent.persistent_decode = true;
-  Generation with_persistent = generate(**artifact, persistent, true, {}, one);
-  EXPECT_GT(with_persistent.persistent_launches, 0) << "batch-1 graphs must record phases";
-  EXPECT_EQ(with_persistent.tokens, reference.tokens);
-  expectClose(with_persistent, reference, 0.05, "persistent decode against a kernel per op");
-  // Sequences at other batch sizes still run a kernel per op beside it.
-  Generation batch5 = generate(**artifact, persistent, true);
-  Generation batch5_reference = generate(**artifact, per_op, true);
-  EXPECT_EQ(batch5.tokens, batch5_reference.tokens);
 }
 
 TEST(CudaExecutorTest, OutOfGpuMemoryIsAClearErrorAndLeavesTheGpuUsable) {

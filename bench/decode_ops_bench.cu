@@ -7,10 +7,12 @@
 // rotating over enough weight copies that every launch reads from DRAM
 // (L2 is 60 MB), and timed with CUDA events: plainly on a stream, and
 // replayed from a CUDA graph with programmatic dependent launch (how a
-// decode step runs). An empty kernel gives the launch floor; a device copy
-// gives the bandwidth ceiling. Median of 7 batches after a warm-up.
+// decode step runs). An empty kernel gives the launch floor, a 2-row GEMV
+// the floor of a GEMV in the chain; a device copy gives the bandwidth
+// ceiling. Median of 7 batches after a warm-up. --sweep times instead every
+// GemvConfig at m = 1 (graph+pdl), for choosing the defaults.
 //
-//   decode_ops_bench [--json FILE]
+//   decode_ops_bench [--sweep] [--json FILE]
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/backends/cuda/Gemv.h"
@@ -101,7 +103,19 @@ struct Shape {
 } // namespace
 
 int main(int argc, char **argv) {
-  const char *json_path = argc == 3 && std::string(argv[1]) == "--json" ? argv[2] : nullptr;
+  const char *json_path = nullptr;
+  bool sweep = false;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == "--sweep") {
+      sweep = true;
+    } else if (arg == "--json" && i + 1 < argc) {
+      json_path = argv[++i];
+    } else {
+      std::fprintf(stderr, "usage: decode_ops_bench [--sweep] [--json FILE]\n");
+      return 2;
+    }
+  }
   cudaStream_t stream;
   CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   std::string json = "{\"rows\": [\n";
@@ -138,6 +152,7 @@ int main(int argc, char **argv) {
         0);
 
   const Shape shapes[] = {
+      {"floor", "2-row gemv", 2, 256, GemvEpilogue::kNone, false},
       {"qwen3-0.6b", "qkv", 4096, 1024, GemvEpilogue::kNone, false},
       {"qwen3-0.6b", "o_proj+residual", 1024, 2048, GemvEpilogue::kResidualAdd, false},
       {"qwen3-0.6b", "gate_up+swiglu", 6144, 1024, GemvEpilogue::kSwiglu, false},
@@ -176,26 +191,51 @@ int main(int argc, char **argv) {
       int m;
       bool skinny;
     };
+    auto args = [&](int m, bool graph) {
+      GemvArgs a;
+      a.x = x;
+      a.type = EType::kBF16;
+      a.out_type = s.f32_out ? EType::kF32 : EType::kBF16;
+      a.residual = s.epilogue == GemvEpilogue::kResidualAdd ? residual : nullptr;
+      a.out = out;
+      a.m = m;
+      a.n = s.n;
+      a.k = s.k;
+      a.epilogue = s.epilogue;
+      a.pdl = graph;
+      a.norm_weight = s.norm ? gamma : nullptr;
+      a.norm_type = EType::kBF16;
+      a.norm_eps = 1e-6f;
+      return a;
+    };
+    if (sweep) {
+      for (int warps : {4, 8})
+        for (int unroll : {2, 4, 8})
+          for (int target : {16, 32, 64}) {
+            GemvConfig c;
+            c.warps_per_block = warps;
+            c.unroll = unroll;
+            c.target_warps_per_sm = target;
+            GemvArgs a = args(1, true);
+            float ms = timeMs(
+                [&](int i) {
+                  a.w = w[i % copies];
+                  CHECK(launchGemvWithConfig(a, c, stream));
+                },
+                stream, true);
+            char what[160];
+            std::snprintf(what, sizeof what, "%s %s w%d u%d t%d", s.model, s.op, warps, unroll,
+                          target);
+            row(what, 1, "graph+pdl", ms * 1000, weight_bytes / (ms * 1e6));
+          }
+    }
     for (Variant v : {Variant{1, false}, Variant{4, false}, Variant{4, true}, Variant{8, true},
                       Variant{32, true}})
       for (bool graph : {false, true}) {
-        if (v.skinny && s.norm)
+        if (sweep || (v.skinny && s.norm))
           continue;
         const int m = v.m;
-        GemvArgs a;
-        a.x = x;
-        a.type = EType::kBF16;
-        a.out_type = s.f32_out ? EType::kF32 : EType::kBF16;
-        a.residual = s.epilogue == GemvEpilogue::kResidualAdd ? residual : nullptr;
-        a.out = out;
-        a.m = m;
-        a.n = s.n;
-        a.k = s.k;
-        a.epilogue = s.epilogue;
-        a.pdl = graph;
-        a.norm_weight = s.norm ? gamma : nullptr;
-        a.norm_type = EType::kBF16;
-        a.norm_eps = 1e-6f;
+        GemvArgs a = args(m, graph);
         float ms = timeMs(
             [&](int i) {
               a.w = w[i % copies];

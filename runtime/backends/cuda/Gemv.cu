@@ -16,12 +16,12 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <type_traits>
+
 namespace txc::cuda {
 
 namespace {
 
-constexpr int kWarpsPerBlock = 8;
-constexpr int kUnroll = 4;
 
 template <typename T> struct Pack;
 
@@ -153,7 +153,7 @@ __device__ void finishHeadIfLast(const GemvArgs &a, int64_t first_row, int64_t r
   ropeAppendStagedHead(a.rope, warp, head, staged_head, lane);
 }
 
-template <typename T, typename OutT, int kMaxRows>
+template <typename T, typename OutT, int kMaxRows, int kWarpsPerBlock, int kUnroll>
 __global__ void __launch_bounds__(kWarpsPerBlock * 32)
     gemvKernel(const GemvArgs a, const int slices) {
   __shared__ float partial[kWarpsPerBlock][3][kMaxRows];
@@ -261,26 +261,58 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
 /// memory latency even when the matrix has few rows (a 1024-row o_proj
 /// would otherwise run 512 warps, each walking its rows serially), but at
 /// least one 16-byte chunk per lane in every slice.
-int slicesFor(int64_t pairs, int64_t k) {
-  constexpr int64_t kTargetWarps = 132 * 32;
+int slicesFor(int64_t pairs, int64_t k, int warps_per_block, int64_t target_warps) {
   int slices = 1;
-  while (slices < kWarpsPerBlock && pairs * slices < kTargetWarps && k / 8 / (2 * slices) >= 32)
+  while (slices < warps_per_block && pairs * slices < target_warps &&
+         k / 8 / (2 * slices) >= 32)
     slices *= 2;
   return slices;
 }
 
-template <typename T, typename OutT>
-cudaError_t launchTyped(const GemvArgs &a, cudaStream_t stream) {
+template <typename T, typename OutT, int kMaxRows, int kWarps, int kUnroll>
+cudaError_t launchShaped(const GemvArgs &a, const GemvConfig &config, cudaStream_t stream) {
   int64_t pairs = a.epilogue == GemvEpilogue::kSwiglu ? a.n / 2 : (a.n + 1) / 2;
-  int slices = slicesFor(pairs, a.k);
-  int64_t pairs_per_block = kWarpsPerBlock / slices;
+  int slices = slicesFor(pairs, a.k, kWarps, int64_t{132} * config.target_warps_per_sm);
+  int64_t pairs_per_block = kWarps / slices;
   dim3 blocks(static_cast<unsigned>((pairs + pairs_per_block - 1) / pairs_per_block));
-  dim3 threads(kWarpsPerBlock * 32);
+  dim3 threads(kWarps * 32);
+  return launchKernel(gemvKernel<T, OutT, kMaxRows, kWarps, kUnroll>, blocks, threads, 0, stream,
+                      a.pdl, a, slices);
+}
+
+// One row on bf16 takes every configuration the sweep measures; other cases
+// keep the configuration they were measured with before it.
+template <typename T, typename OutT>
+cudaError_t launchTyped(const GemvArgs &a, const GemvConfig &c, cudaStream_t stream) {
+  if (a.m <= 1 && std::is_same_v<T, __nv_bfloat16>) {
+    if (c.warps_per_block == 4)
+      switch (c.unroll) {
+      case 2:
+        return launchShaped<T, OutT, 1, 4, 2>(a, c, stream);
+      case 4:
+        return launchShaped<T, OutT, 1, 4, 4>(a, c, stream);
+      case 8:
+        return launchShaped<T, OutT, 1, 4, 8>(a, c, stream);
+      }
+    if (c.warps_per_block == 8)
+      switch (c.unroll) {
+      case 2:
+        return launchShaped<T, OutT, 1, 8, 2>(a, c, stream);
+      case 4:
+        return launchShaped<T, OutT, 1, 8, 4>(a, c, stream);
+      case 8:
+        return launchShaped<T, OutT, 1, 8, 8>(a, c, stream);
+      }
+    return cudaErrorInvalidValue;
+  }
+  GemvConfig unswept; // as before the sweep: 8 warps, 4 chunks, 32 warps per SM
+  unswept.unroll = 4;
+  unswept.target_warps_per_sm = 32;
   if (a.m <= 1)
-    return launchKernel(gemvKernel<T, OutT, 1>, blocks, threads, 0, stream, a.pdl, a, slices);
+    return launchShaped<T, OutT, 1, 8, 4>(a, unswept, stream);
   if (a.m <= 2)
-    return launchKernel(gemvKernel<T, OutT, 2>, blocks, threads, 0, stream, a.pdl, a, slices);
-  return launchKernel(gemvKernel<T, OutT, 4>, blocks, threads, 0, stream, a.pdl, a, slices);
+    return launchShaped<T, OutT, 2, 8, 4>(a, unswept, stream);
+  return launchShaped<T, OutT, 4, 8, 4>(a, unswept, stream);
 }
 
 bool aligned16(const void *p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
@@ -309,13 +341,19 @@ bool gemvSupports(const GemvArgs &a) {
 }
 
 cudaError_t launchGemv(const GemvArgs &a, cudaStream_t stream) {
+  return launchGemvWithConfig(a, GemvConfig{}, stream);
+}
+
+cudaError_t launchGemvWithConfig(const GemvArgs &a, const GemvConfig &config,
+                                 cudaStream_t stream) {
   if (!gemvSupports(a))
     return cudaErrorInvalidValue;
   bool f32_out = a.out_type == EType::kF32;
   if (a.type == EType::kBF16)
-    return f32_out ? launchTyped<__nv_bfloat16, float>(a, stream)
-                   : launchTyped<__nv_bfloat16, __nv_bfloat16>(a, stream);
-  return f32_out ? launchTyped<__half, float>(a, stream) : launchTyped<__half, __half>(a, stream);
+    return f32_out ? launchTyped<__nv_bfloat16, float>(a, config, stream)
+                   : launchTyped<__nv_bfloat16, __nv_bfloat16>(a, config, stream);
+  return f32_out ? launchTyped<__half, float>(a, config, stream)
+                 : launchTyped<__half, __half>(a, config, stream);
 }
 
 } // namespace txc::cuda

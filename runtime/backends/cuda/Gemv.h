@@ -82,9 +82,27 @@ constexpr int64_t kGemvMaxRopeHeadDim = 256;
 /// cuBLASLt (and a separate rope launch) otherwise.
 bool gemvSupports(const GemvArgs &args);
 
+/// How launchGemv cuts the work at m = 1 on bf16 (other cases: 8 warps, 4
+/// chunks, 32 warps per SM). The defaults won decode_ops_bench's sweep of
+/// all 18 (device run 19, results/2026-12-01-h200-gemv-sweep-run19.json):
+/// within 5% of each shape's best on average, against 1.5x for the old
+/// 8/4/32 (Qwen3-0.6B qkv 6.3 -> 3.4 us, o_proj 4.2 -> 2.6, down 5.0 ->
+/// 3.3; Llama-3-8B o_proj 11.5 -> 9.6, down 32.7 -> 29.0, gate/up 57.4 ->
+/// 59.0). Fewer chunks in flight per lane and fewer K slices: fewer
+/// registers, more resident blocks, shorter reductions.
+struct GemvConfig {
+  int warps_per_block = 8;      // 4 or 8
+  int unroll = 2;               // 16-byte chunks per lane per row in flight: 2, 4 or 8
+  int target_warps_per_sm = 16; // K is split until the grid has about this many warps per SM
+};
+
 /// Enqueues the GEMV. `out` must not overlap `x` or `w`; it may be the
 /// residual itself (each element reads its residual before writing it).
 cudaError_t launchGemv(const GemvArgs &args, cudaStream_t stream);
+/// launchGemv with another configuration (cudaErrorInvalidValue for one
+/// that is not built).
+cudaError_t launchGemvWithConfig(const GemvArgs &args, const GemvConfig &config,
+                                 cudaStream_t stream);
 
 } // namespace txc::cuda
 

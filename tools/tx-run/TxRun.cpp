@@ -83,8 +83,9 @@ Output:
                           (for comparison)
   --lazy-graphs           (cuda) capture each decode graph at its first step
                           instead of all of them at startup (faster startup)
-  --no-fuse-rope          (cuda) launch the decode rope/KV-append kernel on its
-                          own instead of in the QKV GEMV (for comparison)
+  --fuse-rope             (cuda) finish rope/q-k-norm/KV append in the QKV
+                          GEMV's epilogue instead of its own kernel (for
+                          comparison; measured slower)
   --help                  this text
 )";
 
@@ -107,7 +108,7 @@ struct Options {
   bool fuse_norms = true;
   bool device_sampling = true;
   bool attention_pdl = true;
-  bool fuse_rope = true;
+  bool fuse_rope = false;
   int gemv_max_rows = 4;
   bool capture_graphs = true;
   bool skinny_gemm = true;
@@ -232,9 +233,9 @@ Options parseArguments(int argc, char **argv) {
     } else if (arg == "--lazy-graphs") {
       cudaOnly();
       options.capture_graphs = false;
-    } else if (arg == "--no-fuse-rope") {
+    } else if (arg == "--fuse-rope") {
       cudaOnly();
-      options.fuse_rope = false;
+      options.fuse_rope = true;
     } else if (arg == "--timing") {
       options.timing = true;
     } else if (!arg.empty() && arg[0] == '-') {

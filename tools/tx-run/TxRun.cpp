@@ -75,6 +75,9 @@ Output:
   --gemv-max-rows 1|2     (cuda) at most this many rows per GEMM on the decode
                           GEMV, more elsewhere; by default 2 where K is at most
                           3072, else 1 (measured on the H200)
+  --decode-split-min-tokens N
+                          (cuda) split-KV decode chunks of at least N tokens
+                          (default 32)
   --no-attention-early-kv (cuda) decode attention reads every key after waiting
                           for the QKV kernel, not the older ones before it
                           (for comparison)
@@ -110,6 +113,7 @@ struct Options {
   bool attention_pdl = true;
   bool fuse_rope = false;
   int gemv_max_rows = 4;
+  int decode_split_min_tokens = 32;
   bool capture_graphs = true;
   bool skinny_gemm = true;
   bool attention_early_kv = true;
@@ -224,6 +228,10 @@ Options parseArguments(int argc, char **argv) {
     } else if (arg == "--gemv-max-rows") {
       cudaOnly();
       options.gemv_max_rows = static_cast<int>(parseInteger(arg, value(), 1, 2));
+    } else if (arg == "--decode-split-min-tokens") {
+      cudaOnly();
+      options.decode_split_min_tokens =
+          static_cast<int>(parseInteger(arg, value(), 1, 1 << 20));
     } else if (arg == "--no-attention-early-kv") {
       cudaOnly();
       options.attention_early_kv = false;
@@ -309,6 +317,7 @@ int main(int argc, char **argv) {
     cuda_options.attention_pdl = options.attention_pdl;
     cuda_options.fuse_rope = options.fuse_rope;
     cuda_options.gemv_max_rows = options.gemv_max_rows;
+    cuda_options.decode_split_min_tokens = options.decode_split_min_tokens;
     cuda_options.capture_graphs_at_start = options.capture_graphs;
     cuda_options.use_skinny_gemm = options.skinny_gemm;
     cuda_options.attention_early_kv = options.attention_early_kv;

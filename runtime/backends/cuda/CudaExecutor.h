@@ -83,6 +83,9 @@ struct CudaExecutorOptions {
   /// key comes from it). Bit-identical; -0.03 ms per step on both shapes
   /// at batch 1 on the H200.
   bool attention_early_kv = true;
+  /// Split-KV decode cuts a sequence's keys into chunks of at least this
+  /// many tokens (every split costs a partial write and a merge).
+  int32_t decode_split_min_tokens = 32;
   /// Decode steps (one new token per sequence) replay a CUDA graph per
   /// batch-size bucket. Off with profile_launches (events per launch).
   bool use_cuda_graphs = true;

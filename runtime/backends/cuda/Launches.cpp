@@ -253,12 +253,12 @@ Status CudaExecutor::State::attention(const LaunchAttributes &attributes, const 
       p.programmatic_launch = options.attention_pdl;
       p.kv_before_wait = options.attention_pdl && options.attention_early_kv;
       int splits = 1;
-      // At most kMaxDecodeSplits (the workspace), so chunks of 32 tokens
-      // (two pages) only matter below 1k tokens of context, where one CTA
-      // per KV head would walk the whole context alone.
+      // At most kMaxDecodeSplits (the workspace), and chunks of at least
+      // decode_split_min_tokens, which only matter below 1k tokens of
+      // context, where one CTA per KV head would walk the whole context alone.
       status = kernels::planDecodeSplits(config, seqs, p.num_qo_heads, p.num_kv_heads,
                                          graph_context > 0 ? graph_context : max_context, &splits,
-                                         32, kMaxDecodeSplits);
+                                         options.decode_split_min_tokens, kMaxDecodeSplits);
       if (status.isOk()) {
         splits = std::max(1, std::min(splits, kMaxDecodeSplits));
         if (seqs > max_num_seqs)

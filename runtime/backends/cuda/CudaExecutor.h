@@ -45,6 +45,10 @@ struct CudaExecutorOptions {
   /// on SkinnyGemm.cu (tensor cores, epilogues fused) instead of cuBLASLt:
   /// Qwen3-0.6B b4 1.53 ms per step against 1.66 on the H200.
   bool use_skinny_gemm = true;
+  /// With use_skinny_gemm: the skinny GEMM takes up to this many rows
+  /// (at most kSkinnyGemmMaxRows); 0 = skinnyGemmRowLimit(k), the measured
+  /// rule. For measuring the kernel at larger batches.
+  int64_t skinny_max_rows = 0;
   /// A cap on the rows a GEMM may have to run on the GEMV (for comparisons);
   /// below it Gemv.h's gemvRowLimit(k) decides (2 rows for k <= 3072, else 1).
   int64_t gemv_max_rows = 2;

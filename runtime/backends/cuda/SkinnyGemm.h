@@ -7,8 +7,11 @@
 // feeds mma.sync straight from global memory: each lane loads 16 contiguous
 // bytes of a weight row and uses them as its A fragment (the K order inside
 // a 32-element block is permuted identically for x, so the dot product is
-// unchanged), with no shared-memory staging; the epilogues are the GEMV's
-// (bias, residual add, SwiGLU, f32 out).
+// unchanged); above 8 rows (K a multiple of 128) x is staged in shared
+// memory per K slice instead of read from L1/L2 per fragment (written after
+// device run 16, which measured the m = 32 kernel at 1.7 TB/s; not yet run
+// on a GPU, reachable only with CudaExecutorOptions::skinny_max_rows). The
+// epilogues are the GEMV's (bias, residual add, SwiGLU, f32 out).
 //
 //===----------------------------------------------------------------------===//
 #ifndef TXC_RUNTIME_BACKENDS_CUDA_SKINNYGEMM_H

@@ -341,7 +341,16 @@ bool gemvSupports(const GemvArgs &a) {
 }
 
 cudaError_t launchGemv(const GemvArgs &a, cudaStream_t stream) {
-  return launchGemvWithConfig(a, GemvConfig{}, stream);
+  return launchGemvWithConfig(a, gemvConfigFor(a.n), stream);
+}
+
+GemvConfig gemvConfigFor(int64_t n) {
+  GemvConfig c;
+  if (n >= 6144) {
+    c.warps_per_block = 4;
+    c.unroll = 4;
+  }
+  return c;
 }
 
 cudaError_t launchGemvWithConfig(const GemvArgs &a, const GemvConfig &config,

@@ -82,22 +82,29 @@ constexpr int64_t kGemvMaxRopeHeadDim = 256;
 /// cuBLASLt (and a separate rope launch) otherwise.
 bool gemvSupports(const GemvArgs &args);
 
-/// How launchGemv cuts the work at m = 1 on bf16 (other cases: 8 warps, 4
-/// chunks, 32 warps per SM). The defaults won decode_ops_bench's sweep of
-/// all 18 (device run 19, results/2026-12-01-h200-gemv-sweep-run19.json):
-/// within 5% of each shape's best on average, against 1.5x for the old
-/// 8/4/32 (Qwen3-0.6B qkv 6.3 -> 3.4 us, o_proj 4.2 -> 2.6, down 5.0 ->
-/// 3.3; Llama-3-8B o_proj 11.5 -> 9.6, down 32.7 -> 29.0, gate/up 57.4 ->
-/// 59.0). Fewer chunks in flight per lane and fewer K slices: fewer
-/// registers, more resident blocks, shorter reductions.
+/// How a GEMV cuts the work at m = 1 on bf16 (other cases: 8 warps, 4
+/// chunks, 32 warps per SM).
 struct GemvConfig {
   int warps_per_block = 8;      // 4 or 8
   int unroll = 2;               // 16-byte chunks per lane per row in flight: 2, 4 or 8
   int target_warps_per_sm = 16; // K is split until the grid has about this many warps per SM
 };
 
-/// Enqueues the GEMV. `out` must not overlap `x` or `w`; it may be the
-/// residual itself (each element reads its residual before writing it).
+/// The configuration launchGemv takes for n weight rows, from
+/// decode_ops_bench's sweep of all 18 (device run 19,
+/// results/2026-12-01-h200-gemv-sweep-run19.json): 8 warps, 2 chunks, 16
+/// warps per SM below 6144 rows; 4 warps, 4 chunks from 6144 rows on. Per
+/// step that is 483 us of GEMVs for Qwen3-0.6B and 3773 us for Llama-3-8B
+/// against 711 / 3972 with the old 8/4/32 and 469 / 3721 with each shape's
+/// best (Qwen3 qkv 6.3 -> 3.4 us, o_proj 4.2 -> 2.6; Llama qkv 15.1 ->
+/// 15.0, o_proj 11.5 -> 9.6, down 32.7 -> 29.0). Fewer chunks in flight
+/// and fewer K slices mean fewer registers, more resident blocks and
+/// shorter reductions; the wide matrices keep 4 chunks.
+GemvConfig gemvConfigFor(int64_t n);
+
+/// Enqueues the GEMV (gemvConfigFor(n)). `out` must not overlap `x` or
+/// `w`; it may be the residual itself (each element reads its residual
+/// before writing it).
 cudaError_t launchGemv(const GemvArgs &args, cudaStream_t stream);
 /// launchGemv with another configuration (cudaErrorInvalidValue for one
 /// that is not built).

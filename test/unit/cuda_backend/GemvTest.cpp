@@ -12,6 +12,7 @@
 #include "runtime/backends/cuda/SkinnyGemm.h"
 
 #include <cmath>
+#include <vector>
 
 namespace txc::cuda {
 namespace {
@@ -30,6 +31,7 @@ struct GemvCase {
   bool residual_in_place;
   bool norm = false;   // RMSNorm prologue
   bool skinny = false; // SkinnyGemm.cu instead of the GEMV
+  const GemvConfig *config = nullptr; // launchGemvWithConfig instead of launchGemv
 };
 
 void *upload(const TestTensor &t) {
@@ -44,7 +46,11 @@ EType etypeOf(DType dtype) { return dtype == DType::kBF16 ? EType::kBF16 : EType
 void runCase(const GemvCase &c) {
   SCOPED_TRACE(std::string(c.skinny ? "skinny " : "gemv ") + "m " + std::to_string(c.m) + " n " +
                std::to_string(c.n) + " k " + std::to_string(c.k) + " epilogue " +
-               std::to_string(static_cast<int>(c.epilogue)));
+               std::to_string(static_cast<int>(c.epilogue)) +
+               (c.config ? " config " + std::to_string(c.config->warps_per_block) + "/" +
+                               std::to_string(c.config->unroll) + "/" +
+                               std::to_string(c.config->target_warps_per_sm)
+                         : std::string()));
   std::mt19937 rng(static_cast<uint32_t>(c.m * 1000003 + c.n * 101 + c.k));
   TestTensor x = randomTensor(c.dtype, c.m, c.k, rng);
   TestTensor w = randomTensor(c.dtype, c.n, c.k, rng, -0.1, 0.1);
@@ -82,7 +88,8 @@ void runCase(const GemvCase &c) {
     ASSERT_EQ(launchSkinnyGemm(args, nullptr), cudaSuccess);
   } else {
     ASSERT_TRUE(gemvSupports(args));
-    ASSERT_EQ(launchGemv(args, nullptr), cudaSuccess);
+    ASSERT_EQ(c.config ? launchGemvWithConfig(args, *c.config, nullptr) : launchGemv(args, nullptr),
+              cudaSuccess);
   }
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   ASSERT_EQ(cudaMemcpy(out.bytes.data(), dout, out.bytes.size(), cudaMemcpyDeviceToHost),
@@ -155,6 +162,43 @@ TEST(GemvTest, MatchesTheReferenceForEveryEpilogue) {
   };
   for (const GemvCase &c : cases)
     runCase(c);
+}
+
+// Every configuration decode_ops_bench sweeps (and gemvConfigFor picks):
+// warps per block, chunks in flight, K slices; rows not a multiple of the
+// block's pairs, K not a multiple of the unrolled chunk, each epilogue.
+TEST(GemvTest, EveryConfigurationMatchesTheReference) {
+  TXC_SKIP_WITHOUT_GPU();
+  const DType bf = DType::kBF16, f = DType::kF32;
+  std::vector<GemvConfig> configs;
+  for (int warps : {4, 8})
+    for (int unroll : {2, 4, 8})
+      for (int target : {16, 64}) {
+        GemvConfig c;
+        c.warps_per_block = warps;
+        c.unroll = unroll;
+        c.target_warps_per_sm = target;
+        configs.push_back(c);
+      }
+  for (const GemvConfig &config : configs) {
+    const GemvCase cases[] = {
+        {bf, bf, 1, 6150, 1032, GemvEpilogue::kNone, true, false, true},
+        {bf, bf, 1, 258, 4096, GemvEpilogue::kResidualAdd, false, true},
+        {bf, bf, 1, 1032, 2048, GemvEpilogue::kSwiglu, false, false, true},
+        {bf, f, 1, 4099, 256, GemvEpilogue::kNone, false, false},
+    };
+    for (GemvCase c : cases) {
+      c.config = &config;
+      runCase(c);
+    }
+  }
+}
+
+TEST(GemvTest, ConfigurationFollowsTheWidth) {
+  EXPECT_EQ(gemvConfigFor(4096).unroll, 2);
+  EXPECT_EQ(gemvConfigFor(4096).warps_per_block, 8);
+  EXPECT_EQ(gemvConfigFor(6144).unroll, 4);
+  EXPECT_EQ(gemvConfigFor(6144).warps_per_block, 4);
 }
 
 // The tensor-core skinny GEMM: every tile count (m up to 8, 16, 32, 64),

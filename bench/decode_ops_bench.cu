@@ -9,8 +9,10 @@
 // replayed from a CUDA graph with programmatic dependent launch (how a
 // decode step runs). An empty kernel gives the launch floor, a 2-row GEMV
 // the floor of a GEMV in the chain; a device copy gives the bandwidth
-// ceiling. Median of 7 batches after a warm-up. --sweep times instead every
-// GemvConfig at m = 1 (graph+pdl), for choosing the defaults.
+// ceiling. Median of 7 batches after a warm-up. Last, each model's step of
+// GEMVs in order, replayed from one graph, against the sum of its ops.
+// --sweep times instead every GemvConfig at m = 1 (graph+pdl), for choosing
+// the defaults.
 //
 //   decode_ops_bench [--sweep] [--json FILE]
 //
@@ -252,6 +254,92 @@ int main(int argc, char **argv) {
     CHECK(cudaFree(residual));
     CHECK(cudaFree(out));
   }
+  // A step's GEMVs in order (qkv with the norm, o_proj + residual, gate/up
+  // with the norm + SwiGLU, down + residual per layer, then the lm_head)
+  // replayed from one graph with PDL: against the sum of the same ops timed
+  // in chains of themselves above, what a transition between different
+  // GEMVs costs. Enough weight copies per op that L2 holds none of them.
+  struct Model {
+    const char *name;
+    int layers;
+    int64_t hidden, qkv, q_width, inter, vocab;
+  };
+  for (const Model &model : {Model{"qwen3-0.6b", 28, 1024, 4096, 2048, 3072, 151936},
+                             Model{"llama-3-8b", 32, 4096, 6144, 4096, 14336, 128256}}) {
+    if (sweep)
+      break;
+    struct Op {
+      int64_t n, k;
+      GemvEpilogue epilogue;
+      bool norm;
+    };
+    const Op ops[] = {{model.qkv, model.hidden, GemvEpilogue::kNone, true},
+                      {model.hidden, model.q_width, GemvEpilogue::kResidualAdd, false},
+                      {2 * model.inter, model.hidden, GemvEpilogue::kSwiglu, true},
+                      {model.hidden, model.inter, GemvEpilogue::kResidualAdd, false}};
+    size_t layer_bytes = 0;
+    for (const Op &op : ops)
+      layer_bytes += size_t(op.n) * op.k * 2;
+    const int copies = std::min<int>(model.layers, static_cast<int>((size_t(240) << 20) / layer_bytes) + 1);
+    std::vector<unsigned short *> weights;
+    auto alloc = [&](size_t elems, unsigned seed) {
+      unsigned short *p = nullptr;
+      CHECK(cudaMalloc(&p, std::max<size_t>(elems, 8) * 2));
+      fillKernel<<<1024, 256, 0, stream>>>(p, elems, seed);
+      weights.push_back(p);
+      return p;
+    };
+    std::vector<std::vector<unsigned short *>> layer_w(copies);
+    for (auto &lw : layer_w)
+      for (const Op &op : ops)
+        lw.push_back(alloc(size_t(op.n) * op.k, 7u));
+    unsigned short *head = alloc(size_t(model.vocab) * model.hidden, 7u);
+    unsigned short *gamma = alloc(size_t(model.hidden), 9u);
+    unsigned short *h = alloc(size_t(model.hidden), 3u);
+    unsigned short *qkv = alloc(size_t(model.qkv) + model.q_width, 3u); // q read as the attention output
+    unsigned short *act = alloc(size_t(model.inter), 3u);
+    float *logits = nullptr;
+    CHECK(cudaMalloc(&logits, size_t(model.vocab) * 4));
+    auto gemv = [&](const void *x, const void *w, int64_t n, int64_t k, GemvEpilogue e, bool norm,
+                    void *out, EType out_type) {
+      GemvArgs a;
+      a.x = x;
+      a.w = w;
+      a.m = 1;
+      a.n = n;
+      a.k = k;
+      a.epilogue = e;
+      a.out = out;
+      a.out_type = out_type;
+      a.residual = e == GemvEpilogue::kResidualAdd ? out : nullptr;
+      a.norm_weight = norm ? gamma : nullptr;
+      a.norm_eps = 1e-6f;
+      a.pdl = true;
+      CHECK(launchGemv(a, stream));
+    };
+    float ms = timeMs(
+        [&](int i) {
+          if (i > 0)
+            return; // one step per replay
+          for (int l = 0; l < model.layers; ++l) {
+            const std::vector<unsigned short *> &w = layer_w[l % copies];
+            gemv(h, w[0], ops[0].n, ops[0].k, ops[0].epilogue, true, qkv, EType::kBF16);
+            gemv(qkv, w[1], ops[1].n, ops[1].k, ops[1].epilogue, false, h, EType::kBF16);
+            gemv(h, w[2], ops[2].n, ops[2].k, ops[2].epilogue, true, act, EType::kBF16);
+            gemv(act, w[3], ops[3].n, ops[3].k, ops[3].epilogue, false, h, EType::kBF16);
+          }
+          gemv(h, head, model.vocab, model.hidden, GemvEpilogue::kNone, true, logits, EType::kF32);
+        },
+        stream, true);
+    // timeMs divides by kLaunches; the graph holds one step.
+    row(std::string(model.name) + " step of GEMVs (graph)", 1, "graph+pdl", ms * kLaunches * 1000,
+        (layer_bytes * model.layers + size_t(model.vocab) * model.hidden * 2) /
+            (ms * kLaunches * 1e6));
+    for (auto *p : weights)
+      CHECK(cudaFree(p));
+    CHECK(cudaFree(logits));
+  }
+
   json += "\n]}\n";
   if (json_path) {
     FILE *f = std::fopen(json_path, "w");

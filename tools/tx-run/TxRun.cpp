@@ -89,6 +89,9 @@ Output:
                           default 8 rows where K is at most 3072, else none)
   --lazy-graphs           (cuda) capture each decode graph at its first step
                           instead of all of them at startup (faster startup)
+  --rope-in-attention     (cuda) no decode rope kernel: the decode attention
+                          applies q/k-norm and rotary and appends the newest
+                          K/V itself (not yet measured on a GPU)
   --fuse-rope             (cuda) finish rope/q-k-norm/KV append in the QKV
                           GEMV's epilogue instead of its own kernel (for
                           comparison; measured slower)
@@ -115,6 +118,7 @@ struct Options {
   bool device_sampling = true;
   bool attention_pdl = true;
   bool fuse_rope = false;
+  bool rope_in_attention = false;
   int gemv_max_rows = 4;
   int decode_split_min_tokens = 32;
   int skinny_max_rows = 0;
@@ -248,6 +252,9 @@ Options parseArguments(int argc, char **argv) {
     } else if (arg == "--lazy-graphs") {
       cudaOnly();
       options.capture_graphs = false;
+    } else if (arg == "--rope-in-attention") {
+      cudaOnly();
+      options.rope_in_attention = true;
     } else if (arg == "--fuse-rope") {
       cudaOnly();
       options.fuse_rope = true;
@@ -323,6 +330,7 @@ int main(int argc, char **argv) {
     cuda_options.device_sampling = options.device_sampling;
     cuda_options.attention_pdl = options.attention_pdl;
     cuda_options.fuse_rope = options.fuse_rope;
+    cuda_options.rope_in_attention = options.rope_in_attention;
     cuda_options.gemv_max_rows = options.gemv_max_rows;
     cuda_options.decode_split_min_tokens = options.decode_split_min_tokens;
     cuda_options.skinny_max_rows = options.skinny_max_rows;

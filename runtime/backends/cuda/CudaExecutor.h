@@ -76,6 +76,12 @@ struct CudaExecutorOptions {
   /// Llama-3-8B 0.07 ms per step (device run 20: 4.84 against 4.77 ms;
   /// Qwen3-0.6B 0.919 against 0.917).
   bool fuse_rope = false;
+  /// Decode steps run no rope kernel: the decode attention (tensor-core
+  /// kernel, GQA group >= 2) applies q/k-norm and rotary itself and
+  /// appends the newest K/V (attention/rope.cuh, the rope kernel's
+  /// arithmetic). Off until measured on a GPU (written after session 4's
+  /// last run).
+  bool rope_in_attention = false;
   /// The GEMV, norm and rope kernels launch with programmatic dependent
   /// launch, so each one's blocks start while its predecessor finishes.
   bool use_pdl = true;

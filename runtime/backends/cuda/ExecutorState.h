@@ -208,6 +208,15 @@ struct CudaExecutor::State {
     DMatrix input, weight, out;
     float eps = 0.0f;
   } pending_norm;
+  // rope_in_attention: a decode step's rope whose query only the next
+  // launch, the decode attention, reads is not launched; the attention
+  // kernel folds it in (DecodeParams::maybe_rope_qkv), or it is launched
+  // before whatever comes next (flushPendingRope).
+  std::set<int> fusable_ropes;
+  struct PendingRope {
+    bool active = false;
+    RopeAppendArgs args;
+  } pending_rope;
 
   // The step being run.
   const engine::Batch *batch = nullptr;
@@ -244,6 +253,7 @@ struct CudaExecutor::State {
   Status launchNorm(const DMatrix &input, const DMatrix *residual, const DMatrix &weight, float eps,
                     const DMatrix *sum, const DMatrix &out);
   Status flushPendingNorm();
+  Status flushPendingRope();
   Status attention(const LaunchAttributes &attributes, const DMatrix &query,
                    const LayerCache &cache, const DMatrix &out);
 };

@@ -178,6 +178,14 @@ Status CudaExecutor::State::launchNorm(const DMatrix &input, const DMatrix *resi
                     "kernel launch");
 }
 
+// A deferred rope that the attention did not fold in runs now.
+Status CudaExecutor::State::flushPendingRope() {
+  if (!pending_rope.active)
+    return Status::ok();
+  pending_rope.active = false;
+  return cudaStatus(launchRopeAppend(pending_rope.args, stream), "rope kernel launch");
+}
+
 // A deferred norm whose GEMM did not take it runs now, before the GEMM.
 Status CudaExecutor::State::flushPendingNorm() {
   if (!pending_norm.active)
@@ -207,6 +215,16 @@ Status CudaExecutor::State::attention(const LaunchAttributes &attributes, const 
     return invalidArgument("KV cache layer holds " + std::to_string(cache.kv_heads) + " heads of " +
                            std::to_string(cache.head_dim));
   int32_t seqs = batch->numSequences(), tokens = batch->numTokens();
+  // The pending rope produced this query for this cache layer: the decode
+  // kernel folds it in; otherwise it runs first.
+  const RopeAppendArgs &rope = pending_rope.args;
+  const bool fold_rope = pending_rope.active && tokens == seqs && rope.out == query.data &&
+                         rope.cache == cache.data &&
+                         heads / kv_heads >= kernels::kMinGroupForMmaDecode &&
+                         rope.head_dim == head_dim && rope.heads == heads &&
+                         rope.kv_heads == kv_heads;
+  if (!fold_rope)
+    TXC_RETURN_IF_ERROR(flushPendingRope());
 
   bool library = options.use_attention_library &&
                  (cache_dtype == DType::kBF16 || cache_dtype == DType::kF16) &&
@@ -279,7 +297,21 @@ Status CudaExecutor::State::attention(const LaunchAttributes &attributes, const 
           }
         }
         p.num_splits = splits;
+        if (fold_rope) {
+          p.maybe_rope_qkv = rope.qkv;
+          p.rope_qkv_batch_stride = (rope.heads + 2 * rope.kv_heads) * rope.head_dim;
+          p.rope_positions = rope.positions;
+          p.rope_slot_mapping = rope.slot_mapping;
+          p.rope_inv_freq = rope.inv_freq;
+          p.rope_half = static_cast<int>(rope.half);
+          p.rope_scaling = rope.attention_scaling;
+          p.maybe_q_norm = rope.q_norm;
+          p.maybe_k_norm = rope.k_norm;
+          p.rope_norm_eps = rope.norm_eps;
+        }
         status = kernels::launchPagedDecode(config, p, stream);
+        if (status.isOk() && fold_rope)
+          pending_rope.active = false;
       }
     } else {
       kernels::PrefillParams p;
@@ -303,8 +335,9 @@ Status CudaExecutor::State::attention(const LaunchAttributes &attributes, const 
       return Status::ok();
     if (status.code() != kernels::StatusCode::kUnsupported)
       return internalError("attention kernel: " + status.message());
-    // Unsupported variant: the simple kernel below.
+    // Unsupported variant: the simple kernel below, after the rope.
   }
+  TXC_RETURN_IF_ERROR(flushPendingRope());
   SimpleAttentionArgs a;
   TXC_ASSIGN_OR_RETURN(a.q_type, etype(query.dtype, "the query"));
   TXC_ASSIGN_OR_RETURN(a.cache_type, etype(cache_dtype, "the cache"));
@@ -341,6 +374,8 @@ Status CudaExecutor::State::runLaunch(int index, const pb::Launch &launch) {
   const std::string kernel = "kernel launch";
   if (op != "txk.gemm" && op != "txk.gemm_rope_append")
     TXC_RETURN_IF_ERROR(flushPendingNorm());
+  if (op != "txk.attention")
+    TXC_RETURN_IF_ERROR(flushPendingRope());
 
   if (op == "txk.embedding") {
     TXC_ASSIGN_OR_RETURN(Bound tokens, bindOperand(launch, 0, true));
@@ -529,6 +564,14 @@ Status CudaExecutor::State::runLaunch(int index, const pb::Launch &launch) {
       }
       TXC_RETURN_IF_ERROR(gemm(input, weight, bias, DMatrix{}, qkv));
     }
+    // Decode: the attention after it may fold the rope in (same element
+    // type for the QKV, the norms and the cache).
+    if (fusable_ropes.count(index) && batch->numTokens() == batch->numSequences() &&
+        a.qkv_type == a.cache_type && (!a.q_norm || a.q_norm_type == a.cache_type) &&
+        (!a.k_norm || a.k_norm_type == a.cache_type)) {
+      pending_rope = {true, a};
+      return Status::ok();
+    }
     return cudaStatus(launchRopeAppend(a, stream), kernel);
   }
   if (op == "txk.attention") {
@@ -539,6 +582,7 @@ Status CudaExecutor::State::runLaunch(int index, const pb::Launch &launch) {
       return invalidArgument("operands 1 and 2 must be the KV cache and the batch");
     TXC_ASSIGN_OR_RETURN(DMatrix out, bindResult(launch, 0, query.rows));
     if (overlaps(query.data, query.bytes(), out.data, out.bytes())) {
+      TXC_RETURN_IF_ERROR(flushPendingRope()); // the copy needs the query written
       TXC_ASSIGN_OR_RETURN(query, copyToScratch(query));
     }
     return attention(attributes, query, caches.at(cache.layer), out);

@@ -5,12 +5,15 @@
 // (rotate-half pairs elements half a head apart, hence the head staged in
 // shared memory); q heads go to the attention's query, k and v heads into
 // their paged-cache slot. Used by ropeAppendKernel and by the QKV GEMV's
-// epilogue (Gemv.cu), which runs it in the last block to finish a head.
+// epilogue (Gemv.cu), which runs it in the last block to finish a head; the
+// arithmetic is the kernel library's (attention/rope.cuh), which the decode
+// attention also runs when it folds the rope in.
 //
 //===----------------------------------------------------------------------===//
 #ifndef TXC_RUNTIME_BACKENDS_CUDA_ROPEAPPEND_CUH
 #define TXC_RUNTIME_BACKENDS_CUDA_ROPEAPPEND_CUH
 
+#include "attention/rope.cuh"
 #include "runtime/backends/cuda/ElementAccess.cuh"
 
 namespace txc::cuda {
@@ -23,31 +26,18 @@ __device__ inline void ropeAppendStagedHead(const RopeAppendArgs &a, int64_t t, 
   const bool is_query = h < a.heads, is_value = h >= a.heads + a.kv_heads;
   if (!is_value) {
     const void *norm = is_query ? a.q_norm : a.k_norm;
-    EType norm_type = is_query ? a.q_norm_type : a.k_norm_type;
-    if (norm) {
-      float local = 0.0f;
-      for (int64_t i = lane; i < d; i += 32)
-        local += head[i] * head[i];
-      for (int o = 16; o > 0; o >>= 1)
-        local += __shfl_xor_sync(0xffffffffu, local, o);
-      float inv_rms = 1.0f / sqrtf(local / static_cast<float>(d) + a.norm_eps);
-      __syncwarp();
-      for (int64_t i = lane; i < d; i += 32)
-        head[i] = head[i] * inv_rms * ld(norm, norm_type, i);
-      __syncwarp();
-    }
-    float pos = static_cast<float>(a.positions[t]);
-    for (int64_t i = lane; i < a.half; i += 32) {
-      float angle = a.inv_freq[i] * pos; // fp32, as HF
-      // cos/sin of the fp32 angle rounded once: what HF's fp32 cos gives,
-      // to the last bit in almost every case.
-      float c = static_cast<float>(cos(static_cast<double>(angle))) * a.attention_scaling;
-      float s = static_cast<float>(sin(static_cast<double>(angle))) * a.attention_scaling;
-      float x1 = head[i], x2 = head[i + a.half];
-      head[i] = x1 * c - x2 * s;
-      head[i + a.half] = x2 * c + x1 * s;
-    }
-    __syncwarp();
+    const EType norm_type = is_query ? a.q_norm_type : a.k_norm_type;
+    if (norm)
+      kernels::rmsNormStagedHead(
+          head, static_cast<int>(d), a.norm_eps, [&](int i) { return ld(norm, norm_type, i); },
+          lane);
+    const float pos = static_cast<float>(a.positions[t]);
+    kernels::rotateStagedHead(
+        head, static_cast<int>(a.half),
+        [&](int i, float &c, float &s) {
+          kernels::ropeCosSin(a.inv_freq, i, pos, a.attention_scaling, c, s);
+        },
+        lane);
   }
   if (is_query) {
     for (int64_t i = lane; i < d; i += 32)

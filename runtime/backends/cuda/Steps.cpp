@@ -60,6 +60,7 @@ Status CudaExecutor::State::enqueueLaunches(const engine::Batch &b) {
   rows_at_offset.clear();
   wrote_logits = false;
   pending_norm.active = false;
+  pending_rope.active = false;
   Status status = Status::ok();
   // ~20 ms at 2 GHz, longer than enqueueing a step's launches takes.
   if (profile)

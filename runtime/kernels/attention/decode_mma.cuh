@@ -13,13 +13,15 @@
 // shared memory, kStages deep; each warp owns 16 keys of every tile and keeps
 // its own online-softmax state; states merge through shared memory in
 // decodeEpilogue (shared with decode.cuh), which also writes split partials
-// and runs the fused combine.
+// and runs the fused combine. With DecodeParams::maybe_rope_qkv the decode
+// step's rope is folded in (foldRope): no rope kernel runs before it.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
 
 #include "attention/decode.cuh"
 #include "attention/prefill.cuh"
+#include "attention/rope.cuh"
 
 namespace txc::kernels {
 
@@ -45,7 +47,68 @@ template <typename DType_, int kHeadDim_, int kGroupSize_, int kPageSize_ = 0> s
   static_assert(kGroupSize >= 1 && kGroupSize <= kRows, "GQA group must fit the 16 MMA rows");
   static_assert(kHeadDim == 64 || kHeadDim == 128 || kHeadDim == 256, "head_dim must be 64, 128 or 256");
   static_assert(kSmemBytes <= 227 * 1024, "shared memory over the sm_90 limit");
+  // The folded rope stages the group's query heads, the key, the value and
+  // the rotary factors as fp32 in the last pipeline stage's K buffer.
+  static_assert((kGroupSize + 3) * kHeadDim * 4 <= kKVElems * (int)sizeof(DType), "rope scratch must fit a stage");
+  static_assert(kStages >= 2, "the folded rope needs a stage the prologue leaves empty");
 };
+
+/// DecodeParams::maybe_rope_qkv, after the wait: the CTA's query heads
+/// (q-norm, rotary) into smem_q, rows past the group zeroed as loadQ leaves
+/// them; if the CTA holds the newest key (`owner`), that key (k-norm,
+/// rotary) and its value into their cache slot, fenced so that the cp.async
+/// reading the key back sees it. `scratch` holds (kGroupSize + 2) * kHeadDim
+/// floats; `cos_sin` the rotary pairs' factors, computed before the wait.
+template <class Traits>
+__device__ __forceinline__ void foldRope(const DecodeParams &params, typename Traits::DType *smem_q, float *scratch,
+                                         const float *cos_sin, int kv_head, int seq, bool owner) {
+  using T = typename Traits::DType;
+  using Ops = ElementOps<T>;
+  constexpr int G = Traits::kGroupSize, D = Traits::kHeadDim;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const T *qkv = static_cast<const T *>(params.maybe_rope_qkv) + seq * params.rope_qkv_batch_stride;
+  const int count = G + (owner ? 2 : 0);
+  for (int j = warp; j < count; j += Traits::kWarps) {
+    // j < G: query head kv_head * G + j; j = G: the key; j = G + 1: the value.
+    const int h = j < G ? kv_head * G + j : params.num_qo_heads + (j - G) * params.num_kv_heads + kv_head;
+    float *head = scratch + j * D;
+    for (int i = lane; i < D; i += 32)
+      head[i] = static_cast<float>(qkv[(long long)h * D + i]);
+    __syncwarp();
+    if (j <= G) {
+      const T *norm = static_cast<const T *>(j < G ? params.maybe_q_norm : params.maybe_k_norm);
+      if (norm)
+        rmsNormStagedHead(head, D, params.rope_norm_eps, [&](int i) { return static_cast<float>(norm[i]); }, lane);
+      rotateStagedHead(
+          head, params.rope_half,
+          [&](int i, float &c, float &s) {
+            c = cos_sin[2 * i];
+            s = cos_sin[2 * i + 1];
+          },
+          lane);
+    }
+    if (j < G) {
+      for (int i = lane; i < D; i += 32)
+        smem_q[swizzled<D>(j, i / 8) + i % 8] = Ops::fromFloat(head[i]);
+    } else {
+      const int slot = params.rope_slot_mapping[seq];
+      if (slot >= 0) { // padding rows (slot < 0) write no cache slot
+        const KVCacheView &kv = params.kv;
+        const long long page = slot >> kv.page_size_log2, offset = slot & (kv.page_size - 1);
+        T *dst = static_cast<T *>(const_cast<void *>(j == G ? kv.k : kv.v)) + page * kv.page_stride +
+                 kv_head * kv.head_stride + offset * kv.token_stride;
+        for (int i = lane; i < D; i += 32)
+          dst[i] = Ops::fromFloat(head[i]);
+      }
+    }
+  }
+  for (int idx = threadIdx.x; idx < (Traits::kRows - G) * D; idx += Traits::kThreads) {
+    const int r = G + idx / D, i = idx % D;
+    smem_q[swizzled<D>(r, i / 8) + i % 8] = Ops::fromFloat(0.f);
+  }
+  __threadfence();
+  __syncthreads();
+}
 
 template <class Traits, class Variant>
 __global__ void __launch_bounds__(Traits::kThreads) pagedDecodeMmaKernel(const DecodeParams params) {
@@ -109,6 +172,19 @@ __global__ void __launch_bounds__(Traits::kThreads) pagedDecodeMmaKernel(const D
     }
   };
 
+  // The folded rope's scratch: the last pipeline stage, which the prologue
+  // leaves empty; the rotary factors of this token's position are computed
+  // there before the wait (positions are a step input).
+  const bool rope = params.maybe_rope_qkv != nullptr;
+  float *rope_scratch = reinterpret_cast<float *>(smem_k + (STAGES - 1) * Traits::kKVElems);
+  float *rope_cos_sin = rope_scratch + (G + 2) * D;
+  const bool rope_owner = kv_len > 0 && kv_len - 1 >= chunk_begin && kv_len - 1 < chunk_end;
+  if (rope) {
+    const float pos = static_cast<float>(params.rope_positions[seq]);
+    for (int i = tid; i < params.rope_half; i += Traits::kThreads)
+      ropeCosSin(params.rope_inv_freq, i, pos, params.rope_scaling, rope_cos_sin[2 * i], rope_cos_sin[2 * i + 1]);
+  }
+
   if (early) {
     // Tile 0 before the wait, without the newest key: the previous kernel
     // may still be writing it (its cache lines are not touched until after
@@ -117,6 +193,10 @@ __global__ void __launch_bounds__(Traits::kThreads) pagedDecodeMmaKernel(const D
     if (num_tiles > 0)
       loadTile(0, 0, newest);
     pdlWait();
+    if (rope) {
+      __syncthreads(); // the rotary factors
+      foldRope<Traits>(params, smem_q, rope_scratch, rope_cos_sin, kv_head, seq, rope_owner);
+    }
     if (num_tiles > 0 && newest >= chunk_begin && newest < min(chunk_end, chunk_begin + BN) &&
         tid < CPR) {
       const int r = newest - chunk_begin;
@@ -124,7 +204,8 @@ __global__ void __launch_bounds__(Traits::kThreads) pagedDecodeMmaKernel(const D
       cpAsync16(smem_k + swizzled<D>(r, tid), k_base + row, true);
       cpAsync16(smem_v + swizzled<D>(r, tid), v_base + row, true);
     }
-    loadQ();
+    if (!rope)
+      loadQ();
     cpAsyncCommit();
 #pragma unroll
     for (int s = 1; s < STAGES - 1; ++s) {
@@ -133,7 +214,12 @@ __global__ void __launch_bounds__(Traits::kThreads) pagedDecodeMmaKernel(const D
       cpAsyncCommit();
     }
   } else {
-    loadQ();
+    if (rope) {
+      __syncthreads(); // the rotary factors
+      foldRope<Traits>(params, smem_q, rope_scratch, rope_cos_sin, kv_head, seq, rope_owner);
+    } else {
+      loadQ();
+    }
 #pragma unroll
     for (int s = 0; s < STAGES - 1; ++s) {
       if (s < num_tiles)

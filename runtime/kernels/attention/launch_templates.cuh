@@ -84,6 +84,12 @@ template <typename T> Status launchPagedDecodeTyped(const AttentionConfig &confi
                                                     cudaStream_t stream) {
   TXC_RETURN_IF_ERROR(checkDecodeParams(p));
   const int group = p.num_qo_heads / p.num_kv_heads;
+  if (p.maybe_rope_qkv != nullptr &&
+      (group < kMinGroupForMmaDecode || p.rope_positions == nullptr || p.rope_slot_mapping == nullptr ||
+       p.rope_inv_freq == nullptr || p.rope_half < 0 || 2 * p.rope_half > config.head_dim))
+    return Status::unsupported("decode: the folded rope needs the tensor-core kernel (GQA group >= " +
+                               std::to_string(kMinGroupForMmaDecode) +
+                               "), positions, slot mapping, inverse frequencies and 2 * rope_half <= head_dim");
   return withHeadDim(config.head_dim, [&](auto dim) {
     return withGroupSize(group, [&](auto g) {
       return withVariant<false>(false, p.variant.window_left >= 0, p.variant.softcap > 0.f, [&](auto variant) {

@@ -76,6 +76,25 @@ struct DecodeParams {
   // previous kernel drains. Only valid when that kernel writes nothing but
   // the query and the newest key's K/V (the decode step's QKV/rope kernel).
   bool kv_before_wait = false;
+
+  // The decode step's rope folded in (the tensor-core kernel only, GQA
+  // group >= 2): when maybe_rope_qkv is set, q is not read. Each CTA reads
+  // its group's query heads raw from the QKV projection ([batch, (qo_heads
+  // + 2 kv_heads) * head_dim], the cache's element type), applies q-norm and
+  // rotary (attention/rope.cuh) into its shared memory; the CTA whose chunk
+  // holds a sequence's newest key does k-norm and rotary on that key and
+  // appends it and its value to the cache slot rope_slot_mapping[seq] (none
+  // when < 0), which is where the paged view finds the newest key.
+  const void *maybe_rope_qkv = nullptr;
+  long long rope_qkv_batch_stride = 0;
+  const int *rope_positions = nullptr;    // [batch]
+  const int *rope_slot_mapping = nullptr; // [batch]
+  const float *rope_inv_freq = nullptr;   // [rope_half]
+  int rope_half = 0;                      // rotated pairs (rotary_dim / 2)
+  float rope_scaling = 1.f;               // attention scaling of cos and sin
+  const void *maybe_q_norm = nullptr;     // [head_dim], the cache's element type
+  const void *maybe_k_norm = nullptr;
+  float rope_norm_eps = 0.f;
 };
 
 /// Prefill / chunked prefill over a ragged batch: sequence b owns query rows

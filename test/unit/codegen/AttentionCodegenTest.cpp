@@ -84,7 +84,7 @@ TEST(AttentionCodegen, EmbedsTheKernelHeaders) {
     names.insert(h.name);
     EXPECT_GT(h.text.size(), 100u) << h.name;
   }
-  for (const char *needed : {"attention/params.h", "attention/decode.cuh", "attention/decode_mma.cuh",
+  for (const char *needed : {"attention/params.h", "attention/decode.cuh", "attention/decode_mma.cuh", "attention/rope.cuh",
                              "attention/prefill.cuh", "attention/variant.cuh", "attention/device_utils.cuh"})
     EXPECT_TRUE(names.count(needed)) << needed;
 }

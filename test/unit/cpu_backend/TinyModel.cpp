@@ -162,50 +162,50 @@ FullMatrix vectorSlice(const FullMatrix &m, int64_t begin, int64_t count) {
 
 Status writeTinyModel(const std::string &path, const TinyModelOptions &options) {
   const int tp = options.tp;
-  const int64_t H = kTinyHidden, D = kTinyHeadDim;
-  if (kTinyHeads % tp || kTinyKvHeads % tp || kTinyIntermediate % tp)
+  const int64_t H = options.hidden, D = options.head_dim;
+  if (options.heads % tp || options.kv_heads % tp || options.intermediate % tp)
     return invalidArgument("tiny model: tp must divide heads and intermediate");
-  const int64_t heads = kTinyHeads / tp, kv_heads = kTinyKvHeads / tp,
-                inter = kTinyIntermediate / tp;
+  const int64_t heads = options.heads / tp, kv_heads = options.kv_heads / tp,
+                inter = options.intermediate / tp;
 
   std::mt19937 rng(static_cast<uint32_t>(options.seed));
   double w_scale = 1.0 / std::sqrt(static_cast<double>(H));
-  FullMatrix embed = randomMatrix(rng, kTinyVocab, H, 0.0, 1.0);
+  FullMatrix embed = randomMatrix(rng, options.vocab, H, 0.0, 1.0);
   std::vector<LayerWeights> layers;
   for (int l = 0; l < options.num_layers; ++l) {
     LayerWeights w;
     w.ln1 = randomMatrix(rng, 1, H, 1.0, 0.1);
-    w.wq = randomMatrix(rng, kTinyHeads * D, H, 0.0, 2 * w_scale);
-    w.wk = randomMatrix(rng, kTinyKvHeads * D, H, 0.0, 2 * w_scale);
-    w.wv = randomMatrix(rng, kTinyKvHeads * D, H, 0.0, 2 * w_scale);
+    w.wq = randomMatrix(rng, options.heads * D, H, 0.0, 2 * w_scale);
+    w.wk = randomMatrix(rng, options.kv_heads * D, H, 0.0, 2 * w_scale);
+    w.wv = randomMatrix(rng, options.kv_heads * D, H, 0.0, 2 * w_scale);
     w.q_norm = randomMatrix(rng, 1, D, 1.0, 0.2);
     w.k_norm = randomMatrix(rng, 1, D, 1.0, 0.2);
-    w.wo = randomMatrix(rng, H, kTinyHeads * D, 0.0, w_scale);
+    w.wo = randomMatrix(rng, H, options.heads * D, 0.0, w_scale);
     w.ln2 = randomMatrix(rng, 1, H, 1.0, 0.1);
-    w.wg = randomMatrix(rng, kTinyIntermediate, H, 0.0, 2 * w_scale);
-    w.wu = randomMatrix(rng, kTinyIntermediate, H, 0.0, 2 * w_scale);
-    w.wd = randomMatrix(rng, H, kTinyIntermediate, 0.0, w_scale);
-    w.q_bias = randomMatrix(rng, 1, kTinyHeads * D, 0.0, 0.2);
-    w.k_bias = randomMatrix(rng, 1, kTinyKvHeads * D, 0.0, 0.2);
-    w.v_bias = randomMatrix(rng, 1, kTinyKvHeads * D, 0.0, 0.2);
+    w.wg = randomMatrix(rng, options.intermediate, H, 0.0, 2 * w_scale);
+    w.wu = randomMatrix(rng, options.intermediate, H, 0.0, 2 * w_scale);
+    w.wd = randomMatrix(rng, H, options.intermediate, 0.0, w_scale);
+    w.q_bias = randomMatrix(rng, 1, options.heads * D, 0.0, 0.2);
+    w.k_bias = randomMatrix(rng, 1, options.kv_heads * D, 0.0, 0.2);
+    w.v_bias = randomMatrix(rng, 1, options.kv_heads * D, 0.0, 0.2);
     w.o_bias = randomMatrix(rng, 1, H, 0.0, 0.1);
     w.down_bias = randomMatrix(rng, 1, H, 0.0, 0.1);
     layers.push_back(std::move(w));
   }
   FullMatrix final_norm = randomMatrix(rng, 1, H, 1.0, 0.1);
-  FullMatrix lm_head = randomMatrix(rng, kTinyVocab, H, 0.0, 2 * w_scale);
+  FullMatrix lm_head = randomMatrix(rng, options.vocab, H, 0.0, 2 * w_scale);
 
   pb::Artifact message;
   pb::ModelConfig *config = message.mutable_config();
   config->set_architecture("LlamaForCausalLM");
   config->set_model_type("llama");
   config->set_hidden_size(H);
-  config->set_intermediate_size(kTinyIntermediate);
+  config->set_intermediate_size(options.intermediate);
   config->set_num_layers(options.num_layers);
-  config->set_num_attention_heads(kTinyHeads);
-  config->set_num_key_value_heads(kTinyKvHeads);
+  config->set_num_attention_heads(options.heads);
+  config->set_num_key_value_heads(options.kv_heads);
   config->set_head_dim(D);
-  config->set_vocab_size(kTinyVocab);
+  config->set_vocab_size(options.vocab);
   config->set_rms_norm_eps(1e-5);
   config->set_rope_theta(10000.0);
   config->set_pad_token_id(-1);

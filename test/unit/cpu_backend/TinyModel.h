@@ -24,6 +24,13 @@
 
 namespace txc::cpu::testing {
 
+inline constexpr int64_t kTinyVocab = 64;
+inline constexpr int64_t kTinyHidden = 32;
+inline constexpr int64_t kTinyHeads = 4;
+inline constexpr int64_t kTinyKvHeads = 2;
+inline constexpr int64_t kTinyHeadDim = 8;
+inline constexpr int64_t kTinyIntermediate = 48;
+
 struct TinyModelOptions {
   DType dtype = DType::kF32;
   int tp = 1;
@@ -36,14 +43,10 @@ struct TinyModelOptions {
   std::string rope_scaling = "default";
   int64_t max_batch_tokens = 64;
   uint64_t seed = 1;
+  /// The shape (the kTiny* constants unless a test needs kernel-sized heads).
+  int64_t vocab = kTinyVocab, hidden = kTinyHidden, heads = kTinyHeads, kv_heads = kTinyKvHeads,
+          head_dim = kTinyHeadDim, intermediate = kTinyIntermediate;
 };
-
-inline constexpr int64_t kTinyVocab = 64;
-inline constexpr int64_t kTinyHidden = 32;
-inline constexpr int64_t kTinyHeads = 4;
-inline constexpr int64_t kTinyKvHeads = 2;
-inline constexpr int64_t kTinyHeadDim = 8;
-inline constexpr int64_t kTinyIntermediate = 48;
 
 Status writeTinyModel(const std::string &path, const TinyModelOptions &options);
 

@@ -36,7 +36,8 @@ std::vector<std::vector<int32_t>> prompts() {
 /// `keep_logits` through a LogitsRecorder (host sampling), else with
 /// device greedy sampling.
 Generation generate(const artifact::LoadedArtifact &artifact, const CudaExecutorOptions &options,
-                    bool keep_logits, engine::SamplingParams sampling = {}) {
+                    bool keep_logits, engine::SamplingParams sampling = {},
+                    const std::vector<std::vector<int32_t>> &prompt_ids = prompts()) {
   Generation run;
   auto executor = CudaExecutor::create(artifact, options);
   EXPECT_TRUE(executor.isOk()) << executor.status().toString();
@@ -46,9 +47,9 @@ Generation generate(const artifact::LoadedArtifact &artifact, const CudaExecutor
   auto engine = engine::Engine::create(recorder, (*executor)->engineConfig());
   EXPECT_TRUE(engine.isOk()) << engine.status().toString();
   std::vector<engine::Request> requests;
-  for (size_t i = 0; i < prompts().size(); ++i) {
+  for (size_t i = 0; i < prompt_ids.size(); ++i) {
     engine::Request request;
-    request.prompt_ids = prompts()[i];
+    request.prompt_ids = prompt_ids[i];
     request.sampling = sampling;
     request.sampling.seed += i;
     request.sampling.max_new_tokens = 8;
@@ -161,6 +162,37 @@ TEST(CudaExecutorTest, GraphsGemvAndDeviceGreedyAgreeWithPlainLaunches) {
   Generation device_sampled = generate(**artifact, on_device, false, sampled);
   EXPECT_EQ(device_sampled.tokens, host_sampled.tokens);
   EXPECT_NE(host_sampled.tokens, reference.tokens) << "sampling must not be greedy here";
+}
+
+// The decode step's rope folded into the attention kernel
+// (rope_in_attention): heads of 128 so the tensor-core decode kernel runs
+// (GQA group 2), q/k-norm and biases, five sequences (the graph's padding
+// rows append nothing) and one. The kernel runs the rope kernel's
+// arithmetic (attention/rope.cuh), so the logits must agree to the bit.
+TEST(CudaExecutorTest, RopeFoldedIntoAttentionMatchesTheRopeKernel) {
+  TXC_SKIP_WITHOUT_GPU();
+  TinyModelOptions model;
+  model.dtype = DType::kBF16;
+  model.qk_norm = true;
+  model.num_layers = 3;
+  model.hidden = 256;
+  model.heads = 4;
+  model.kv_heads = 2;
+  model.head_dim = 128;
+  model.intermediate = 512;
+  std::string path = cpu::testing::tempPath("tiny-cuda-rope-in-attention.txm");
+  ASSERT_TRUE(cpu::testing::writeTinyModel(path, model).isOk());
+  auto artifact = artifact::LoadedArtifact::load(path);
+  ASSERT_TRUE(artifact.isOk()) << artifact.status().toString();
+  CudaExecutorOptions rope_kernel;
+  CudaExecutorOptions folded;
+  folded.rope_in_attention = true;
+  for (const auto &batch : {prompts(), std::vector<std::vector<int32_t>>{prompts()[2]}}) {
+    Generation reference = generate(**artifact, rope_kernel, true, {}, batch);
+    Generation with_folded = generate(**artifact, folded, true, {}, batch);
+    EXPECT_EQ(with_folded.tokens, reference.tokens);
+    expectClose(with_folded, reference, 0.0, "rope folded into the decode attention");
+  }
 }
 
 TEST(CudaExecutorTest, OutOfGpuMemoryIsAClearErrorAndLeavesTheGpuUsable) {

@@ -686,6 +686,22 @@ int main(int argc, char **argv) {
         c.early_kv = mode == 2;
         runDecode<__nv_bfloat16>(c, bf16, rng);
       }
+    // The contexts of the model benchmarks' decode steps (128-token prompt,
+    // up to 128 new tokens), launched as the step launches them (graph,
+    // PDL, early K/V), at each split count: Llama-3-8B's GQA 32/8 and
+    // Qwen3-0.6B's 16/8.
+    for (int heads : {32, 16})
+      for (int splits : {1, 2, 4, 8}) {
+        DecodeCase c{"diag b1 L256 h" + std::to_string(heads) + "/8 graph+pdl+early-kv splits=" +
+                         std::to_string(splits),
+                     1, heads, 8, 128, 16, {}, 256};
+        c.timed = true;
+        c.cuda_graph = true;
+        c.pdl = true;
+        c.early_kv = true;
+        c.forced_splits = splits;
+        runDecode<__nv_bfloat16>(c, bf16, rng);
+      }
     for (int variant = 0; variant < 4; ++variant) {
       DecodeCase c{"", 1, 32, 8, 128, 16, {}, 4096};
       c.timed = true;

@@ -365,6 +365,9 @@ Status CudaExecutor::State::prepare() {
   TXC_ASSIGN_OR_RETURN(void *dt,
                        allocate(static_cast<uint64_t>(max_num_seqs) * 4, "sampled tokens"));
   device_tokens = static_cast<int32_t *>(dt);
+  const size_t argmax_bytes = argmaxWorkspaceBytes(max_num_seqs);
+  TXC_ASSIGN_OR_RETURN(argmax_workspace, allocate(argmax_bytes, "the argmax workspace"));
+  CU(cudaMemset(argmax_workspace, 0, argmax_bytes), path + ": clearing the argmax workspace");
   CU(cudaMallocHost(&host_tokens, static_cast<size_t>(max_num_seqs) * 4),
      path + ": pinned sampled tokens");
   if (options.device_sampling) {

@@ -201,20 +201,60 @@ __global__ void gatherLastKernel(const void *input, EType input_type, int64_t co
     st(out, out_type, s * cols + c, ld(input, input_type, row * cols + c));
 }
 
-// Greedy sampling: one block per row. Each thread scans a strided slice, so
-// its first maximum is its lowest index; the reduction keeps the lowest
-// index among equal maxima, as sampleToken does on the host.
-constexpr int kArgmaxThreads = 1024;
+// Greedy sampling: kArgmaxSlices blocks per row each scan a slice of it
+// (a 152k-entry row is 600 KB: one block alone walks it in ~10 us of
+// dependent L2 round trips); the last block of a row to finish (a counter
+// per row, left at zero) reduces the slices' winners. Each thread scans a
+// strided part of its slice, so its first maximum is its lowest index, and
+// every reduction keeps the lowest index among equal maxima, as sampleToken
+// does on the host. A NaN anywhere makes the row -1.
+constexpr int kArgmaxThreads = 256;
+constexpr int kArgmaxSlices = 32;
+constexpr int32_t kArgmaxNan = -2; // a slice's index when it saw a NaN
 
-__global__ void argmaxKernel(const float *logits, int64_t vocab, int32_t *out) {
-  __shared__ float best_values[32];
-  __shared__ int32_t best_indices[32];
-  const float *row = logits + static_cast<int64_t>(blockIdx.x) * vocab;
+__device__ __forceinline__ bool argmaxBetter(float v, int32_t i, float w, int32_t j) {
+  return v > w || (v == w && i < j);
+}
+
+/// The block's best (value, index) into thread 0's registers.
+__device__ void argmaxBlockReduce(float &best, int32_t &index) {
+  __shared__ float best_values[kArgmaxThreads / 32];
+  __shared__ int32_t best_indices[kArgmaxThreads / 32];
+  for (int o = 16; o > 0; o >>= 1) {
+    float v = __shfl_xor_sync(0xffffffffu, best, o);
+    int32_t i = __shfl_xor_sync(0xffffffffu, index, o);
+    if (argmaxBetter(v, i, best, index)) {
+      best = v;
+      index = i;
+    }
+  }
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  if (lane == 0) {
+    best_values[warp] = best;
+    best_indices[warp] = index;
+  }
+  __syncthreads();
+  if (threadIdx.x == 0)
+    for (int w = 1; w < kArgmaxThreads / 32; ++w)
+      if (argmaxBetter(best_values[w], best_indices[w], best, index)) {
+        best = best_values[w];
+        index = best_indices[w];
+      }
+}
+
+__global__ void __launch_bounds__(kArgmaxThreads)
+    argmaxKernel(const float *logits, int64_t vocab, float *slice_values, int32_t *slice_indices,
+                 unsigned *counters, int32_t *out) {
+  __shared__ bool last;
+  const int64_t row = blockIdx.y, slice = blockIdx.x;
+  const float *values = logits + row * vocab;
+  const int64_t begin = vocab * slice / kArgmaxSlices, end = vocab * (slice + 1) / kArgmaxSlices;
   float best = -INFINITY;
   int32_t index = INT32_MAX;
   bool nan = false;
-  for (int64_t c = threadIdx.x; c < vocab; c += blockDim.x) {
-    float v = row[c];
+#pragma unroll 4
+  for (int64_t c = begin + threadIdx.x; c < end; c += kArgmaxThreads) {
+    const float v = values[c];
     if (isnan(v))
       nan = true;
     else if (v > best) {
@@ -222,29 +262,33 @@ __global__ void argmaxKernel(const float *logits, int64_t vocab, int32_t *out) {
       index = static_cast<int32_t>(c);
     }
   }
-  auto better = [](float v, int32_t i, float w, int32_t j) { return v > w || (v == w && i < j); };
-  for (int o = 16; o > 0; o >>= 1) {
-    float v = __shfl_xor_sync(0xffffffffu, best, o);
-    int32_t i = __shfl_xor_sync(0xffffffffu, index, o);
-    if (better(v, i, best, index)) {
+  const bool any_nan = __syncthreads_or(nan);
+  argmaxBlockReduce(best, index);
+  if (threadIdx.x == 0) {
+    slice_values[row * kArgmaxSlices + slice] = best;
+    slice_indices[row * kArgmaxSlices + slice] = any_nan ? kArgmaxNan : index;
+    __threadfence(); // the slice's winner, before the count that publishes it
+    last = atomicAdd(counters + row, 1u) == kArgmaxSlices - 1;
+    if (last)
+      counters[row] = 0;
+  }
+  __syncthreads();
+  if (!last || threadIdx.x != 0)
+    return;
+  __threadfence();
+  best = -INFINITY;
+  index = INT32_MAX;
+  bool row_nan = false;
+  for (int s = 0; s < kArgmaxSlices; ++s) { // in slice order: ties keep the lowest index
+    const float v = __ldcg(slice_values + row * kArgmaxSlices + s);
+    const int32_t i = __ldcg(slice_indices + row * kArgmaxSlices + s);
+    row_nan = row_nan || i == kArgmaxNan;
+    if (i != kArgmaxNan && argmaxBetter(v, i, best, index)) {
       best = v;
       index = i;
     }
   }
-  int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  if (lane == 0) {
-    best_values[warp] = best;
-    best_indices[warp] = index;
-  }
-  bool any_nan = __syncthreads_or(nan);
-  if (threadIdx.x != 0)
-    return;
-  for (int w = 1; w < static_cast<int>(blockDim.x / 32); ++w)
-    if (better(best_values[w], best_indices[w], best, index)) {
-      best = best_values[w];
-      index = best_indices[w];
-    }
-  out[blockIdx.x] = any_nan || index == INT32_MAX ? -1 : index;
+  out[row] = row_nan || index == INT32_MAX ? -1 : index;
 }
 
 __global__ void spinKernel(long long cycles) {
@@ -260,9 +304,20 @@ cudaError_t launchSpin(long long cycles, cudaStream_t stream) {
   return cudaGetLastError();
 }
 
-cudaError_t launchArgmax(const float *logits, int64_t rows, int64_t vocab, int32_t *out,
-                         cudaStream_t stream) {
-  argmaxKernel<<<rows, kArgmaxThreads, 0, stream>>>(logits, vocab, out);
+size_t argmaxWorkspaceBytes(int64_t rows) {
+  return static_cast<size_t>(rows) * (kArgmaxSlices * (sizeof(float) + sizeof(int32_t)) +
+                                      sizeof(unsigned));
+}
+
+cudaError_t launchArgmax(const float *logits, int64_t rows, int64_t vocab, void *workspace,
+                         int32_t *out, cudaStream_t stream) {
+  if (rows <= 0)
+    return cudaSuccess;
+  float *slice_values = static_cast<float *>(workspace);
+  int32_t *slice_indices = reinterpret_cast<int32_t *>(slice_values + rows * kArgmaxSlices);
+  unsigned *counters = reinterpret_cast<unsigned *>(slice_indices + rows * kArgmaxSlices);
+  argmaxKernel<<<dim3(kArgmaxSlices, static_cast<unsigned>(rows)), kArgmaxThreads, 0, stream>>>(
+      logits, vocab, slice_values, slice_indices, counters, out);
   return cudaGetLastError();
 }
 

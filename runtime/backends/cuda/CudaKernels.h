@@ -23,9 +23,11 @@ enum class EType : int { kF32 = 0, kBF16 = 1, kF16 = 2 };
 cudaError_t launchSpin(long long cycles, cudaStream_t stream);
 
 /// out[r] = argmax of fp32 logits row r (ties to the lowest id; -1 for a row
-/// with a NaN or only -inf).
-cudaError_t launchArgmax(const float *logits, int64_t rows, int64_t vocab, int32_t *out,
-                         cudaStream_t stream);
+/// with a NaN or only -inf). `workspace`: argmaxWorkspaceBytes(rows) bytes,
+/// zeroed once before the first launch (per-row counters, left at zero).
+size_t argmaxWorkspaceBytes(int64_t rows);
+cudaError_t launchArgmax(const float *logits, int64_t rows, int64_t vocab, void *workspace,
+                         int32_t *out, cudaStream_t stream);
 
 cudaError_t launchEmbedding(const int32_t *tokens, int64_t num_tokens, const void *table,
                             EType table_type, int64_t table_rows, int64_t cols, int64_t vocab_start,

@@ -188,6 +188,7 @@ struct CudaExecutor::State {
   // Sampling on the device (argmax alone when every row is greedy), tokens
   // back through pinned memory.
   int32_t *device_tokens = nullptr, *host_tokens = nullptr;
+  void *argmax_workspace = nullptr; // argmaxWorkspaceBytes(max_num_seqs)
   engine::RowSampling *device_row_sampling = nullptr, *host_row_sampling = nullptr;
   void *sampling_workspace = nullptr;
   size_t sampling_workspace_bytes = 0;

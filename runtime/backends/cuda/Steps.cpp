@@ -252,7 +252,7 @@ Status CudaExecutor::State::step(const engine::Batch &b, float *logits, int32_t 
                                          device_tokens, stream),
                           path + ": sampling");
   } else if (status.isOk() && tokens) {
-    status = cudaStatus(launchArgmax(device_logits, n, vocab_size, device_tokens, stream),
+    status = cudaStatus(launchArgmax(device_logits, n, vocab_size, argmax_workspace, device_tokens, stream),
                         path + ": greedy sampling");
   }
   if (status.isOk() && tokens && !host_sampling_rows)

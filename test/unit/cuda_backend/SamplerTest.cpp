@@ -8,9 +8,11 @@
 //===----------------------------------------------------------------------===//
 #include "GpuTest.h"
 
+#include "runtime/backends/cuda/CudaKernels.h"
 #include "runtime/backends/cuda/Sampler.h"
 #include "txc/engine/Sampling.h"
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <vector>
@@ -103,6 +105,57 @@ void checkVocabulary(int32_t vocab) {
   for (void *p : {static_cast<void *>(d_logits), static_cast<void *>(d_sampling),
                   static_cast<void *>(d_tokens), workspace})
     cudaFree(p);
+}
+
+// Greedy rows on the device (launchArgmax): the maximum in any of the
+// row's slices, ties to the lowest id across slice boundaries, a NaN in
+// any slice or nothing but -inf giving -1; twice, so the per-row counters
+// are seen to be left at zero.
+TEST(SamplerTest, ArgmaxTakesTheLowestIdOfTheMaximum) {
+  TXC_SKIP_WITHOUT_GPU();
+  for (int64_t vocab : {64, 1000, 151936}) {
+    SCOPED_TRACE("vocabulary " + std::to_string(vocab));
+    const int64_t rows = 7;
+    std::mt19937 rng(static_cast<uint32_t>(vocab));
+    std::normal_distribution<float> normal(0.0f, 3.0f);
+    std::vector<float> logits(static_cast<size_t>(rows * vocab));
+    for (float &v : logits)
+      v = normal(rng);
+    auto at = [&](int64_t r, int64_t c) -> float & { return logits[static_cast<size_t>(r * vocab + c)]; };
+    at(1, vocab - 1) = 100.0f; // the last entry
+    at(2, vocab / 2) = at(2, vocab / 3) = at(2, vocab - 2) = 50.0f; // ties in different slices
+    at(3, 0) = at(3, vocab - 1) = 70.0f;
+    at(4, vocab - 3) = NAN;
+    for (int64_t c = 0; c < vocab; ++c)
+      at(5, c) = -INFINITY;
+    at(6, vocab / 7) = INFINITY;
+    std::vector<int32_t> want(rows);
+    for (int64_t r = 0; r < rows; ++r)
+      want[r] = static_cast<int32_t>(
+          std::max_element(logits.begin() + r * vocab, logits.begin() + (r + 1) * vocab) -
+          (logits.begin() + r * vocab));
+    want[2] = static_cast<int32_t>(vocab / 3);
+    want[3] = 0;
+    want[4] = want[5] = -1;
+    float *d_logits = nullptr;
+    int32_t *d_tokens = nullptr;
+    void *workspace = nullptr;
+    ASSERT_EQ(cudaMalloc(&d_logits, logits.size() * 4), cudaSuccess);
+    ASSERT_EQ(cudaMalloc(&d_tokens, rows * 4), cudaSuccess);
+    ASSERT_EQ(cudaMalloc(&workspace, argmaxWorkspaceBytes(rows)), cudaSuccess);
+    ASSERT_EQ(cudaMemset(workspace, 0, argmaxWorkspaceBytes(rows)), cudaSuccess);
+    ASSERT_EQ(cudaMemcpy(d_logits, logits.data(), logits.size() * 4, cudaMemcpyHostToDevice),
+              cudaSuccess);
+    for (int run = 0; run < 2; ++run) {
+      ASSERT_EQ(cudaMemset(d_tokens, 0x7f, rows * 4), cudaSuccess);
+      ASSERT_EQ(launchArgmax(d_logits, rows, vocab, workspace, d_tokens, nullptr), cudaSuccess);
+      std::vector<int32_t> got(rows);
+      ASSERT_EQ(cudaMemcpy(got.data(), d_tokens, rows * 4, cudaMemcpyDeviceToHost), cudaSuccess);
+      EXPECT_EQ(got, want) << "run " << run;
+    }
+    for (void *p : {static_cast<void *>(d_logits), static_cast<void *>(d_tokens), workspace})
+      cudaFree(p);
+  }
 }
 
 TEST(SamplerTest, DrawsExactlyWhatTheHostSamplerDraws) {

@@ -289,6 +289,7 @@ struct DecodeCase {
   bool cuda_graph = false;  // diagnostic: time replays of a graph of kGraphLaunches launches
   bool pdl = false;         // with cuda_graph: launched with PDL, as the CUDA backend does
   bool early_kv = false;    // DecodeParams::kv_before_wait (older keys read before the wait)
+  bool cluster_combine = false; // DecodeParams::cluster_combine (splits merged in a cluster)
 };
 
 constexpr int kGraphLaunches = 20;
@@ -338,6 +339,7 @@ template <typename T> void runDecode(const DecodeCase &c, ElementType dtype, std
     p.num_splits = splits;
     p.programmatic_launch = c.pdl;
     p.kv_before_wait = c.early_kv;
+    p.cluster_combine = c.cluster_combine;
     if (splits > 1) {
       p.maybe_partial_o = reinterpret_cast<float *>(workspace.as<char>() + ws.partial_o_offset);
       p.maybe_partial_lse = reinterpret_cast<float *>(workspace.as<char>() + ws.partial_lse_offset);
@@ -347,8 +349,10 @@ template <typename T> void runDecode(const DecodeCase &c, ElementType dtype, std
     return p;
   };
 
+  const bool in_cluster = c.cluster_combine && splits >= 2 && splits <= kMaxClusterSplits;
   const std::string name = c.name + " " + elementTypeName(dtype) + " splits=" + std::to_string(splits) +
-                           (splits > 1 ? (c.fused_combine ? " fused" : " combine-kernel") : "");
+                           (splits > 1 ? (in_cluster ? " cluster" : c.fused_combine ? " fused" : " combine-kernel")
+                                       : "");
   // Two launches on poisoned output: the second checks that the fused
   // combine's counters were reset by the first.
   for (int round = 0; round < 2; ++round) {
@@ -630,6 +634,17 @@ int main(int argc, char **argv) {
       c.early_kv = true;
       runDecode<__nv_bfloat16>(c, bf16, rng);
     }
+    // The splits merged through distributed shared memory, at 2 to 8 splits
+    // (a cluster each), including the early path.
+    for (int splits : {2, 5, 8})
+      for (int i : {0, 1, 3, 4, 5, 6}) {
+        DecodeCase c = decode_checks[i];
+        c.name += " cluster";
+        c.cluster_combine = true;
+        c.forced_splits = splits;
+        c.early_kv = splits == 5;
+        runDecode<__nv_bfloat16>(c, bf16, rng);
+      }
     runDecode<__half>(decode_checks[0], fp16, rng);
     runDecode<__half>(decode_checks[5], fp16, rng);
   }
@@ -691,17 +706,33 @@ int main(int argc, char **argv) {
     // PDL, early K/V), at each split count: Llama-3-8B's GQA 32/8 and
     // Qwen3-0.6B's 16/8.
     for (int heads : {32, 16})
-      for (int splits : {1, 2, 4, 8}) {
-        DecodeCase c{"diag b1 L256 h" + std::to_string(heads) + "/8 graph+pdl+early-kv splits=" +
-                         std::to_string(splits),
-                     1, heads, 8, 128, 16, {}, 256};
-        c.timed = true;
-        c.cuda_graph = true;
-        c.pdl = true;
-        c.early_kv = true;
-        c.forced_splits = splits;
-        runDecode<__nv_bfloat16>(c, bf16, rng);
-      }
+      for (int splits : {1, 2, 4, 8})
+        for (bool cluster : {false, true}) {
+          if (cluster && splits == 1)
+            continue;
+          DecodeCase c{"diag b1 L256 h" + std::to_string(heads) + "/8 graph+pdl+early-kv splits=" +
+                           std::to_string(splits) + (cluster ? " cluster" : ""),
+                       1, heads, 8, 128, 16, {}, 256};
+          c.timed = true;
+          c.cuda_graph = true;
+          c.pdl = true;
+          c.early_kv = true;
+          c.cluster_combine = cluster;
+          c.forced_splits = splits;
+          runDecode<__nv_bfloat16>(c, bf16, rng);
+        }
+    // Batch 1 at 4k with 8 splits merged in a cluster, against the 32-split
+    // fused merge above.
+    {
+      DecodeCase c{"diag b1 L4096 graph+pdl+early-kv splits=8 cluster", 1, 32, 8, 128, 16, {}, 4096};
+      c.timed = true;
+      c.cuda_graph = true;
+      c.pdl = true;
+      c.early_kv = true;
+      c.cluster_combine = true;
+      c.forced_splits = 8;
+      runDecode<__nv_bfloat16>(c, bf16, rng);
+    }
     for (int variant = 0; variant < 4; ++variant) {
       DecodeCase c{"", 1, 32, 8, 128, 16, {}, 4096};
       c.timed = true;

@@ -28,6 +28,8 @@ mode --flags=--no-fuse-norms --atol 0.15 --batch 3
 mode --flags=--host-sampling --sampled --batch 5
 mode --flags=--fuse-rope --atol 0 --batch 3
 mode --flags=--rope-in-attention --atol 0 --batch 3
+mode --flags=--attention-cluster-combine --atol 0 --batch 1
+mode --flags=--attention-cluster-combine --atol 0 --batch 3
 python3 test/gpu/compare_modes.py "$B/tx-run" "$B/llama-3-8b.txm" --flags=--rope-in-attention --atol 0 \
   --batch 1 --new 8 -- --random-weights 1 2>&1 | tee -a "$OUT/modes.log" | tail -1
 [ "${PIPESTATUS[0]}" = 0 ] || fails=$((fails + 1))
@@ -76,6 +78,7 @@ timing q06-b1-fused-rope "$Q" 1 128 --fuse-rope
 timing q06-b1-late-kv "$Q" 1 128 --no-attention-early-kv
 timing q06-b1-graphs-again "$Q" 1 128
 timing q06-b1-rope-in-attention "$Q" 1 128 --rope-in-attention
+timing q06-b1-cluster-combine "$Q" 1 128 --attention-cluster-combine
 timing q06-b1-sampled "$Q" 1 128 "${sample[@]}"
 timing q06-b32-graphs "$Q" 32 64
 timing q06-b32-sampled "$Q" 32 64 "${sample[@]}"
@@ -84,6 +87,7 @@ timing q06-b32-host-sampled "$Q" 32 64 "${sample[@]}" --host-sampling
 [ -f "$L" ] && timing l8b-b1-fused-rope "$L" 1 64 --fuse-rope
 [ -f "$L" ] && timing l8b-b1-late-kv "$L" 1 64 --no-attention-early-kv
 [ -f "$L" ] && timing l8b-b1-rope-in-attention "$L" 1 64 --rope-in-attention
+[ -f "$L" ] && timing l8b-b1-cluster-combine "$L" 1 64 --attention-cluster-combine
 [ -f "$L" ] && timing l8b-b32-graphs "$L" 32 32
 timing q06-b32-lazy-graphs "$Q" 32 64 --lazy-graphs
 for b in 4 8; do

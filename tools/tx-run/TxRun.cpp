@@ -89,6 +89,9 @@ Output:
                           default 8 rows where K is at most 3072, else none)
   --lazy-graphs           (cuda) capture each decode graph at its first step
                           instead of all of them at startup (faster startup)
+  --attention-cluster-combine
+                          (cuda) decode attention merges its 2-8 splits in a
+                          thread-block cluster (not yet measured on a GPU)
   --rope-in-attention     (cuda) no decode rope kernel: the decode attention
                           applies q/k-norm and rotary and appends the newest
                           K/V itself (not yet measured on a GPU)
@@ -119,6 +122,7 @@ struct Options {
   bool attention_pdl = true;
   bool fuse_rope = false;
   bool rope_in_attention = false;
+  bool attention_cluster_combine = false;
   int gemv_max_rows = 4;
   int decode_split_min_tokens = 32;
   int skinny_max_rows = 0;
@@ -252,6 +256,9 @@ Options parseArguments(int argc, char **argv) {
     } else if (arg == "--lazy-graphs") {
       cudaOnly();
       options.capture_graphs = false;
+    } else if (arg == "--attention-cluster-combine") {
+      cudaOnly();
+      options.attention_cluster_combine = true;
     } else if (arg == "--rope-in-attention") {
       cudaOnly();
       options.rope_in_attention = true;
@@ -331,6 +338,7 @@ int main(int argc, char **argv) {
     cuda_options.attention_pdl = options.attention_pdl;
     cuda_options.fuse_rope = options.fuse_rope;
     cuda_options.rope_in_attention = options.rope_in_attention;
+    cuda_options.attention_cluster_combine = options.attention_cluster_combine;
     cuda_options.gemv_max_rows = options.gemv_max_rows;
     cuda_options.decode_split_min_tokens = options.decode_split_min_tokens;
     cuda_options.skinny_max_rows = options.skinny_max_rows;

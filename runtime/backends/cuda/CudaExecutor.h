@@ -93,6 +93,11 @@ struct CudaExecutorOptions {
   /// key comes from it). Bit-identical; -0.03 ms per step on both shapes
   /// at batch 1 on the H200.
   bool attention_early_kv = true;
+  /// Decode attention of 2-8 splits merges them in a thread-block cluster
+  /// through distributed shared memory instead of partials in global memory,
+  /// a fence and a counter. Off until measured on a GPU (written after
+  /// session 4's last run).
+  bool attention_cluster_combine = false;
   /// Split-KV decode cuts a sequence's keys into chunks of at least this
   /// many tokens (every split costs a partial write and a merge).
   int32_t decode_split_min_tokens = 32;

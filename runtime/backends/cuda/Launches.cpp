@@ -272,6 +272,7 @@ Status CudaExecutor::State::attention(const LaunchAttributes &attributes, const 
       p.variant = variant;
       p.programmatic_launch = options.attention_pdl;
       p.kv_before_wait = options.attention_pdl && options.attention_early_kv;
+      p.cluster_combine = options.attention_cluster_combine;
       int splits = 1;
       // At most kMaxDecodeSplits (the workspace), and chunks of at least
       // decode_split_min_tokens, which only matter below 1k tokens of

@@ -95,16 +95,82 @@ __device__ __forceinline__ void combineOneElement(const DecodeParams &p, int seq
     p.maybe_lse[row] = max_lse == -INFINITY ? -INFINITY : (max_lse + log2f(weight_sum)) * kLn2;
 }
 
+/// Merges the num_splits partials of the G heads of (seq, kv_head) in one
+/// CTA and writes the output: load_lse(split, g) gives a split's base-2 LSE,
+/// load_o4(split, g, quad) four of its normalized output elements. The split
+/// weights are staged in shared memory once, so the element loop issues only
+/// independent loads; splits are summed in order (deterministic).
+/// Shared scratch of combineSplitsInCta.
+template <int G> struct CombineScratch {
+  float split_weight[G * kMaxFusedSplits];
+  float head_lse[G], head_weight_sum[G];
+};
+
+template <typename T, int G, int D, int kThreads, typename LoadLse, typename LoadO4>
+__device__ __forceinline__ void combineSplitsInCta(const DecodeParams &params, int seq, int kv_head,
+                                                   CombineScratch<G> &scratch, LoadLse load_lse, LoadO4 load_o4) {
+  using Ops = ElementOps<T>;
+  float *split_weight = scratch.split_weight, *head_lse = scratch.head_lse, *head_weight_sum = scratch.head_weight_sum;
+  const int num_splits = params.num_splits;
+  for (int i = threadIdx.x; i < G * num_splits; i += kThreads)
+    split_weight[i] = load_lse(i % num_splits, i / num_splits);
+  __syncthreads();
+  if (threadIdx.x < G) {
+    float *w = split_weight + threadIdx.x * num_splits;
+    float max_lse = -INFINITY;
+    for (int sp = 0; sp < num_splits; ++sp)
+      max_lse = fmaxf(max_lse, w[sp]);
+    float sum = 0.f;
+    for (int sp = 0; sp < num_splits; ++sp) {
+      w[sp] = max_lse == -INFINITY ? 0.f : exp2f(w[sp] - max_lse);
+      sum += w[sp];
+    }
+    head_lse[threadIdx.x] = max_lse == -INFINITY ? -INFINITY : (max_lse + log2f(sum)) * kLn2;
+    head_weight_sum[threadIdx.x] = sum;
+  }
+  __syncthreads();
+  // Many loads in flight per thread: this loop is the serial tail of the
+  // launch, so it is latency that counts here, not bandwidth.
+  constexpr int kQuads = D / 4;
+  for (int idx = threadIdx.x; idx < G * kQuads; idx += kThreads) {
+    const int g = idx / kQuads, quad4 = idx % kQuads, head = kv_head * G + g;
+    const long long row = (long long)seq * params.num_qo_heads + head;
+    const float *w = split_weight + g * num_splits;
+    float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
+#pragma unroll 16
+    for (int sp = 0; sp < num_splits; ++sp) {
+      const float4 v = load_o4(sp, g, quad4);
+      acc.x += w[sp] * v.x;
+      acc.y += w[sp] * v.y;
+      acc.z += w[sp] * v.z;
+      acc.w += w[sp] * v.w;
+    }
+    const float sum = head_weight_sum[g];
+    const float inv = sum > 0.f ? 1.f / sum : 0.f;
+    T *o = static_cast<T *>(params.o) + seq * params.o_batch_stride + head * params.o_head_stride + quad4 * 4;
+    const unsigned lo = Ops::fromFloat2(acc.x * inv, acc.y * inv), hi = Ops::fromFloat2(acc.z * inv, acc.w * inv);
+    *reinterpret_cast<uint2 *>(o) = make_uint2(lo, hi);
+    if (params.maybe_lse != nullptr && quad4 == 0)
+      params.maybe_lse[row] = head_lse[g];
+  }
+}
+
 /// Shared tail of the decode kernels: merges the per-warp softmax states held
 /// in shared memory (acc [W][G][D], m and l [W][G], base-2 maxima), then writes
 /// the output (one split), or the split's partial and, when split counters are
-/// given, lets the last CTA of the (sequence, kv head) merge all splits.
+/// given, lets the last CTA of the (sequence, kv head) merge all splits; with
+/// cluster_combine the partials stay in shared memory and the cluster's first
+/// CTA merges them from there.
 template <typename T, int G, int D, int W, int kThreads>
 __device__ __forceinline__ void decodeEpilogue(const DecodeParams &params, const float *warp_acc,
                                                const float *warp_m, const float *warp_l, int split, int seq,
                                                int kv_head) {
   using Ops = ElementOps<T>;
   const long long rows = (long long)params.batch * params.num_qo_heads;
+  const bool cluster = params.cluster_combine;
+  __shared__ __align__(16) float cluster_o[G * D];
+  __shared__ float cluster_lse[G];
+  __shared__ CombineScratch<G> combine_scratch;
   for (int idx = threadIdx.x; idx < G * D; idx += kThreads) {
     const int g = idx / D, dim = idx % D;
     const int head = kv_head * G + g;
@@ -124,7 +190,11 @@ __device__ __forceinline__ void decodeEpilogue(const DecodeParams &params, const
     }
     const float lse2 = max_m == -INFINITY ? -INFINITY : max_m + log2f(sum);
     const long long row = (long long)seq * params.num_qo_heads + head;
-    if (params.num_splits == 1) {
+    if (cluster) {
+      cluster_o[idx] = out;
+      if (dim == 0)
+        cluster_lse[g] = lse2;
+    } else if (params.num_splits == 1) {
       T *o = static_cast<T *>(params.o) + seq * params.o_batch_stride + head * params.o_head_stride;
       o[dim] = Ops::fromFloat(out);
       if (params.maybe_lse != nullptr && dim == 0)
@@ -136,6 +206,19 @@ __device__ __forceinline__ void decodeEpilogue(const DecodeParams &params, const
     }
   }
 
+  if (cluster) {
+    // The splits of (seq, kv head) are one cluster along x, rank = split.
+    clusterSync(); // every CTA's partial is in its shared memory
+    if (clusterCtaRank() == 0)
+      combineSplitsInCta<T, G, D, kThreads>(
+          params, seq, kv_head, combine_scratch,
+          [&](int sp, int g) { return loadCluster(clusterSharedAddress(cluster_lse + g, sp)); },
+          [&](int sp, int g, int quad4) {
+            return loadCluster4(clusterSharedAddress(cluster_o + g * D + quad4 * 4, sp));
+          });
+    clusterSync(); // the others' shared memory lives until the first CTA has read it
+    return;
+  }
   if (params.num_splits == 1 || params.maybe_split_counters == nullptr)
     return;
 
@@ -150,56 +233,11 @@ __device__ __forceinline__ void decodeEpilogue(const DecodeParams &params, const
   if (!is_last_split)
     return;
   __threadfence();
-  // The split weights of the G heads are staged in shared memory once, so the
-  // element loop below issues only independent loads of the partials.
-  __shared__ float split_weight[G * kMaxFusedSplits];
-  __shared__ float head_lse[G], head_weight_sum[G];
-  const int num_splits = params.num_splits;
-  for (int i = threadIdx.x; i < G * num_splits; i += kThreads) {
-    const int g = i / num_splits, sp = i % num_splits;
-    split_weight[i] = __ldcg(params.maybe_partial_lse + sp * rows + (long long)seq * params.num_qo_heads + kv_head * G + g);
-  }
-  __syncthreads();
-  if (threadIdx.x < G) {
-    float *w = split_weight + threadIdx.x * num_splits;
-    float max_lse = -INFINITY;
-    for (int sp = 0; sp < num_splits; ++sp)
-      max_lse = fmaxf(max_lse, w[sp]);
-    float sum = 0.f;
-    for (int sp = 0; sp < num_splits; ++sp) {
-      w[sp] = max_lse == -INFINITY ? 0.f : exp2f(w[sp] - max_lse);
-      sum += w[sp];
-    }
-    head_lse[threadIdx.x] = max_lse == -INFINITY ? -INFINITY : (max_lse + log2f(sum)) * kLn2;
-    head_weight_sum[threadIdx.x] = sum;
-  }
-  __syncthreads();
-  // 16-byte loads, many in flight per thread: this loop is the serial tail
-  // of the launch, so it is latency that counts here, not bandwidth.
-  constexpr int kQuads = D / 4;
-  for (int idx = threadIdx.x; idx < G * kQuads; idx += kThreads) {
-    const int g = idx / kQuads, quad4 = idx % kQuads, head = kv_head * G + g;
-    const long long row = (long long)seq * params.num_qo_heads + head;
-    const float *w = split_weight + g * num_splits;
-    const float4 *partial = reinterpret_cast<const float4 *>(params.maybe_partial_o) + row * kQuads + quad4;
-    const long long split_stride = rows * kQuads;
-    float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
-#pragma unroll 16
-    for (int sp = 0; sp < num_splits; ++sp) {
-      const float4 v = __ldcg(partial + sp * split_stride);
-      acc.x += w[sp] * v.x;
-      acc.y += w[sp] * v.y;
-      acc.z += w[sp] * v.z;
-      acc.w += w[sp] * v.w;
-    }
-    const float sum = head_weight_sum[g];
-    const float inv = sum > 0.f ? 1.f / sum : 0.f;
-    T *o = static_cast<T *>(params.o) + seq * params.o_batch_stride + head * params.o_head_stride + quad4 * 4;
-    const unsigned lo = Ops::fromFloat2(acc.x * inv, acc.y * inv), hi = Ops::fromFloat2(acc.z * inv, acc.w * inv);
-    *reinterpret_cast<uint2 *>(o) = make_uint2(lo, hi);
-    if (params.maybe_lse != nullptr && quad4 == 0)
-      params.maybe_lse[row] = head_lse[g];
-  }
+  const long long head0 = (long long)seq * params.num_qo_heads + kv_head * G;
+  const float4 *partial_o = reinterpret_cast<const float4 *>(params.maybe_partial_o);
+  combineSplitsInCta<T, G, D, kThreads>(
+      params, seq, kv_head, combine_scratch, [&](int sp, int g) { return __ldcg(params.maybe_partial_lse + sp * rows + head0 + g); },
+      [&](int sp, int g, int quad4) { return __ldcg(partial_o + ((sp * rows + head0 + g) * D) / 4 + quad4); });
   if (threadIdx.x == 0)
     *counter = 0; // ready for the next launch (and for CUDA graph replays)
 }

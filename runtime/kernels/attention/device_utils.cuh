@@ -109,6 +109,37 @@ template <int kPending> __device__ __forceinline__ void cpAsyncWait() {
   asm volatile("cp.async.wait_group %0;" ::"n"(kPending));
 }
 
+/// Thread-block clusters (sm_90). clusterSync: every thread of every CTA of
+/// the cluster arrives (release) and waits (acquire), so shared-memory
+/// writes before it are visible to other CTAs' loads after it.
+__device__ __forceinline__ unsigned clusterCtaRank() {
+  unsigned rank;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(rank));
+  return rank;
+}
+__device__ __forceinline__ void clusterSync() {
+  asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+}
+/// The address of `local` (this CTA's shared memory) in CTA `rank`'s.
+__device__ __forceinline__ unsigned clusterSharedAddress(const void *local, unsigned rank) {
+  unsigned address;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(address) : "r"(smemAddress(local)), "r"(rank));
+  return address;
+}
+__device__ __forceinline__ float loadCluster(unsigned address) {
+  float v;
+  asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(v) : "r"(address) : "memory");
+  return v;
+}
+__device__ __forceinline__ float4 loadCluster4(unsigned address) {
+  float4 v;
+  asm volatile("ld.shared::cluster.v4.f32 {%0,%1,%2,%3}, [%4];"
+               : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
+               : "r"(address)
+               : "memory");
+  return v;
+}
+
 __device__ __forceinline__ void ldmatrixX4(unsigned (&r)[4], unsigned addr) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])

@@ -80,9 +80,14 @@ inline Status checkDecodeParams(const DecodeParams &p) {
   return Status::ok();
 }
 
-template <typename T> Status launchPagedDecodeTyped(const AttentionConfig &config, const DecodeParams &p,
+template <typename T> Status launchPagedDecodeTyped(const AttentionConfig &config, const DecodeParams &params,
                                                     cudaStream_t stream) {
-  TXC_RETURN_IF_ERROR(checkDecodeParams(p));
+  TXC_RETURN_IF_ERROR(checkDecodeParams(params));
+  // The cluster merge where the split count allows it; the fused or kernel
+  // combine elsewhere.
+  DecodeParams p = params;
+  p.cluster_combine = params.cluster_combine && params.num_splits >= 2 && params.num_splits <= kMaxClusterSplits;
+  const unsigned cluster_x = p.cluster_combine ? static_cast<unsigned>(p.num_splits) : 1u;
   const int group = p.num_qo_heads / p.num_kv_heads;
   if (p.maybe_rope_qkv != nullptr &&
       (group < kMinGroupForMmaDecode || p.rope_positions == nullptr || p.rope_slot_mapping == nullptr ||
@@ -100,15 +105,16 @@ template <typename T> Status launchPagedDecodeTyped(const AttentionConfig &confi
           auto kernel = pagedDecodeMmaKernel<Traits, decltype(variant)>;
           TXC_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                               Traits::kSmemBytes));
-          TXC_CUDA_CHECK(
-              launchKernel(kernel, grid, dim3(Traits::kThreads), Traits::kSmemBytes, stream, p.programmatic_launch, p));
+          TXC_CUDA_CHECK(launchKernelInClusters(kernel, grid, dim3(Traits::kThreads), Traits::kSmemBytes, stream,
+                                                p.programmatic_launch, cluster_x, p));
         } else {
           using Traits = DecodeTraits<T, kDim, kGroup>;
-          TXC_CUDA_CHECK(launchKernel(pagedDecodeKernel<Traits, decltype(variant)>, grid,
-                                      dim3(Traits::kThreads), 0, stream, p.programmatic_launch, p));
+          TXC_CUDA_CHECK(launchKernelInClusters(pagedDecodeKernel<Traits, decltype(variant)>, grid,
+                                                dim3(Traits::kThreads), 0, stream, p.programmatic_launch, cluster_x,
+                                                p));
         }
         TXC_CUDA_CHECK(cudaGetLastError());
-        if (p.num_splits > 1 && p.maybe_split_counters == nullptr) {
+        if (p.num_splits > 1 && p.maybe_split_counters == nullptr && !p.cluster_combine) {
           combineSplitsKernel<T, decltype(dim)::value>
               <<<p.batch * p.num_qo_heads, decltype(dim)::value, 0, stream>>>(p);
           TXC_CUDA_CHECK(cudaGetLastError());

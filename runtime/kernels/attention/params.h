@@ -15,6 +15,10 @@ namespace txc::kernels {
 /// kernel (decode.cuh) spends. Shared by the launchers and the codegen.
 constexpr int kMinGroupForMmaDecode = 2;
 
+/// The most splits DecodeParams::cluster_combine merges in one cluster (the
+/// portable cluster size).
+constexpr int kMaxClusterSplits = 8;
+
 /// Where the keys and values of sequence b, kv head h, token t live.
 ///
 /// Paged (page_table != nullptr): token t of sequence b is row (t % page_size)
@@ -67,6 +71,11 @@ struct DecodeParams {
   // When set, the last split to finish for a (sequence, kv head) merges the
   // partials itself and resets its counter, saving the combine launch.
   unsigned *maybe_split_counters = nullptr; // [batch, kv_heads], zero before first use
+  // With 2..kMaxClusterSplits splits: the splits of a (sequence, kv head)
+  // run as one thread-block cluster and merge through distributed shared
+  // memory (no partials in global memory, no counter); the launcher sets the
+  // cluster shape and clears this where the split count does not allow it.
+  bool cluster_combine = false;
   float *maybe_lse = nullptr;               // [batch, qo_heads], natural log
   // Launch with programmatic dependent launch: the kernel's blocks start
   // while the previous kernel drains and wait (pdlWait) before reading.

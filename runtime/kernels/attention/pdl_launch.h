@@ -1,7 +1,7 @@
 //===- pdl_launch.h - Kernel launches with programmatic dependent launch --===//
 //
 // kernel<<<grid, block, smem, stream>>>(args...), with the PDL attribute when
-// `pdl` is set: the kernel's blocks may start while the previous kernel on
+// `pdl` is set (and, for launchKernelInClusters, in thread-block clusters): the kernel's blocks may start while the previous kernel on
 // the stream drains, so the kernel must call pdlWait() (device_utils.cuh)
 // before reading what that kernel wrote and before writing anything. Host
 // code only (device_utils.cuh stays NVRTC-compilable); shared by the
@@ -16,20 +16,39 @@
 
 namespace txc::kernels {
 
+/// With cluster_x > 1 the grid runs as thread-block clusters of cluster_x
+/// CTAs along x (grid.x a multiple of it).
 template <typename... Params, typename... Args>
-cudaError_t launchKernel(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem,
-                         cudaStream_t stream, bool pdl, Args &&...args) {
+cudaError_t launchKernelInClusters(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem,
+                                   cudaStream_t stream, bool pdl, unsigned cluster_x, Args &&...args) {
   cudaLaunchConfig_t config = {};
   config.gridDim = grid;
   config.blockDim = block;
   config.dynamicSmemBytes = smem;
   config.stream = stream;
-  cudaLaunchAttribute attribute[1];
-  attribute[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attribute[0].val.programmaticStreamSerializationAllowed = 1;
-  config.attrs = attribute;
-  config.numAttrs = pdl ? 1 : 0;
+  cudaLaunchAttribute attributes[2];
+  unsigned count = 0;
+  if (pdl) {
+    attributes[count].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attributes[count].val.programmaticStreamSerializationAllowed = 1;
+    ++count;
+  }
+  if (cluster_x > 1) {
+    attributes[count].id = cudaLaunchAttributeClusterDimension;
+    attributes[count].val.clusterDim.x = cluster_x;
+    attributes[count].val.clusterDim.y = 1;
+    attributes[count].val.clusterDim.z = 1;
+    ++count;
+  }
+  config.attrs = attributes;
+  config.numAttrs = count;
   return cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...);
+}
+
+template <typename... Params, typename... Args>
+cudaError_t launchKernel(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem,
+                         cudaStream_t stream, bool pdl, Args &&...args) {
+  return launchKernelInClusters(kernel, grid, block, smem, stream, pdl, 1u, std::forward<Args>(args)...);
 }
 
 } // namespace txc::kernels

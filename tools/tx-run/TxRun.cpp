@@ -52,7 +52,9 @@ Model and backend:
   --weights DIR           bind a weight-stripped artifact to safetensors in DIR
   --random-weights SEED   use seeded random weights instead of the artifact's
   --threads N             CPU threads (default: all cores)
-  --kv-pages N            KV-cache pages per layer (default: from a 1 GiB budget)
+  --kv-pages N            KV-cache pages per layer (default: from a budget of
+                          1 GiB on cpu, 4 GiB on cuda, capped at what the
+                          artifact's max sequences can use)
 Output:
   --json                  one JSON object per request: request, prompt_ids,
                           output_ids, finish_reason (and text with a tokenizer)
@@ -84,7 +86,7 @@ Output:
   --no-skinny-gemm        (cuda) decode GEMMs of 3-8 rows (K at most 3072) on
                           cuBLASLt instead of the tensor-core skinny GEMM
                           (for comparison)
-  --skinny-max-rows N      (cuda) decode GEMMs of up to N rows (3-64) on the
+  --skinny-max-rows N     (cuda) decode GEMMs of up to N rows (3-64) on the
                           skinny GEMM, whatever K (for measuring it; by
                           default 8 rows where K is at most 3072, else none)
   --lazy-graphs           (cuda) capture each decode graph at its first step

@@ -3,15 +3,17 @@
 # the device tool): the CUDA binaries and weight-free or small artifacts,
 # compiled here because the GPU machine has no MLIR.
 #   test/gpu/make_bundle.sh [BUILD]   (BUILD: a CUDA-on, compiler-on build; default build-cuda)
-# Then on the GPU machine (carry BUILD/gpu):
-#   test/gpu/run_all.sh BUILD/gpu
+# It also packs BUILD/gpu-bundle.tgz (~32 MB: the device tool carries at most
+# 64 MiB, the unpacked bundle with attention_bench is ~80). Then on the GPU
+# machine (carry BUILD/gpu-bundle.tgz):
+#   tar xzf BUILD/gpu-bundle.tgz -C BUILD && test/gpu/run_all.sh BUILD/gpu
 set -eu
 BUILD=${1:-build-cuda}
 OUT=$BUILD/gpu
 TXC=$BUILD/bin/txc
 F=test/fixtures
 mkdir -p "$OUT"
-for bin in tx-run CudaBackendTests EngineTests decode_ops_bench; do
+for bin in tx-run CudaBackendTests EngineTests decode_ops_bench attention_bench; do
   cp "$BUILD/bin/$bin" "$OUT/"
 done
 # HF-golden fixtures, as the e2e lit tests compile them.
@@ -37,3 +39,5 @@ for shape in qwen3-0.6b llama-3-8b; do
   rm -rf "$dir"
 done
 du -sh "$OUT"
+tar czf "$BUILD/gpu-bundle.tgz" -C "$BUILD" gpu
+ls -l "$BUILD/gpu-bundle.tgz"

@@ -40,12 +40,12 @@ python3 test/gpu/compare_modes.py "$B/tx-run" "$B/llama-3-8b.txm" --flags=--no-a
   --batch 2 --new 8 -- --random-weights 1 2>&1 | tee -a "$OUT/modes.log" | tail -1
 [ "${PIPESTATUS[0]}" = 0 ] || fails=$((fails + 1))
 
-# Decode attention: correctness (also with early K/V) and the batch-1 diagnostics,
-# when the bundle has attention_bench (make_bundle leaves it out: with it the
-# bundle passes the device tool's 64 MiB; bench/gpu_check.sh runs it alone).
+# Decode attention: correctness (also with early K/V and the cluster merge) and
+# the batch-1 diagnostics (bench/gpu_check.sh runs the whole attention bench with
+# the torch peers).
 if [ -x "$B/attention_bench" ]; then
   "$B/attention_bench" --decode-only --json "$OUT/attention-decode.json" 2>&1 | tee "$OUT/attention-decode.log" |
-    grep -E "FAIL|diag b1 L(4096|32768) cuda-graph|b1 L4096 |b1 L32768 "
+    grep -E "FAIL|diag b1 L(4096|32768) cuda-graph|b1 L4096 |b1 L32768 |diag b1 L256|splits=8 cluster"
   [ "${PIPESTATUS[0]}" = 0 ] || fails=$((fails + 1))
 fi
 fi # TIMINGS_ONLY

@@ -18,8 +18,8 @@
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/backends/cuda/Gemv.h"
-#include "runtime/backends/cuda/SkinnyGemm.h"
 #include "runtime/backends/cuda/Launch.cuh"
+#include "runtime/backends/cuda/SkinnyGemm.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -280,7 +280,8 @@ int main(int argc, char **argv) {
     size_t layer_bytes = 0;
     for (const Op &op : ops)
       layer_bytes += size_t(op.n) * op.k * 2;
-    const int copies = std::min<int>(model.layers, static_cast<int>((size_t(240) << 20) / layer_bytes) + 1);
+    const int copies =
+        std::min<int>(model.layers, static_cast<int>((size_t(240) << 20) / layer_bytes) + 1);
     std::vector<unsigned short *> weights;
     auto alloc = [&](size_t elems, unsigned seed) {
       unsigned short *p = nullptr;
@@ -296,7 +297,8 @@ int main(int argc, char **argv) {
     unsigned short *head = alloc(size_t(model.vocab) * model.hidden, 7u);
     unsigned short *gamma = alloc(size_t(model.hidden), 9u);
     unsigned short *h = alloc(size_t(model.hidden), 3u);
-    unsigned short *qkv = alloc(size_t(model.qkv) + model.q_width, 3u); // q read as the attention output
+    unsigned short *qkv =
+        alloc(size_t(model.qkv) + model.q_width, 3u); // q read as the attention output
     unsigned short *act = alloc(size_t(model.inter), 3u);
     float *logits = nullptr;
     CHECK(cudaMalloc(&logits, size_t(model.vocab) * 4));

@@ -247,8 +247,7 @@ Options parseArguments(int argc, char **argv) {
       options.skinny_max_rows = static_cast<int>(parseInteger(arg, value(), 3, 64));
     } else if (arg == "--decode-split-min-tokens") {
       cudaOnly();
-      options.decode_split_min_tokens =
-          static_cast<int>(parseInteger(arg, value(), 1, 1 << 20));
+      options.decode_split_min_tokens = static_cast<int>(parseInteger(arg, value(), 1, 1 << 20));
     } else if (arg == "--no-attention-early-kv") {
       cudaOnly();
       options.attention_early_kv = false;

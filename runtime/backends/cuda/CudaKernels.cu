@@ -305,8 +305,8 @@ cudaError_t launchSpin(long long cycles, cudaStream_t stream) {
 }
 
 size_t argmaxWorkspaceBytes(int64_t rows) {
-  return static_cast<size_t>(rows) * (kArgmaxSlices * (sizeof(float) + sizeof(int32_t)) +
-                                      sizeof(unsigned));
+  return static_cast<size_t>(rows) *
+         (kArgmaxSlices * (sizeof(float) + sizeof(int32_t)) + sizeof(unsigned));
 }
 
 cudaError_t launchArgmax(const float *logits, int64_t rows, int64_t vocab, void *workspace,

@@ -22,7 +22,6 @@ namespace txc::cuda {
 
 namespace {
 
-
 template <typename T> struct Pack;
 
 // 8 bf16 in a uint4 -> fp32: a bf16 is the top half of its fp32.
@@ -263,8 +262,7 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
 /// least one 16-byte chunk per lane in every slice.
 int slicesFor(int64_t pairs, int64_t k, int warps_per_block, int64_t target_warps) {
   int slices = 1;
-  while (slices < warps_per_block && pairs * slices < target_warps &&
-         k / 8 / (2 * slices) >= 32)
+  while (slices < warps_per_block && pairs * slices < target_warps && k / 8 / (2 * slices) >= 32)
     slices *= 2;
   return slices;
 }
@@ -353,8 +351,7 @@ GemvConfig gemvConfigFor(int64_t n) {
   return c;
 }
 
-cudaError_t launchGemvWithConfig(const GemvArgs &a, const GemvConfig &config,
-                                 cudaStream_t stream) {
+cudaError_t launchGemvWithConfig(const GemvArgs &a, const GemvConfig &config, cudaStream_t stream) {
   if (!gemvSupports(a))
     return cudaErrorInvalidValue;
   bool f32_out = a.out_type == EType::kF32;

@@ -306,8 +306,7 @@ int smCount() {
 /// multiple of one chunk (128), more than 8 rows.
 bool stagedSupports(const GemvArgs &a) { return a.m > 8 && a.k % kChunkK == 0; }
 
-template <typename T, int kTiles>
-cudaError_t launchStaged(const GemvArgs &a, cudaStream_t stream) {
+template <typename T, int kTiles> cudaError_t launchStaged(const GemvArgs &a, cudaStream_t stream) {
   constexpr int kRows = kTiles * 8;
   auto kernel = stagedSkinnyGemmKernel<T, kTiles>;
   const bool swiglu = a.epilogue == GemvEpilogue::kSwiglu;
@@ -318,9 +317,9 @@ cudaError_t launchStaged(const GemvArgs &a, cudaStream_t stream) {
     const size_t partial = size_t{kWarps} * kTiles * 4 * 32 * sizeof(float);
     return std::max(staging, partial);
   };
-  static const cudaError_t attribute = cudaFuncSetAttribute(
-      kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-      static_cast<int>(size_t{2} * kMaxStagedRows * kRowElems * sizeof(T)));
+  static const cudaError_t attribute =
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                           static_cast<int>(size_t{2} * kMaxStagedRows * kRowElems * sizeof(T)));
   if (attribute != cudaSuccess)
     return attribute;
   // The slice count whose grid fills the resident block slots best (a
@@ -331,8 +330,8 @@ cudaError_t launchStaged(const GemvArgs &a, cudaStream_t stream) {
     if (slices * kRows > kMaxStagedRows || kb % (slices * kUnroll) != 0)
       continue;
     int per_sm = 0;
-    cudaError_t e =
-        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kWarps * 32, smemBytes(slices));
+    cudaError_t e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kWarps * 32,
+                                                                  smemBytes(slices));
     if (e != cudaSuccess)
       return e;
     const int64_t slots = int64_t{smCount()} * std::max(per_sm, 1);

@@ -252,8 +252,9 @@ Status CudaExecutor::State::step(const engine::Batch &b, float *logits, int32_t 
                                          device_tokens, stream),
                           path + ": sampling");
   } else if (status.isOk() && tokens) {
-    status = cudaStatus(launchArgmax(device_logits, n, vocab_size, argmax_workspace, device_tokens, stream),
-                        path + ": greedy sampling");
+    status = cudaStatus(
+        launchArgmax(device_logits, n, vocab_size, argmax_workspace, device_tokens, stream),
+        path + ": greedy sampling");
   }
   if (status.isOk() && tokens && !host_sampling_rows)
     status = cudaStatus(cudaMemcpyAsync(host_tokens, device_tokens, static_cast<size_t>(n) * 4,

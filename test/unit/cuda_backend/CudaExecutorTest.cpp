@@ -127,7 +127,8 @@ TEST(CudaExecutorTest, GraphsGemvAndDeviceGreedyAgreeWithPlainLaunches) {
   fused.attention_pdl = true;
   Generation with_fused_norms = generate(**artifact, fused, true);
   EXPECT_EQ(with_fused_norms.tokens, reference.tokens);
-  expectClose(with_fused_norms, reference, 0.05, "norms and rope fused into the GEMV, attention PDL");
+  expectClose(with_fused_norms, reference, 0.05,
+              "norms and rope fused into the GEMV, attention PDL");
 
   CudaExecutorOptions graphs = gemv;
   graphs.use_cuda_graphs = true;

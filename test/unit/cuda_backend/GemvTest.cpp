@@ -29,8 +29,8 @@ struct GemvCase {
   GemvEpilogue epilogue;
   bool bias;
   bool residual_in_place;
-  bool norm = false;   // RMSNorm prologue
-  bool skinny = false; // SkinnyGemm.cu instead of the GEMV
+  bool norm = false;                  // RMSNorm prologue
+  bool skinny = false;                // SkinnyGemm.cu instead of the GEMV
   const GemvConfig *config = nullptr; // launchGemvWithConfig instead of launchGemv
 };
 

@@ -121,8 +121,10 @@ TEST(SamplerTest, ArgmaxTakesTheLowestIdOfTheMaximum) {
     std::vector<float> logits(static_cast<size_t>(rows * vocab));
     for (float &v : logits)
       v = normal(rng);
-    auto at = [&](int64_t r, int64_t c) -> float & { return logits[static_cast<size_t>(r * vocab + c)]; };
-    at(1, vocab - 1) = 100.0f; // the last entry
+    auto at = [&](int64_t r, int64_t c) -> float & {
+      return logits[static_cast<size_t>(r * vocab + c)];
+    };
+    at(1, vocab - 1) = 100.0f;                                      // the last entry
     at(2, vocab / 2) = at(2, vocab / 3) = at(2, vocab - 2) = 50.0f; // ties in different slices
     at(3, 0) = at(3, vocab - 1) = 70.0f;
     at(4, vocab - 3) = NAN;

@@ -278,29 +278,29 @@ cudaError_t launchShaped(const GemvArgs &a, const GemvConfig &config, cudaStream
                       a.pdl, a, slices);
 }
 
+template <typename T, typename OutT, int kWarps>
+cudaError_t launchUnrolled(const GemvArgs &a, const GemvConfig &c, cudaStream_t stream) {
+  switch (c.unroll) {
+  case 2:
+    return launchShaped<T, OutT, 1, kWarps, 2>(a, c, stream);
+  case 4:
+    return launchShaped<T, OutT, 1, kWarps, 4>(a, c, stream);
+  case 8:
+    return launchShaped<T, OutT, 1, kWarps, 8>(a, c, stream);
+  default:
+    return cudaErrorInvalidValue;
+  }
+}
+
 // One row on bf16 takes every configuration the sweep measures; other cases
 // keep the configuration they were measured with before it.
 template <typename T, typename OutT>
 cudaError_t launchTyped(const GemvArgs &a, const GemvConfig &c, cudaStream_t stream) {
   if (a.m <= 1 && std::is_same_v<T, __nv_bfloat16>) {
     if (c.warps_per_block == 4)
-      switch (c.unroll) {
-      case 2:
-        return launchShaped<T, OutT, 1, 4, 2>(a, c, stream);
-      case 4:
-        return launchShaped<T, OutT, 1, 4, 4>(a, c, stream);
-      case 8:
-        return launchShaped<T, OutT, 1, 4, 8>(a, c, stream);
-      }
+      return launchUnrolled<T, OutT, 4>(a, c, stream);
     if (c.warps_per_block == 8)
-      switch (c.unroll) {
-      case 2:
-        return launchShaped<T, OutT, 1, 8, 2>(a, c, stream);
-      case 4:
-        return launchShaped<T, OutT, 1, 8, 4>(a, c, stream);
-      case 8:
-        return launchShaped<T, OutT, 1, 8, 8>(a, c, stream);
-      }
+      return launchUnrolled<T, OutT, 8>(a, c, stream);
     return cudaErrorInvalidValue;
   }
   GemvConfig unswept; // as before the sweep: 8 warps, 4 chunks, 32 warps per SM

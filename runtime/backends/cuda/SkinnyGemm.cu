@@ -30,6 +30,7 @@
 #include "runtime/backends/cuda/SkinnyGemm.h"
 
 #include <algorithm>
+#include <array>
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -70,6 +71,37 @@ __device__ __forceinline__ void storeTiles(const GemvArgs &a, bool swiglu, int64
         st(a.out, a.out_type, token * a.n + row1,
            u + (residual ? ld(a.residual, a.out_type, token * a.n + row1) : 0.0f));
     }
+}
+
+/// The K slices of a group (consecutive warps) meet in `partial`
+/// ([kWarps][kTiles * 4][32] floats): the first slice's warp gets the sums,
+/// in slice order (deterministic), and true; the others get false.
+template <int kTiles>
+__device__ __forceinline__ bool sumSlices(float *partial, int slices, float (&acc)[kTiles][4]) {
+  if (slices == 1)
+    return true;
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  auto at = [&](int w, int tile, int e) -> float & {
+    return partial[(w * kTiles * 4 + tile * 4 + e) * 32 + lane];
+  };
+#pragma unroll
+  for (int tile = 0; tile < kTiles; ++tile)
+#pragma unroll
+    for (int e = 0; e < 4; ++e)
+      at(warp, tile, e) = acc[tile][e];
+  __syncthreads();
+  if (warp % slices != 0)
+    return false;
+#pragma unroll
+  for (int tile = 0; tile < kTiles; ++tile)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      float sum = 0.0f;
+      for (int s = 0; s < slices; ++s)
+        sum += at(warp + s, tile, e);
+      acc[tile][e] = sum;
+    }
+  return true;
 }
 
 template <typename T, int kTiles>
@@ -139,25 +171,8 @@ __global__ void __launch_bounds__(kWarps * 32)
       cur1[u] = next1[u];
     }
   }
-  if (slices > 1) { // the slices of one group meet in shared memory
-#pragma unroll
-    for (int tile = 0; tile < kTiles; ++tile)
-#pragma unroll
-      for (int e = 0; e < 4; ++e)
-        partial[warp][tile * 4 + e][lane] = acc[tile][e];
-    __syncthreads();
-    if (slice != 0)
-      return;
-#pragma unroll
-    for (int tile = 0; tile < kTiles; ++tile)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        float sum = 0.0f;
-        for (int s = 0; s < slices; ++s) // in slice order: deterministic
-          sum += partial[warp + s][tile * 4 + e][lane];
-        acc[tile][e] = sum;
-      }
-  }
+  if (!sumSlices<kTiles>(&partial[0][0][0], slices, acc))
+    return;
   if (valid)
     storeTiles<kTiles>(a, swiglu, group, row0, row1, r, t, acc);
 }
@@ -258,38 +273,11 @@ __global__ void __launch_bounds__(kWarps * 32)
     }
     __syncthreads(); // buffer c & 1 takes chunk c + 2 next
   }
-  float *partial = reinterpret_cast<float *>(smem); // [kWarps][kTiles * 4][32]
-  if (slices > 1) {
-#pragma unroll
-    for (int tile = 0; tile < kTiles; ++tile)
-#pragma unroll
-      for (int e = 0; e < 4; ++e)
-        partial[(warp * kTiles * 4 + tile * 4 + e) * 32 + lane] = acc[tile][e];
-    __syncthreads();
-    if (slice != 0)
-      return;
-#pragma unroll
-    for (int tile = 0; tile < kTiles; ++tile)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        float sum = 0.0f;
-        for (int s = 0; s < slices; ++s) // in slice order: deterministic
-          sum += partial[((warp + s) * kTiles * 4 + tile * 4 + e) * 32 + lane];
-        acc[tile][e] = sum;
-      }
-  }
+  // The staging buffers are free now: the slices meet there.
+  if (!sumSlices<kTiles>(reinterpret_cast<float *>(smem), slices, acc))
+    return;
   if (valid)
     storeTiles<kTiles>(a, swiglu, group, row0, row1, r, t, acc);
-}
-
-/// K slices per group: enough warps to keep the weight stream in flight on
-/// every SM, each slice at least one round of kUnroll K blocks.
-int slicesFor(int64_t groups, int64_t blocks) {
-  constexpr int64_t kTargetWarps = 132 * 32;
-  int slices = 1;
-  while (slices < kWarps && groups * slices * 2 <= kTargetWarps && blocks / (2 * slices) >= kUnroll)
-    slices *= 2;
-  return slices;
 }
 
 int smCount() {
@@ -300,6 +288,16 @@ int smCount() {
     return sms;
   }();
   return count;
+}
+
+/// K slices per group: enough warps to keep the weight stream in flight on
+/// every SM, each slice at least one round of kUnroll K blocks.
+int slicesFor(int64_t groups, int64_t blocks) {
+  const int64_t kTargetWarps = int64_t{smCount()} * 32;
+  int slices = 1;
+  while (slices < kWarps && groups * slices * 2 <= kTargetWarps && blocks / (2 * slices) >= kUnroll)
+    slices *= 2;
+  return slices;
 }
 
 /// Whether the staged kernel takes m rows at K with some slice count: K a
@@ -317,11 +315,22 @@ template <typename T, int kTiles> cudaError_t launchStaged(const GemvArgs &a, cu
     const size_t partial = size_t{kWarps} * kTiles * 4 * 32 * sizeof(float);
     return std::max(staging, partial);
   };
-  static const cudaError_t attribute =
-      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                           static_cast<int>(size_t{2} * kMaxStagedRows * kRowElems * sizeof(T)));
-  if (attribute != cudaSuccess)
-    return attribute;
+  // Resident blocks per SM at 1, 2, 4 and 8 slices, asked once per kernel:
+  // these launches are on the decode path.
+  static const std::array<int, 4> blocks_per_sm = [&] {
+    std::array<int, 4> per_sm{};
+    if (cudaFuncSetAttribute(
+            kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+            static_cast<int>(size_t{2} * kMaxStagedRows * kRowElems * sizeof(T))) != cudaSuccess)
+      return per_sm;
+    for (int i = 0; i < 4; ++i)
+      if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm[i], kernel, kWarps * 32,
+                                                        smemBytes(1 << i)) != cudaSuccess)
+        per_sm[i] = 0;
+    return per_sm;
+  }();
+  if (blocks_per_sm[0] == 0)
+    return cudaErrorInvalidConfiguration;
   // The slice count whose grid fills the resident block slots best (a
   // partial last wave counts as idle slots); ties go to fewer slices.
   int best_slices = 1;
@@ -329,11 +338,7 @@ template <typename T, int kTiles> cudaError_t launchStaged(const GemvArgs &a, cu
   for (int slices = 1; slices <= kWarps; slices *= 2) {
     if (slices * kRows > kMaxStagedRows || kb % (slices * kUnroll) != 0)
       continue;
-    int per_sm = 0;
-    cudaError_t e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kWarps * 32,
-                                                                  smemBytes(slices));
-    if (e != cudaSuccess)
-      return e;
+    const int per_sm = blocks_per_sm[slices == 1 ? 0 : slices == 2 ? 1 : slices == 4 ? 2 : 3];
     const int64_t slots = int64_t{smCount()} * std::max(per_sm, 1);
     const int64_t blocks = (groups * slices + kWarps - 1) / kWarps;
     const int64_t waves = (blocks + slots - 1) / slots;

@@ -28,6 +28,14 @@ mode --flags=--no-fuse-norms --atol 0.15 --batch 3
 mode --flags=--host-sampling --sampled --batch 5
 mode --flags=--fuse-rope --atol 0 --batch 3
 mode --flags=--rope-in-attention --atol 0 --batch 3
+# The fold's other two paths: the newest key past the first tile (one split),
+# and the fold without early K/V.
+python3 test/gpu/compare_modes.py "$B/tx-run" "$B/qwen3-0.6b.txm" --flags=--rope-in-attention --atol 0 --batch 2 \
+  --prompt 100 -- --random-weights 1 --decode-split-min-tokens 4096 2>&1 | tee -a "$OUT/modes.log" | tail -1
+[ "${PIPESTATUS[0]}" = 0 ] || fails=$((fails + 1))
+python3 test/gpu/compare_modes.py "$B/tx-run" "$B/qwen3-0.6b.txm" --flags=--rope-in-attention --atol 0 --batch 2 \
+  -- --random-weights 1 --no-attention-early-kv 2>&1 | tee -a "$OUT/modes.log" | tail -1
+[ "${PIPESTATUS[0]}" = 0 ] || fails=$((fails + 1))
 mode --flags=--attention-cluster-combine --atol 0 --batch 1
 mode --flags=--attention-cluster-combine --atol 0 --batch 3
 python3 test/gpu/compare_modes.py "$B/tx-run" "$B/llama-3-8b.txm" --flags=--rope-in-attention --atol 0 \

@@ -56,12 +56,17 @@ template <typename DType_, int kHeadDim_, int kGroupSize_, int kPageSize_ = 0> s
 /// DecodeParams::maybe_rope_qkv, after the wait: the CTA's query heads
 /// (q-norm, rotary) into smem_q, rows past the group zeroed as loadQ leaves
 /// them; if the CTA holds the newest key (`owner`), that key (k-norm,
-/// rotary) and its value into their cache slot, fenced so that the cp.async
-/// reading the key back sees it. `scratch` holds (kGroupSize + 2) * kHeadDim
-/// floats; `cos_sin` the rotary pairs' factors, computed before the wait.
+/// rotary) and its value into their cache slot. When the newest key is row
+/// `tile0_row` of the first tile, it also goes straight into stage 0 (which
+/// the tile's loads skipped); otherwise a later cp.async reads it back from
+/// the cache, so the write is fenced. `scratch` holds (kGroupSize + 2) *
+/// kHeadDim floats; `cos_sin` the rotary pairs' factors, computed before the
+/// wait.
 template <class Traits>
-__device__ __forceinline__ void foldRope(const DecodeParams &params, typename Traits::DType *smem_q, float *scratch,
-                                         const float *cos_sin, int kv_head, int seq, bool owner) {
+__device__ __forceinline__ void foldRope(const DecodeParams &params, typename Traits::DType *smem_q,
+                                         typename Traits::DType *smem_k, typename Traits::DType *smem_v,
+                                         float *scratch, const float *cos_sin, int kv_head, int seq, bool owner,
+                                         int tile0_row) {
   using T = typename Traits::DType;
   using Ops = ElementOps<T>;
   constexpr int G = Traits::kGroupSize, D = Traits::kHeadDim;
@@ -100,13 +105,19 @@ __device__ __forceinline__ void foldRope(const DecodeParams &params, typename Tr
         for (int i = lane; i < D; i += 32)
           dst[i] = Ops::fromFloat(head[i]);
       }
+      if (tile0_row >= 0) {
+        T *staged = j == G ? smem_k : smem_v;
+        for (int i = lane; i < D; i += 32)
+          staged[swizzled<D>(tile0_row, i / 8) + i % 8] = Ops::fromFloat(head[i]);
+      }
     }
   }
   for (int idx = threadIdx.x; idx < (Traits::kRows - G) * D; idx += Traits::kThreads) {
     const int r = G + idx / D, i = idx % D;
     smem_q[swizzled<D>(r, i / 8) + i % 8] = Ops::fromFloat(0.f);
   }
-  __threadfence();
+  if (owner && tile0_row < 0)
+    __threadfence();
   __syncthreads();
 }
 
@@ -179,6 +190,9 @@ __global__ void __launch_bounds__(Traits::kThreads) pagedDecodeMmaKernel(const D
   float *rope_scratch = reinterpret_cast<float *>(smem_k + (STAGES - 1) * Traits::kKVElems);
   float *rope_cos_sin = rope_scratch + (G + 2) * D;
   const bool rope_owner = kv_len > 0 && kv_len - 1 >= chunk_begin && kv_len - 1 < chunk_end;
+  // The newest key's row in the first tile, which the fold writes straight
+  // into shared memory; -1 if it lies elsewhere (or the rope is not folded).
+  const int rope_tile0_row = rope && rope_owner && kv_len - 1 < chunk_begin + BN ? kv_len - 1 - chunk_begin : -1;
   if (rope) {
     const float pos = static_cast<float>(params.rope_positions[seq]);
     for (int i = tid; i < params.rope_half; i += Traits::kThreads)
@@ -195,9 +209,10 @@ __global__ void __launch_bounds__(Traits::kThreads) pagedDecodeMmaKernel(const D
     pdlWait();
     if (rope) {
       __syncthreads(); // the rotary factors
-      foldRope<Traits>(params, smem_q, rope_scratch, rope_cos_sin, kv_head, seq, rope_owner);
+      foldRope<Traits>(params, smem_q, smem_k, smem_v, rope_scratch, rope_cos_sin, kv_head, seq, rope_owner,
+                       rope_tile0_row);
     }
-    if (num_tiles > 0 && newest >= chunk_begin && newest < min(chunk_end, chunk_begin + BN) &&
+    if (!rope && num_tiles > 0 && newest >= chunk_begin && newest < min(chunk_end, chunk_begin + BN) &&
         tid < CPR) {
       const int r = newest - chunk_begin;
       const long long row = kvRowOffset<Traits::kPageSize>(kv, seq, newest) + tid * 8;
@@ -216,14 +231,15 @@ __global__ void __launch_bounds__(Traits::kThreads) pagedDecodeMmaKernel(const D
   } else {
     if (rope) {
       __syncthreads(); // the rotary factors
-      foldRope<Traits>(params, smem_q, rope_scratch, rope_cos_sin, kv_head, seq, rope_owner);
+      foldRope<Traits>(params, smem_q, smem_k, smem_v, rope_scratch, rope_cos_sin, kv_head, seq, rope_owner,
+                       rope_tile0_row);
     } else {
       loadQ();
     }
 #pragma unroll
     for (int s = 0; s < STAGES - 1; ++s) {
       if (s < num_tiles)
-        loadTile(s, s);
+        loadTile(s, s, s == 0 && rope_tile0_row >= 0 ? kv_len - 1 : -1);
       cpAsyncCommit(); // the first group also carries Q
     }
   }

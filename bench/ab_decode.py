@@ -1,0 +1,69 @@
+#!/usr/bin/env python3
+"""Interleaved A/B timing of tx-run modes on one artifact.
+
+One tx-run per mode and round, the modes taking turns round after round, so
+that a drift of the GPU's clocks or temperature falls on every mode alike
+(run-to-run spread of a single Llama-3-8B run is about +-0.03 ms/token). Each
+run prints its median decode step (GPU stream); this prints, per mode, the
+median over rounds and its difference from the first mode.
+
+  bench/ab_decode.py TX_RUN ARTIFACT [--batch B] [--new N] [--rounds R]
+      --mode NAME[=FLAGS] ... [-- EXTRA tx-run FLAGS for every run]
+
+Example: bench/ab_decode.py tx-run qwen3.txm --mode default --mode fold=--rope-in-attention \\
+             -- --random-weights 1
+"""
+import argparse
+import random
+import re
+import statistics
+import subprocess
+import sys
+
+STEP = re.compile(r"(\d+) decode steps, median ([0-9.]+) ms wall, ([0-9.]+) ms GPU stream")
+
+
+def decode_ms(args, flags, extra):
+    rng = random.Random(0)
+    prompt = ",".join(str(rng.randrange(1000, 30000)) for _ in range(args.prompt))
+    cmd = [args.tx_run, args.artifact, "--device", "cuda", "--max-new-tokens", str(args.new),
+           "--ignore-eos", "--timing"] + extra + flags
+    for _ in range(args.batch):
+        cmd += ["--prompt-ids", prompt]
+    out = subprocess.run(cmd, capture_output=True, text=True)
+    m = STEP.search(out.stderr)
+    if out.returncode != 0 or not m:
+        sys.exit(f"ab_decode: tx-run {' '.join(flags)} failed ({out.returncode}): {out.stderr.strip()[-2000:]}")
+    return float(m.group(3))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("tx_run")
+    ap.add_argument("artifact")
+    ap.add_argument("--batch", type=int, default=1)
+    ap.add_argument("--prompt", type=int, default=128, help="prompt tokens per sequence")
+    ap.add_argument("--new", type=int, default=64, help="new tokens per sequence")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--mode", action="append", required=True, help="NAME or NAME=FLAGS (space-separated)")
+    argv = sys.argv[1:]
+    extra = argv[argv.index("--") + 1:] if "--" in argv else []
+    args = ap.parse_args(argv[:argv.index("--")] if "--" in argv else argv)
+    modes = []
+    for spec in args.mode:
+        name, _, flags = spec.partition("=")
+        modes.append((name, flags.split()))
+    times = {name: [] for name, _ in modes}
+    for _ in range(args.rounds):
+        for name, flags in modes:
+            times[name].append(decode_ms(args, flags, extra))
+    base = statistics.median(times[modes[0][0]])
+    label = f"{args.artifact} b{args.batch}"
+    for name, flags in modes:
+        med = statistics.median(times[name])
+        runs = " ".join(f"{t:.3f}" for t in times[name])
+        print(f"ab {label} {name:<24} median {med:.3f} ms ({med - base:+.3f}) runs {runs}  [{' '.join(flags)}]")
+
+
+if __name__ == "__main__":
+    main()

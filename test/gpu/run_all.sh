@@ -42,7 +42,6 @@ python3 test/gpu/compare_modes.py "$B/tx-run" "$B/llama-3-8b.txm" --flags=--rope
   --batch 1 --new 8 -- --random-weights 1 2>&1 | tee -a "$OUT/modes.log" | tail -1
 [ "${PIPESTATUS[0]}" = 0 ] || fails=$((fails + 1))
 mode --flags=--no-skinny-gemm --atol 0.15 --batch 5
-mode --flags="--skinny-max-rows 64" --atol 0.15 --batch 12
 mode --flags=--no-attention-early-kv --atol 0 --batch 3
 python3 test/gpu/compare_modes.py "$B/tx-run" "$B/llama-3-8b.txm" --flags=--no-attention-early-kv --atol 0 \
   --batch 2 --new 8 -- --random-weights 1 2>&1 | tee -a "$OUT/modes.log" | tail -1
@@ -103,11 +102,6 @@ for b in 4 8; do
   timing "q06-b$b-cublas" "$Q" "$b" 64 --no-skinny-gemm
 done
 [ -f "$L" ] && timing l8b-b32-lazy-graphs "$L" 32 32 --lazy-graphs
-# The staged skinny GEMM (more than 8 rows) against cuBLASLt, beyond the measured row rule.
-timing q06-b32-skinny "$Q" 32 64 --skinny-max-rows 64
-[ -f "$L" ] && timing l8b-b32-skinny "$L" 32 32 --skinny-max-rows 64
-[ -f "$L" ] && timing l8b-b16-skinny "$L" 16 32 --skinny-max-rows 64
-[ -f "$L" ] && timing l8b-b16-cublas "$L" 16 32
 if [ "${FULL:-0}" = 1 ]; then # comparisons and profiles
   timing q06-b1-nographs "$Q" 1 128 --no-cuda-graphs
   timing q06-b1-nopdl "$Q" 1 128 --no-pdl

@@ -86,9 +86,6 @@ Output:
   --no-skinny-gemm        (cuda) decode GEMMs of 3-8 rows (K at most 3072) on
                           cuBLASLt instead of the tensor-core skinny GEMM
                           (for comparison)
-  --skinny-max-rows N     (cuda) decode GEMMs of up to N rows (3-64) on the
-                          skinny GEMM, whatever K (for measuring it; by
-                          default 8 rows where K is at most 3072, else none)
   --lazy-graphs           (cuda) capture each decode graph at its first step
                           instead of all of them at startup (faster startup)
   --attention-cluster-combine
@@ -127,7 +124,6 @@ struct Options {
   bool attention_cluster_combine = false;
   int gemv_max_rows = 4;
   int decode_split_min_tokens = 32;
-  int skinny_max_rows = 0;
   bool capture_graphs = true;
   bool skinny_gemm = true;
   bool attention_early_kv = true;
@@ -242,9 +238,6 @@ Options parseArguments(int argc, char **argv) {
     } else if (arg == "--gemv-max-rows") {
       cudaOnly();
       options.gemv_max_rows = static_cast<int>(parseInteger(arg, value(), 1, 2));
-    } else if (arg == "--skinny-max-rows") {
-      cudaOnly();
-      options.skinny_max_rows = static_cast<int>(parseInteger(arg, value(), 3, 64));
     } else if (arg == "--decode-split-min-tokens") {
       cudaOnly();
       options.decode_split_min_tokens = static_cast<int>(parseInteger(arg, value(), 1, 1 << 20));
@@ -342,7 +335,6 @@ int main(int argc, char **argv) {
     cuda_options.attention_cluster_combine = options.attention_cluster_combine;
     cuda_options.gemv_max_rows = options.gemv_max_rows;
     cuda_options.decode_split_min_tokens = options.decode_split_min_tokens;
-    cuda_options.skinny_max_rows = options.skinny_max_rows;
     cuda_options.capture_graphs_at_start = options.capture_graphs;
     cuda_options.use_skinny_gemm = options.skinny_gemm;
     cuda_options.attention_early_kv = options.attention_early_kv;

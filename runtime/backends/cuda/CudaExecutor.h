@@ -45,10 +45,6 @@ struct CudaExecutorOptions {
   /// on SkinnyGemm.cu (tensor cores, epilogues fused) instead of cuBLASLt:
   /// Qwen3-0.6B b4 1.53 ms per step against 1.66 on the H200.
   bool use_skinny_gemm = true;
-  /// With use_skinny_gemm: the skinny GEMM takes up to this many rows
-  /// (at most kSkinnyGemmMaxRows); 0 = skinnyGemmRowLimit(k), the measured
-  /// rule. For measuring the kernel at larger batches.
-  int64_t skinny_max_rows = 0;
   /// A cap on the rows a GEMM may have to run on the GEMV (for comparisons);
   /// below it Gemv.h's gemvRowLimit(k) decides (2 rows for k <= 3072, else 1).
   int64_t gemv_max_rows = 2;
@@ -110,9 +106,10 @@ struct CudaExecutorOptions {
   bool profile_launches = false;
 };
 
-/// GPU time per op kind, summed over the steps run so far.
+/// GPU time per op kind (GEMMs per weight shape), summed over the steps run
+/// so far.
 struct LaunchProfileEntry {
-  std::string op;
+  std::string op; // "txk.rms_norm", "txk.gemm 14336x4096", ...
   bool decode = false; // steps with one new token per sequence
   int64_t launches = 0;
   double total_ms = 0;

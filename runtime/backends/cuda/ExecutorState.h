@@ -163,6 +163,7 @@ struct CudaExecutor::State {
   bool profile = false;
   std::vector<cudaEvent_t> launch_events;
   std::map<std::pair<std::string, bool>, LaunchProfileEntry> profile_totals;
+  std::string profileLabel(const pb::Launch &launch) const;
   cublasLtHandle_t lt = nullptr;
   std::vector<void *> allocations;
   std::vector<void *> weights; // device pointer per manifest entry

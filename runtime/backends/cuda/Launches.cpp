@@ -108,9 +108,7 @@ StatusOr<bool> CudaExecutor::State::tryGemv(const DMatrix &input, const DMatrix 
       (residual.present() && residual.dtype != out.dtype))
     return false;
   const bool skinny = input.rows > std::min(options.gemv_max_rows, gemvRowLimit(input.cols));
-  const int64_t skinny_rows =
-      options.skinny_max_rows > 0 ? options.skinny_max_rows : skinnyGemmRowLimit(input.cols);
-  if (skinny && (!options.use_skinny_gemm || rope || input.rows > skinny_rows))
+  if (skinny && (!options.use_skinny_gemm || rope || input.rows > skinnyGemmRowLimit(input.cols)))
     return false;
   GemvArgs g;
   g.x = input.data;

@@ -1,8 +1,8 @@
-//===- SkinnyGemm.cu - Decode GEMMs of a few dozen rows on tensor cores ---===//
+//===- SkinnyGemm.cu - Decode GEMMs of 3-8 rows on tensor cores ---------===//
 //
 // A warp owns a group of 16 weight rows (8 gate rows and their 8 up rows for
 // SwiGLU, so one lane holds both halves of its outputs) and a slice of K,
-// and computes them against up to kTiles tiles of 8 input rows with
+// and computes them against one tile of up to 8 input rows with
 // mma.sync.m16n8k16 (fp32 accumulation).
 //
 // Fragments straight from global memory: in each 32-element block of K,
@@ -16,21 +16,14 @@
 // The K slices of a group meet in shared memory, in slice order
 // (deterministic); the first slice's warp applies the epilogue and stores.
 //
-// Above 8 rows (two or more tiles) x is staged in shared memory instead
-// (stagedSkinnyGemmKernel): measured on the H200 (device run 16), reading
-// every tile's x fragment from L1/L2 right before its mma made the m = 32
-// kernel stream Llama-3-8B's gate/up at 1.7 TB/s. There each K slice of the
-// block copies its x columns in chunks of 128 (cp.async, double-buffered,
-// rows padded so a quarter-warp's 16-byte reads hit distinct banks), and the
-// weights stream through registers kUnroll blocks ahead as before.
+// Above 8 rows cuBLASLt wins (skinnyGemmRowLimit): device runs 16 and 23
+// measured this kernel at m = 32, and a variant staging x in shared memory
+// per K slice, at 1.7-2.0 TB/s on Llama-3-8B's gate/up, 2x cuBLASLt's step.
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/backends/cuda/ElementAccess.cuh"
 #include "runtime/backends/cuda/Launch.cuh"
 #include "runtime/backends/cuda/SkinnyGemm.h"
-
-#include <algorithm>
-#include <array>
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -42,10 +35,10 @@ namespace {
 constexpr int kWarps = 8;
 constexpr int kUnroll = 4;  // K blocks in flight per lane
 constexpr int kBlockK = 32; // K elements per pair of mma k16 steps
+constexpr int kTiles = 1;   // mma tiles of 8 input rows (kSkinnyGemmMaxRows)
 
 /// A group's epilogue. Accumulator e of a tile: weight row (e < 2 ? row0 :
 /// row1), input row tile * 8 + 2t + e % 2.
-template <int kTiles>
 __device__ __forceinline__ void storeTiles(const GemvArgs &a, bool swiglu, int64_t group,
                                            int64_t row0, int64_t row1, int r, int t,
                                            const float (&acc)[kTiles][4]) {
@@ -76,7 +69,6 @@ __device__ __forceinline__ void storeTiles(const GemvArgs &a, bool swiglu, int64
 /// The K slices of a group (consecutive warps) meet in `partial`
 /// ([kWarps][kTiles * 4][32] floats): the first slice's warp gets the sums,
 /// in slice order (deterministic), and true; the others get false.
-template <int kTiles>
 __device__ __forceinline__ bool sumSlices(float *partial, int slices, float (&acc)[kTiles][4]) {
   if (slices == 1)
     return true;
@@ -104,7 +96,7 @@ __device__ __forceinline__ bool sumSlices(float *partial, int slices, float (&ac
   return true;
 }
 
-template <typename T, int kTiles>
+template <typename T>
 __global__ void __launch_bounds__(kWarps * 32)
     skinnyGemmKernel(const GemvArgs a, const int slices) {
   __shared__ float partial[kWarps][kTiles * 4][32];
@@ -171,113 +163,10 @@ __global__ void __launch_bounds__(kWarps * 32)
       cur1[u] = next1[u];
     }
   }
-  if (!sumSlices<kTiles>(&partial[0][0][0], slices, acc))
+  if (!sumSlices(&partial[0][0][0], slices, acc))
     return;
   if (valid)
-    storeTiles<kTiles>(a, swiglu, group, row0, row1, r, t, acc);
-}
-
-// --- more than 8 rows: x staged in shared memory ---------------------------
-
-constexpr int kChunkK = kUnroll * kBlockK; // x columns per staged chunk (128)
-// 32 elements of padding: a 320-byte row stride puts consecutive rows 16
-// banks apart, so the 8 lanes of a quarter-warp (rows r, r+1; 4 lanes each)
-// read 128 distinct bytes.
-constexpr int kRowPad = 32;
-constexpr int kRowElems = kChunkK + kRowPad;
-constexpr int kMaxStagedRows = 128; // slices x padded rows, per buffer: 40 KB
-
-template <typename T, int kTiles>
-__global__ void __launch_bounds__(kWarps * 32)
-    stagedSkinnyGemmKernel(const GemvArgs a, const int slices) {
-  extern __shared__ __align__(16) unsigned char smem[];
-  constexpr int kRows = kTiles * 8;
-  pdlLaunchDependents();
-  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-  const int r = lane / 4, t = lane % 4;
-  const int slice = warp % slices;
-  const bool swiglu = a.epilogue == GemvEpilogue::kSwiglu;
-  const int64_t groups = swiglu ? a.n / 16 : (a.n + 15) / 16;
-  const int64_t group = static_cast<int64_t>(blockIdx.x) * (kWarps / slices) + warp / slices;
-  const bool valid = group < groups;
-  const int64_t row0 = swiglu ? group * 8 + r : group * 16 + r;
-  const int64_t row1 = swiglu ? a.n / 2 + group * 8 + r : row0 + 8;
-  const int64_t row_vecs = a.k / 8;
-  const int64_t kb_per_slice = a.k / kBlockK / slices; // a multiple of kUnroll
-  const int chunks = static_cast<int>(kb_per_slice / kUnroll);
-  const int64_t kb_begin = slice * kb_per_slice;
-  const uint4 *w = static_cast<const uint4 *>(a.w);
-  const uint4 *w0 = w + (valid ? min(row0, a.n - 1) : 0) * row_vecs + t;
-  const uint4 *w1 = w + (valid ? min(row1, a.n - 1) : 0) * row_vecs + t;
-  T *staged = reinterpret_cast<T *>(smem); // [2][slices][kRows][kRowElems]
-  auto buffer = [&](int b, int s) {
-    return staged + (static_cast<int64_t>(b) * slices + s) * kRows * kRowElems;
-  };
-  // Chunk c of every slice's x columns into buffer b; rows past m are zeros.
-  auto stage = [&](int c, int b) {
-    constexpr int kVecs = kChunkK / 8;
-    const int total = slices * kRows * kVecs;
-    const T *x = static_cast<const T *>(a.x);
-    for (int i = threadIdx.x; i < total; i += kWarps * 32) {
-      const int v = i % kVecs, row = (i / kVecs) % kRows, s = i / (kVecs * kRows);
-      const bool in = row < a.m;
-      const int64_t col = (s * kb_per_slice + static_cast<int64_t>(c) * kUnroll) * kBlockK + v * 8;
-      kernels::cpAsync16(buffer(b, s) + row * kRowElems + v * 8, x + (in ? row * a.k + col : 0),
-                         in);
-    }
-    kernels::cpAsyncCommit();
-  };
-
-  // Weights are constant: the first chunk's blocks go out before the wait.
-  uint4 w0r[kUnroll], w1r[kUnroll];
-  if (valid)
-#pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
-      w0r[u] = __ldcs(w0 + (kb_begin + u) * 4);
-      w1r[u] = __ldcs(w1 + (kb_begin + u) * 4);
-    }
-  pdlWait();
-  stage(0, 0);
-  float acc[kTiles][4];
-#pragma unroll
-  for (int i = 0; i < kTiles; ++i)
-    acc[i][0] = acc[i][1] = acc[i][2] = acc[i][3] = 0.0f;
-  for (int c = 0; c < chunks; ++c) {
-    if (c + 1 < chunks) {
-      stage(c + 1, (c + 1) & 1);
-      kernels::cpAsyncWait<1>();
-    } else {
-      kernels::cpAsyncWait<0>();
-    }
-    __syncthreads();
-    const T *xs = buffer(c & 1, slice) + r * kRowElems + 8 * t;
-#pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
-      if (valid) {
-        const unsigned first[4] = {w0r[u].x, w1r[u].x, w0r[u].y, w1r[u].y};
-        const unsigned second[4] = {w0r[u].z, w1r[u].z, w0r[u].w, w1r[u].w};
-#pragma unroll
-        for (int tile = 0; tile < kTiles; ++tile) {
-          const uint4 xv =
-              *reinterpret_cast<const uint4 *>(xs + tile * 8 * kRowElems + u * kBlockK);
-          kernels::mma16816<T>(acc[tile], first, xv.x, xv.y);
-          kernels::mma16816<T>(acc[tile], second, xv.z, xv.w);
-        }
-        // This register is free again: the same block of the next chunk.
-        if (c + 1 < chunks) {
-          const int64_t kb = kb_begin + static_cast<int64_t>(c + 1) * kUnroll + u;
-          w0r[u] = __ldcs(w0 + kb * 4);
-          w1r[u] = __ldcs(w1 + kb * 4);
-        }
-      }
-    }
-    __syncthreads(); // buffer c & 1 takes chunk c + 2 next
-  }
-  // The staging buffers are free now: the slices meet there.
-  if (!sumSlices<kTiles>(reinterpret_cast<float *>(smem), slices, acc))
-    return;
-  if (valid)
-    storeTiles<kTiles>(a, swiglu, group, row0, row1, r, t, acc);
+    storeTiles(a, swiglu, group, row0, row1, r, t, acc);
 }
 
 int smCount() {
@@ -300,60 +189,6 @@ int slicesFor(int64_t groups, int64_t blocks) {
   return slices;
 }
 
-/// Whether the staged kernel takes m rows at K with some slice count: K a
-/// multiple of one chunk (128), more than 8 rows.
-bool stagedSupports(const GemvArgs &a) { return a.m > 8 && a.k % kChunkK == 0; }
-
-template <typename T, int kTiles> cudaError_t launchStaged(const GemvArgs &a, cudaStream_t stream) {
-  constexpr int kRows = kTiles * 8;
-  auto kernel = stagedSkinnyGemmKernel<T, kTiles>;
-  const bool swiglu = a.epilogue == GemvEpilogue::kSwiglu;
-  const int64_t groups = swiglu ? a.n / 16 : (a.n + 15) / 16;
-  const int64_t kb = a.k / kBlockK;
-  auto smemBytes = [&](int slices) {
-    const size_t staging = size_t{2} * slices * kRows * kRowElems * sizeof(T);
-    const size_t partial = size_t{kWarps} * kTiles * 4 * 32 * sizeof(float);
-    return std::max(staging, partial);
-  };
-  // Resident blocks per SM at 1, 2, 4 and 8 slices, asked once per kernel:
-  // these launches are on the decode path.
-  static const std::array<int, 4> blocks_per_sm = [&] {
-    std::array<int, 4> per_sm{};
-    if (cudaFuncSetAttribute(
-            kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-            static_cast<int>(size_t{2} * kMaxStagedRows * kRowElems * sizeof(T))) != cudaSuccess)
-      return per_sm;
-    for (int i = 0; i < 4; ++i)
-      if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm[i], kernel, kWarps * 32,
-                                                        smemBytes(1 << i)) != cudaSuccess)
-        per_sm[i] = 0;
-    return per_sm;
-  }();
-  if (blocks_per_sm[0] == 0)
-    return cudaErrorInvalidConfiguration;
-  // The slice count whose grid fills the resident block slots best (a
-  // partial last wave counts as idle slots); ties go to fewer slices.
-  int best_slices = 1;
-  double best_fill = -1.0;
-  for (int slices = 1; slices <= kWarps; slices *= 2) {
-    if (slices * kRows > kMaxStagedRows || kb % (slices * kUnroll) != 0)
-      continue;
-    const int per_sm = blocks_per_sm[slices == 1 ? 0 : slices == 2 ? 1 : slices == 4 ? 2 : 3];
-    const int64_t slots = int64_t{smCount()} * std::max(per_sm, 1);
-    const int64_t blocks = (groups * slices + kWarps - 1) / kWarps;
-    const int64_t waves = (blocks + slots - 1) / slots;
-    const double fill = static_cast<double>(blocks) / static_cast<double>(waves * slots);
-    if (fill > best_fill + 1e-9) {
-      best_fill = fill;
-      best_slices = slices;
-    }
-  }
-  const int64_t groups_per_block = kWarps / best_slices;
-  const dim3 grid(static_cast<unsigned>((groups + groups_per_block - 1) / groups_per_block));
-  return launchKernel(kernel, grid, dim3(kWarps * 32), smemBytes(best_slices), stream, a.pdl, a,
-                      best_slices);
-}
-
 template <typename T> cudaError_t launchTyped(const GemvArgs &a, cudaStream_t stream) {
   const bool swiglu = a.epilogue == GemvEpilogue::kSwiglu;
   const int64_t groups = swiglu ? a.n / 16 : (a.n + 15) / 16;
@@ -361,20 +196,7 @@ template <typename T> cudaError_t launchTyped(const GemvArgs &a, cudaStream_t st
   const int64_t groups_per_block = kWarps / slices;
   const dim3 grid(static_cast<unsigned>((groups + groups_per_block - 1) / groups_per_block));
   const dim3 block(kWarps * 32);
-  if (stagedSupports(a)) {
-    if (a.m <= 16)
-      return launchStaged<T, 2>(a, stream);
-    if (a.m <= 32)
-      return launchStaged<T, 4>(a, stream);
-    return launchStaged<T, 8>(a, stream);
-  }
-  if (a.m <= 8)
-    return launchKernel(skinnyGemmKernel<T, 1>, grid, block, 0, stream, a.pdl, a, slices);
-  if (a.m <= 16)
-    return launchKernel(skinnyGemmKernel<T, 2>, grid, block, 0, stream, a.pdl, a, slices);
-  if (a.m <= 32)
-    return launchKernel(skinnyGemmKernel<T, 4>, grid, block, 0, stream, a.pdl, a, slices);
-  return launchKernel(skinnyGemmKernel<T, 8>, grid, block, 0, stream, a.pdl, a, slices);
+  return launchKernel(skinnyGemmKernel<T>, grid, block, 0, stream, a.pdl, a, slices);
 }
 
 bool aligned16(const void *p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }

@@ -9,6 +9,18 @@
 
 namespace txc::cuda {
 
+/// The profile's key for a launch: its op, and for GEMMs the weight's shape
+/// (a step's projections differ 10x in size).
+std::string CudaExecutor::State::profileLabel(const pb::Launch &launch) const {
+  std::string label = launch.op();
+  if (launch.operands_size() > 1 && launch.operands(1).ref_case() == pb::ValueRef::kWeightIndex) {
+    const auto &shape = artifact->weights()[launch.operands(1).weight_index()].shape;
+    if (shape.size() == 2)
+      label += " " + std::to_string(shape[0]) + "x" + std::to_string(shape[1]);
+  }
+  return label;
+}
+
 // --- steps -------------------------------------------------------------------
 
 // The first launch of every cuBLASLt and attention kernel loads its module
@@ -280,8 +292,9 @@ Status CudaExecutor::State::step(const engine::Batch &b, float *logits, int32_t 
     for (int i = 0; i < plan->launches_size(); ++i) {
       float ms = 0;
       cudaEventElapsedTime(&ms, launch_events[i], launch_events[i + 1]);
-      LaunchProfileEntry &entry = profile_totals[{plan->launches(i).op(), decode}];
-      entry.op = plan->launches(i).op();
+      const std::string label = profileLabel(plan->launches(i));
+      LaunchProfileEntry &entry = profile_totals[{label, decode}];
+      entry.op = label;
       entry.decode = decode;
       entry.launches += 1;
       entry.total_ms += ms;

@@ -27,17 +27,19 @@ mode --flags=--no-cuda-graphs --atol 0.15 --batch 3 # split count follows the co
 mode --flags=--no-fuse-norms --atol 0.15 --batch 3
 mode --flags=--host-sampling --sampled --batch 5
 mode --flags=--fuse-rope --atol 0 --batch 3
-mode --flags=--rope-in-attention --atol 0 --batch 3
-# The fold's other two paths: the newest key past the first tile (one split),
-# and the fold without early K/V.
-python3 test/gpu/compare_modes.py "$B/tx-run" "$B/qwen3-0.6b.txm" --flags=--rope-in-attention --atol 0 --batch 2 \
+# Qwen3's group of 2 folds the rope into the decode attention and merges the
+# splits in a cluster by default (decodeAttentionSetup): each against its
+# alternative, bit for bit; the fold also with the newest key past the first
+# tile (one split) and without early K/V.
+mode --flags=--no-rope-in-attention --atol 0 --batch 3
+python3 test/gpu/compare_modes.py "$B/tx-run" "$B/qwen3-0.6b.txm" --flags=--no-rope-in-attention --atol 0 --batch 2 \
   --prompt 100 -- --random-weights 1 --decode-split-min-tokens 4096 2>&1 | tee -a "$OUT/modes.log" | tail -1
 [ "${PIPESTATUS[0]}" = 0 ] || fails=$((fails + 1))
-python3 test/gpu/compare_modes.py "$B/tx-run" "$B/qwen3-0.6b.txm" --flags=--rope-in-attention --atol 0 --batch 2 \
+python3 test/gpu/compare_modes.py "$B/tx-run" "$B/qwen3-0.6b.txm" --flags=--no-rope-in-attention --atol 0 --batch 2 \
   -- --random-weights 1 --no-attention-early-kv 2>&1 | tee -a "$OUT/modes.log" | tail -1
 [ "${PIPESTATUS[0]}" = 0 ] || fails=$((fails + 1))
-mode --flags=--attention-cluster-combine --atol 0 --batch 1
-mode --flags=--attention-cluster-combine --atol 0 --batch 3
+mode --flags=--no-attention-cluster-combine --atol 0 --batch 1
+mode --flags=--no-attention-cluster-combine --atol 0 --batch 3
 python3 test/gpu/compare_modes.py "$B/tx-run" "$B/llama-3-8b.txm" --flags=--rope-in-attention --atol 0 \
   --batch 1 --new 8 -- --random-weights 1 2>&1 | tee -a "$OUT/modes.log" | tail -1
 [ "${PIPESTATUS[0]}" = 0 ] || fails=$((fails + 1))
@@ -84,8 +86,9 @@ timing q06-b1-separate-norms "$Q" 1 128 --no-fuse-norms
 timing q06-b1-fused-rope "$Q" 1 128 --fuse-rope
 timing q06-b1-late-kv "$Q" 1 128 --no-attention-early-kv
 timing q06-b1-graphs-again "$Q" 1 128
-timing q06-b1-rope-in-attention "$Q" 1 128 --rope-in-attention
-timing q06-b1-cluster-combine "$Q" 1 128 --attention-cluster-combine
+timing q06-b1-rope-kernel "$Q" 1 128 --no-rope-in-attention
+timing q06-b1-global-merge "$Q" 1 128 --no-attention-cluster-combine
+timing q06-b1-split32 "$Q" 1 128 --decode-split-min-tokens 32
 timing q06-b1-sampled "$Q" 1 128 "${sample[@]}"
 timing q06-b32-graphs "$Q" 32 64
 timing q06-b32-sampled "$Q" 32 64 "${sample[@]}"

@@ -79,7 +79,8 @@ Output:
                           3072, else 1 (measured on the H200)
   --decode-split-min-tokens N
                           (cuda) split-KV decode chunks of at least N tokens
-                          (default 32)
+                          (default 64 where a KV head serves at most 2 query
+                          heads, else 32: measured on the H200)
   --no-attention-early-kv (cuda) decode attention reads every key after waiting
                           for the QKV kernel, not the older ones before it
                           (for comparison)
@@ -88,12 +89,15 @@ Output:
                           (for comparison)
   --lazy-graphs           (cuda) capture each decode graph at its first step
                           instead of all of them at startup (faster startup)
-  --attention-cluster-combine
+  --[no-]attention-cluster-combine
                           (cuda) decode attention merges its 2-8 splits in a
-                          thread-block cluster (not yet measured on a GPU)
-  --rope-in-attention     (cuda) no decode rope kernel: the decode attention
+                          thread-block cluster, not through global memory
+                          (default on where a KV head serves at most 2 query
+                          heads, else off: measured on the H200)
+  --[no-]rope-in-attention
+                          (cuda) no decode rope kernel: the decode attention
                           applies q/k-norm and rotary and appends the newest
-                          K/V itself (not yet measured on a GPU)
+                          K/V itself (default as the cluster merge)
   --fuse-rope             (cuda) finish rope/q-k-norm/KV append in the QKV
                           GEMV's epilogue instead of its own kernel (for
                           comparison; measured slower)
@@ -120,10 +124,10 @@ struct Options {
   bool device_sampling = true;
   bool attention_pdl = true;
   bool fuse_rope = false;
-  bool rope_in_attention = false;
-  bool attention_cluster_combine = false;
+  std::optional<bool> rope_in_attention; // unset: the backend's rule
+  std::optional<bool> attention_cluster_combine;
   int gemv_max_rows = 4;
-  int decode_split_min_tokens = 32;
+  int decode_split_min_tokens = 0; // 0: the backend's rule
   bool capture_graphs = true;
   bool skinny_gemm = true;
   bool attention_early_kv = true;
@@ -250,12 +254,12 @@ Options parseArguments(int argc, char **argv) {
     } else if (arg == "--lazy-graphs") {
       cudaOnly();
       options.capture_graphs = false;
-    } else if (arg == "--attention-cluster-combine") {
+    } else if (arg == "--attention-cluster-combine" || arg == "--no-attention-cluster-combine") {
       cudaOnly();
-      options.attention_cluster_combine = true;
-    } else if (arg == "--rope-in-attention") {
+      options.attention_cluster_combine = arg == "--attention-cluster-combine";
+    } else if (arg == "--rope-in-attention" || arg == "--no-rope-in-attention") {
       cudaOnly();
-      options.rope_in_attention = true;
+      options.rope_in_attention = arg == "--rope-in-attention";
     } else if (arg == "--fuse-rope") {
       cudaOnly();
       options.fuse_rope = true;

@@ -90,14 +90,14 @@ Status CudaExecutor::State::attention(const LaunchAttributes &attributes, const 
       p.variant = variant;
       p.programmatic_launch = options.attention_pdl;
       p.kv_before_wait = options.attention_pdl && options.attention_early_kv;
-      p.cluster_combine = options.attention_cluster_combine;
+      p.cluster_combine = decode_attention.cluster_combine;
       int splits = 1;
       // At most kMaxDecodeSplits (the workspace), and chunks of at least
-      // decode_split_min_tokens, which only matter below 1k tokens of
+      // decode_attention.split_min_tokens, which only matter below 1k tokens of
       // context, where one CTA per KV head would walk the whole context alone.
       status = kernels::planDecodeSplits(config, seqs, p.num_qo_heads, p.num_kv_heads,
                                          graph_context > 0 ? graph_context : max_context, &splits,
-                                         options.decode_split_min_tokens, kMaxDecodeSplits);
+                                         decode_attention.split_min_tokens, kMaxDecodeSplits);
       if (status.isOk()) {
         splits = std::max(1, std::min(splits, kMaxDecodeSplits));
         if (seqs > max_num_seqs)

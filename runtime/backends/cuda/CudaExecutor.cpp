@@ -273,7 +273,8 @@ Status CudaExecutor::State::prepare() {
   }
   if (options.use_gemv && options.fuse_norms)
     fusable_norms = fusableNorms(*plan);
-  if (options.rope_in_attention)
+  decode_attention = decodeAttentionSetup(options, max_heads, max_kv_heads);
+  if (decode_attention.rope_in_attention)
     fusable_ropes = fusableRopes(*plan);
   bool writes_logits = false;
   for (const pb::Launch &launch : plan->launches())
@@ -399,6 +400,18 @@ Status CudaExecutor::State::prepare() {
 }
 
 // --- the public class ------------------------------------------------------
+
+DecodeAttentionSetup decodeAttentionSetup(const CudaExecutorOptions &options, int64_t heads,
+                                          int64_t kv_heads) {
+  DecodeAttentionSetup setup;
+  const bool small_group = kv_heads > 0 && heads <= 2 * kv_heads;
+  setup.rope_in_attention = options.rope_in_attention.value_or(small_group);
+  setup.cluster_combine = options.attention_cluster_combine.value_or(small_group);
+  setup.split_min_tokens = options.decode_split_min_tokens > 0 ? options.decode_split_min_tokens
+                           : small_group                       ? 64
+                                                               : 32;
+  return setup;
+}
 
 CudaExecutor::CudaExecutor(std::unique_ptr<State> state) : state_(std::move(state)) {}
 CudaExecutor::~CudaExecutor() = default;

@@ -25,6 +25,7 @@
 #include "txc/engine/Engine.h"
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -75,9 +76,8 @@ struct CudaExecutorOptions {
   /// Decode steps run no rope kernel: the decode attention (tensor-core
   /// kernel, GQA group >= 2) applies q/k-norm and rotary itself and
   /// appends the newest K/V (attention/rope.cuh, the rope kernel's
-  /// arithmetic). Off until measured on a GPU (written after session 4's
-  /// last run).
-  bool rope_in_attention = false;
+  /// arithmetic; bit-identical). Unset: decodeAttentionSetup decides.
+  std::optional<bool> rope_in_attention;
   /// The GEMV, norm and rope kernels launch with programmatic dependent
   /// launch, so each one's blocks start while its predecessor finishes.
   bool use_pdl = true;
@@ -91,12 +91,14 @@ struct CudaExecutorOptions {
   bool attention_early_kv = true;
   /// Decode attention of 2-8 splits merges them in a thread-block cluster
   /// through distributed shared memory instead of partials in global memory,
-  /// a fence and a counter. Off until measured on a GPU (written after
-  /// session 4's last run).
-  bool attention_cluster_combine = false;
+  /// a fence and a counter (bit-identical). Unset:
+  /// decodeAttentionSetup decides.
+  std::optional<bool> attention_cluster_combine;
   /// Split-KV decode cuts a sequence's keys into chunks of at least this
-  /// many tokens (every split costs a partial write and a merge).
-  int32_t decode_split_min_tokens = 32;
+  /// many tokens (every split costs a partial write and a merge); it only
+  /// matters below ~1k tokens of context. 0: decodeAttentionSetup
+  /// decides.
+  int32_t decode_split_min_tokens = 0;
   /// Decode steps (one new token per sequence) replay a CUDA graph per
   /// batch-size bucket. Off with profile_launches (events per launch).
   bool use_cuda_graphs = true;
@@ -106,10 +108,28 @@ struct CudaExecutorOptions {
   bool profile_launches = false;
 };
 
+/// Decode attention's set-up for short contexts, chosen by the query heads
+/// per KV head where CudaExecutorOptions leaves it unset. Measured at batch
+/// 1 on the H200 (device run 25, 128-token prompts): with a group of 2
+/// (Qwen3-0.6B) the rope folded in, the cluster merge and chunks of at
+/// least 64 tokens (4 splits at a 256-token context) took the step from
+/// 0.908 to 0.807 ms; with a group of 4 (Llama-3-8B) every part of it was
+/// slower (fewer splits alone +0.245 ms, all three +0.088; at 8 splits the
+/// fold +0.062 and the cluster merge +0.065, run 24), so there it is the
+/// rope kernel, global-memory merge and 32-token chunks. Why the larger
+/// group loses is not measured yet.
+struct DecodeAttentionSetup {
+  bool rope_in_attention = false;
+  bool cluster_combine = false;
+  int32_t split_min_tokens = 32;
+};
+DecodeAttentionSetup decodeAttentionSetup(const CudaExecutorOptions &options, int64_t heads,
+                                          int64_t kv_heads);
+
 /// GPU time per op kind (GEMMs per weight shape), summed over the steps run
 /// so far.
 struct LaunchProfileEntry {
-  std::string op; // "txk.rms_norm", "txk.gemm 14336x4096", ...
+  std::string op;      // "txk.rms_norm", "txk.gemm 14336x4096", ...
   bool decode = false; // steps with one new token per sequence
   int64_t launches = 0;
   double total_ms = 0;

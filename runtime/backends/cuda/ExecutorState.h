@@ -210,6 +210,7 @@ struct CudaExecutor::State {
     DMatrix input, weight, out;
     float eps = 0.0f;
   } pending_norm;
+  DecodeAttentionSetup decode_attention; // options resolved for this plan
   // rope_in_attention: a decode step's rope whose query only the next
   // launch, the decode attention, reads is not launched; the attention
   // kernel folds it in (DecodeParams::maybe_rope_qkv), or it is launched

@@ -186,6 +186,7 @@ TEST(CudaExecutorTest, RopeFoldedIntoAttentionMatchesTheRopeKernel) {
   auto artifact = artifact::LoadedArtifact::load(path);
   ASSERT_TRUE(artifact.isOk()) << artifact.status().toString();
   CudaExecutorOptions rope_kernel;
+  rope_kernel.rope_in_attention = false;
   CudaExecutorOptions folded;
   folded.rope_in_attention = true;
   for (const auto &batch : {prompts(), std::vector<std::vector<int32_t>>{prompts()[2]}}) {
@@ -194,6 +195,30 @@ TEST(CudaExecutorTest, RopeFoldedIntoAttentionMatchesTheRopeKernel) {
     EXPECT_EQ(with_folded.tokens, reference.tokens);
     expectClose(with_folded, reference, 0.0, "rope folded into the decode attention");
   }
+}
+
+// The decode attention set-up where the options leave it unset: by the
+// query heads per KV head; what the options set is kept.
+TEST(CudaExecutorTest, DecodeAttentionSetupFollowsTheGroupSizeUnlessSet) {
+  CudaExecutorOptions unset;
+  DecodeAttentionSetup qwen3 = decodeAttentionSetup(unset, 16, 8);
+  EXPECT_TRUE(qwen3.rope_in_attention);
+  EXPECT_TRUE(qwen3.cluster_combine);
+  EXPECT_EQ(qwen3.split_min_tokens, 64);
+  DecodeAttentionSetup llama = decodeAttentionSetup(unset, 32, 8);
+  EXPECT_FALSE(llama.rope_in_attention);
+  EXPECT_FALSE(llama.cluster_combine);
+  EXPECT_EQ(llama.split_min_tokens, 32);
+  CudaExecutorOptions set;
+  set.rope_in_attention = false;
+  set.attention_cluster_combine = true;
+  set.decode_split_min_tokens = 16;
+  DecodeAttentionSetup chosen = decodeAttentionSetup(set, 16, 8);
+  EXPECT_FALSE(chosen.rope_in_attention);
+  EXPECT_TRUE(chosen.cluster_combine);
+  EXPECT_EQ(chosen.split_min_tokens, 16);
+  chosen = decodeAttentionSetup(set, 32, 8);
+  EXPECT_TRUE(chosen.cluster_combine);
 }
 
 TEST(CudaExecutorTest, OutOfGpuMemoryIsAClearErrorAndLeavesTheGpuUsable) {

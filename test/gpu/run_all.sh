@@ -45,6 +45,7 @@ python3 test/gpu/compare_modes.py "$B/tx-run" "$B/llama-3-8b.txm" --flags=--rope
 [ "${PIPESTATUS[0]}" = 0 ] || fails=$((fails + 1))
 mode --flags=--no-skinny-gemm --atol 0.15 --batch 5
 mode --flags=--no-attention-early-kv --atol 0 --batch 3
+mode --flags="--gemm-split-k 8" --atol 0.15 --batch 12
 python3 test/gpu/compare_modes.py "$B/tx-run" "$B/llama-3-8b.txm" --flags=--no-attention-early-kv --atol 0 \
   --batch 2 --new 8 -- --random-weights 1 2>&1 | tee -a "$OUT/modes.log" | tail -1
 [ "${PIPESTATUS[0]}" = 0 ] || fails=$((fails + 1))

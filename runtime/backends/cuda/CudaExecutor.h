@@ -46,6 +46,10 @@ struct CudaExecutorOptions {
   /// on SkinnyGemm.cu (tensor cores, epilogues fused) instead of cuBLASLt:
   /// Qwen3-0.6B b4 1.53 ms per step against 1.66 on the H200.
   bool use_skinny_gemm = true;
+  /// cuBLASLt GEMMs of decode batches (at most kSplitKMaxRows rows) whose
+  /// output tiles do not cover the SMs split K up to this many ways (a power
+  /// of two; 0 or 1: as the heuristic chose). Off until measured.
+  int32_t gemm_split_k = 0;
   /// A cap on the rows a GEMM may have to run on the GEMV (for comparisons);
   /// below it Gemv.h's gemvRowLimit(k) decides (2 rows for k <= 3072, else 1).
   int64_t gemv_max_rows = 2;

@@ -80,6 +80,93 @@ __global__ void rmsNormKernel(const void *input, EType input_type, const void *r
   }
 }
 
+// The same for rows of 16-bit elements throughout (input, residual, sum,
+// weight, out) normalised whole, the common case: each thread keeps kVecs
+// 16-byte vectors of the row in registers, so a row is one round of loads
+// in flight instead of the generic kernel's element loop through shared
+// memory (measured on the H200, device run 25: 11.9 us per Llama-3-8B
+// batch-32 norm with per-launch events).
+constexpr int kVecNormThreads = 128;
+
+template <typename T> struct Vec16 {
+  static __device__ __forceinline__ float get(const uint4 &v, int i) {
+    return static_cast<float>(reinterpret_cast<const T *>(&v)[i]);
+  }
+  static __device__ __forceinline__ void set(uint4 &v, int i, float f) {
+    reinterpret_cast<T *>(&v)[i] = static_cast<T>(f);
+  }
+};
+
+template <typename T, int kVecs>
+__global__ void __launch_bounds__(kVecNormThreads)
+    rmsNormVecKernel(const uint4 *input, const uint4 *residual, const uint4 *weight, int64_t cols,
+                     float eps, uint4 *sum, uint4 *out) {
+  __shared__ float reduce[32];
+  pdlLaunchDependents();
+  pdlWait();
+  const int64_t row_vecs = cols / 8;
+  const int64_t base = static_cast<int64_t>(blockIdx.x) * row_vecs;
+  float v[kVecs][8];
+  float local = 0.0f;
+#pragma unroll
+  for (int j = 0; j < kVecs; ++j) {
+    const int64_t c = threadIdx.x + j * kVecNormThreads;
+    if (c >= row_vecs)
+      continue;
+    const uint4 x = input[base + c];
+    uint4 r = {}, s = {};
+    if (residual)
+      r = residual[base + c];
+#pragma unroll
+    for (int e = 0; e < 8; ++e) {
+      float f = Vec16<T>::get(x, e);
+      if (residual) { // the sum is stored, then normalised as stored
+        Vec16<T>::set(s, e, f + Vec16<T>::get(r, e));
+        f = Vec16<T>::get(s, e);
+      }
+      v[j][e] = f;
+      local += f * f;
+    }
+    if (residual)
+      sum[base + c] = s;
+  }
+  const float inv_rms = 1.0f / sqrtf(blockSum(local, reduce) / static_cast<float>(cols) + eps);
+#pragma unroll
+  for (int j = 0; j < kVecs; ++j) {
+    const int64_t c = threadIdx.x + j * kVecNormThreads;
+    if (c >= row_vecs)
+      continue;
+    const uint4 w = weight[c];
+    uint4 o;
+#pragma unroll
+    for (int e = 0; e < 8; ++e)
+      Vec16<T>::set(o, e, v[j][e] * inv_rms * Vec16<T>::get(w, e));
+    out[base + c] = o;
+  }
+}
+
+template <typename T>
+cudaError_t launchRmsNormVec(const void *input, const void *residual, const void *weight,
+                             int64_t rows, int64_t cols, float eps, void *sum, void *out,
+                             cudaStream_t stream, bool pdl) {
+  const int64_t per_thread = (cols / 8 + kVecNormThreads - 1) / kVecNormThreads;
+  auto run = [&](auto kernel) {
+    return launchKernel(kernel, dim3(static_cast<unsigned>(rows)), dim3(kVecNormThreads), 0, stream,
+                        pdl, static_cast<const uint4 *>(input),
+                        static_cast<const uint4 *>(residual), static_cast<const uint4 *>(weight),
+                        cols, eps, static_cast<uint4 *>(sum), static_cast<uint4 *>(out));
+  };
+  if (per_thread <= 1)
+    return run(rmsNormVecKernel<T, 1>);
+  if (per_thread <= 2)
+    return run(rmsNormVecKernel<T, 2>);
+  if (per_thread <= 4)
+    return run(rmsNormVecKernel<T, 4>);
+  return run(rmsNormVecKernel<T, 8>);
+}
+
+bool aligned16(const void *p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
+
 __global__ void swigluKernel(const float *acc, int64_t rows, int64_t half, void *out,
                              EType out_type) {
   int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
@@ -333,6 +420,18 @@ cudaError_t launchRmsNorm(const void *input, EType input_type, const void *resid
                           EType residual_type, const void *weight, EType weight_type, int64_t group,
                           int64_t rows, int64_t cols, float eps, void *sum, EType sum_type,
                           void *out, EType out_type, cudaStream_t stream, bool pdl) {
+  const bool same16 = (input_type == EType::kBF16 || input_type == EType::kF16) &&
+                      weight_type == input_type && out_type == input_type &&
+                      (!residual || (residual_type == input_type && sum_type == input_type));
+  if (same16 && group == cols && cols % 8 == 0 && cols <= 8 * 8 * kVecNormThreads &&
+      aligned16(input) && aligned16(weight) && aligned16(out) &&
+      (!residual || (aligned16(residual) && aligned16(sum)))) {
+    if (input_type == EType::kBF16)
+      return launchRmsNormVec<__nv_bfloat16>(input, residual, weight, rows, cols, eps, sum, out,
+                                             stream, pdl);
+    return launchRmsNormVec<__half>(input, residual, weight, rows, cols, eps, sum, out, stream,
+                                    pdl);
+  }
   size_t smem = static_cast<size_t>(cols) * sizeof(float);
   if (smem > 48 * 1024) {
     cudaError_t e = cudaFuncSetAttribute(rmsNormKernel, cudaFuncAttributeMaxDynamicSharedMemorySize,

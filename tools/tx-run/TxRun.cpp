@@ -80,16 +80,13 @@ Output:
   --decode-split-min-tokens N
                           (cuda) split-KV decode chunks of at least N tokens
                           (default 64 where a KV head serves at most 2 query
-                          heads, else 32: measured on the H200)
+                          heads, else 16: measured on the H200)
   --no-attention-early-kv (cuda) decode attention reads every key after waiting
                           for the QKV kernel, not the older ones before it
                           (for comparison)
   --no-skinny-gemm        (cuda) decode GEMMs of 3-8 rows (K at most 3072) on
                           cuBLASLt instead of the tensor-core skinny GEMM
                           (for comparison)
-  --gemm-split-k N        (cuda) cuBLASLt GEMMs of decode batches (up to 64
-                          rows) that leave SMs idle split K up to N ways
-                          (a power of two; not yet measured on a GPU)
   --lazy-graphs           (cuda) capture each decode graph at its first step
                           instead of all of them at startup (faster startup)
   --[no-]attention-cluster-combine
@@ -131,7 +128,6 @@ struct Options {
   std::optional<bool> attention_cluster_combine;
   int gemv_max_rows = 4;
   int decode_split_min_tokens = 0; // 0: the backend's rule
-  int gemm_split_k = 0;
   bool capture_graphs = true;
   bool skinny_gemm = true;
   bool attention_early_kv = true;
@@ -249,9 +245,6 @@ Options parseArguments(int argc, char **argv) {
     } else if (arg == "--decode-split-min-tokens") {
       cudaOnly();
       options.decode_split_min_tokens = static_cast<int>(parseInteger(arg, value(), 1, 1 << 20));
-    } else if (arg == "--gemm-split-k") {
-      cudaOnly();
-      options.gemm_split_k = static_cast<int>(parseInteger(arg, value(), 1, 16));
     } else if (arg == "--no-attention-early-kv") {
       cudaOnly();
       options.attention_early_kv = false;
@@ -346,7 +339,6 @@ int main(int argc, char **argv) {
     cuda_options.attention_cluster_combine = options.attention_cluster_combine;
     cuda_options.gemv_max_rows = options.gemv_max_rows;
     cuda_options.decode_split_min_tokens = options.decode_split_min_tokens;
-    cuda_options.gemm_split_k = options.gemm_split_k;
     cuda_options.capture_graphs_at_start = options.capture_graphs;
     cuda_options.use_skinny_gemm = options.skinny_gemm;
     cuda_options.attention_early_kv = options.attention_early_kv;

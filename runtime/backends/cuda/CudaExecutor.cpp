@@ -160,7 +160,6 @@ Status CudaExecutor::State::prepare() {
     return failedPrecondition(path + ": GPU " + std::to_string(options.device) + " (" + prop.name +
                               ") is sm_" + std::to_string(prop.major) + std::to_string(prop.minor) +
                               "; the CUDA backend is built for sm_90a (Hopper)");
-  sm_count = prop.multiProcessorCount;
 
   // A cpu-target plan uses the same txk ops and runs here too (the tests
   // compare the two); a plan for another GPU generation does not.
@@ -410,7 +409,7 @@ DecodeAttentionSetup decodeAttentionSetup(const CudaExecutorOptions &options, in
   setup.cluster_combine = options.attention_cluster_combine.value_or(small_group);
   setup.split_min_tokens = options.decode_split_min_tokens > 0 ? options.decode_split_min_tokens
                            : small_group                       ? 64
-                                                               : 32;
+                                                               : 16;
   return setup;
 }
 

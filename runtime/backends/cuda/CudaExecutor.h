@@ -46,10 +46,6 @@ struct CudaExecutorOptions {
   /// on SkinnyGemm.cu (tensor cores, epilogues fused) instead of cuBLASLt:
   /// Qwen3-0.6B b4 1.53 ms per step against 1.66 on the H200.
   bool use_skinny_gemm = true;
-  /// cuBLASLt GEMMs of decode batches (at most kSplitKMaxRows rows) whose
-  /// output tiles do not cover the SMs split K up to this many ways (a power
-  /// of two; 0 or 1: as the heuristic chose). Off until measured.
-  int32_t gemm_split_k = 0;
   /// A cap on the rows a GEMM may have to run on the GEMV (for comparisons);
   /// below it Gemv.h's gemvRowLimit(k) decides (2 rows for k <= 3072, else 1).
   int64_t gemv_max_rows = 2;
@@ -114,18 +110,20 @@ struct CudaExecutorOptions {
 
 /// Decode attention's set-up for short contexts, chosen by the query heads
 /// per KV head where CudaExecutorOptions leaves it unset. Measured at batch
-/// 1 on the H200 (device run 25, 128-token prompts): with a group of 2
-/// (Qwen3-0.6B) the rope folded in, the cluster merge and chunks of at
-/// least 64 tokens (4 splits at a 256-token context) took the step from
-/// 0.908 to 0.807 ms; with a group of 4 (Llama-3-8B) every part of it was
-/// slower (fewer splits alone +0.245 ms, all three +0.088; at 8 splits the
-/// fold +0.062 and the cluster merge +0.065, run 24), so there it is the
-/// rope kernel, global-memory merge and 32-token chunks. Why the larger
-/// group loses is not measured yet.
+/// 1 on the H200 with 128-token prompts (device runs 24-26), against the
+/// rope kernel, the global-memory merge and 32-token chunks:
+/// - a group of 2 (Qwen3-0.6B): the rope folded in, the cluster merge and
+///   chunks of at least 64 tokens (4 splits at a 256-token context) took
+///   the step from 0.908 to 0.807 ms;
+/// - a group of 4 (Llama-3-8B): each of those was slower (64-token chunks
+///   +0.245 ms, all three +0.088; at 8 splits the fold +0.062 and the
+///   cluster merge +0.065), and 16-token chunks (16 splits) faster, 4.764
+///   against 4.624 ms.
+/// Why the two groups want opposite split counts is not measured yet.
 struct DecodeAttentionSetup {
   bool rope_in_attention = false;
   bool cluster_combine = false;
-  int32_t split_min_tokens = 32;
+  int32_t split_min_tokens = 16;
 };
 DecodeAttentionSetup decodeAttentionSetup(const CudaExecutorOptions &options, int64_t heads,
                                           int64_t kv_heads);

@@ -147,13 +147,10 @@ struct GemmPlan {
 
 inline constexpr int kMaxDecodeSplits = 32;
 inline constexpr size_t kCublasWorkspaceBytes = size_t{32} << 20;
-/// The most rows of a GEMM that gemm_split_k applies to (decode batches).
-inline constexpr int64_t kSplitKMaxRows = 64;
 
 struct CudaExecutor::State {
   const artifact::LoadedArtifact *artifact = nullptr;
   CudaExecutorOptions options;
-  int sm_count = 132;
   const pb::Plan *plan = nullptr;
   std::string path;
   int32_t vocab_size = 0, page_size = 0, num_pages = 0;
@@ -251,7 +248,6 @@ struct CudaExecutor::State {
   StatusOr<DMatrix> bindResult(const pb::Launch &launch, int i, int64_t rows);
   StatusOr<DMatrix> copyToScratch(const DMatrix &input);
   Status unalias(std::vector<DMatrix *> inputs, std::vector<DMatrix> results);
-  void splitDecodeGemm(GemmPlan &plan, int64_t n, int64_t k);
   Status gemm(const DMatrix &input, const DMatrix &weight, const DMatrix &bias,
               const DMatrix &residual, const DMatrix &out);
   StatusOr<bool> tryGemv(const DMatrix &input, const DMatrix &weight, const DMatrix &bias,

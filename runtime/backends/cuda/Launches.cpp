@@ -81,8 +81,6 @@ Status CudaExecutor::State::gemm(const DMatrix &input, const DMatrix &weight, co
                            (bias.present() ? " with bias" : ""));
     }
     p.algo = result.algo;
-    if (options.gemm_split_k > 1 && m <= kSplitKMaxRows)
-      splitDecodeGemm(p, n, k);
     it = gemm_plans.emplace(key, p).first;
   }
   GemmPlan &p = it->second;
@@ -95,42 +93,6 @@ Status CudaExecutor::State::gemm(const DMatrix &input, const DMatrix &weight, co
                                      p.c, out.data, p.d, &p.algo, cublas_workspace,
                                      kCublasWorkspaceBytes, stream),
                       "cublasLtMatmul " + shapeString(m, k) + " x " + shapeString(n, k) + "^T");
-}
-
-// A decode-sized GEMM whose output tiles (taken as 128 weight rows each)
-// cover fewer SMs than the GPU has streams K in up to options.gemm_split_k
-// slices (a power of two, at least 512 of K each), reduced by cuBLASLt in
-// its workspace. Applied only where the heuristic's algorithm supports
-// split-K, does not split already, and cuBLASLt accepts the result.
-void CudaExecutor::State::splitDecodeGemm(GemmPlan &p, int64_t n, int64_t k) {
-  size_t size = 0;
-  int32_t support = 0, current = 1;
-  if (cublasLtMatmulAlgoCapGetAttribute(&p.algo, CUBLASLT_ALGO_CAP_SPLITK_SUPPORT, &support,
-                                        sizeof(support), &size) != CUBLAS_STATUS_SUCCESS ||
-      !support)
-    return;
-  cublasLtMatmulAlgoConfigGetAttribute(&p.algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &current,
-                                       sizeof(current), &size);
-  if (current > 1)
-    return;
-  const int64_t tiles = (n + 127) / 128;
-  int32_t splits = 1;
-  while (splits * 2 <= options.gemm_split_k && tiles * splits * 2 <= sm_count &&
-         k / (splits * 2) >= 512)
-    splits *= 2;
-  if (splits == 1)
-    return;
-  cublasLtMatmulAlgo_t algo = p.algo;
-  uint32_t scheme = CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE;
-  cublasLtMatmulAlgoConfigSetAttribute(&algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &splits,
-                                       sizeof(splits));
-  cublasLtMatmulAlgoConfigSetAttribute(&algo, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME, &scheme,
-                                       sizeof(scheme));
-  cublasLtMatmulHeuristicResult_t check;
-  if (cublasLtMatmulAlgoCheck(lt, p.op, p.a, p.b, p.c, p.d, &algo, &check) ==
-          CUBLAS_STATUS_SUCCESS &&
-      check.workspaceSize <= kCublasWorkspaceBytes)
-    p.algo = algo;
 }
 
 // The decode-sized GEMMs (16-bit, one dtype throughout) run on our kernels

@@ -208,7 +208,7 @@ TEST(CudaExecutorTest, DecodeAttentionSetupFollowsTheGroupSizeUnlessSet) {
   DecodeAttentionSetup llama = decodeAttentionSetup(unset, 32, 8);
   EXPECT_FALSE(llama.rope_in_attention);
   EXPECT_FALSE(llama.cluster_combine);
-  EXPECT_EQ(llama.split_min_tokens, 32);
+  EXPECT_EQ(llama.split_min_tokens, 16);
   CudaExecutorOptions set;
   set.rope_in_attention = false;
   set.attention_cluster_combine = true;

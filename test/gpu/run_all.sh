@@ -89,6 +89,7 @@ timing q06-b1-graphs-again "$Q" 1 128
 timing q06-b1-rope-kernel "$Q" 1 128 --no-rope-in-attention
 timing q06-b1-global-merge "$Q" 1 128 --no-attention-cluster-combine
 timing q06-b1-split32 "$Q" 1 128 --decode-split-min-tokens 32
+timing q06-b1-tuned "$Q" 1 128 --tune-decode-attention
 timing q06-b1-sampled "$Q" 1 128 "${sample[@]}"
 timing q06-b32-graphs "$Q" 32 64
 timing q06-b32-sampled "$Q" 32 64 "${sample[@]}"
@@ -97,6 +98,7 @@ timing q06-b32-host-sampled "$Q" 32 64 "${sample[@]}" --host-sampling
 [ -f "$L" ] && timing l8b-b1-fused-rope "$L" 1 64 --fuse-rope
 [ -f "$L" ] && timing l8b-b1-late-kv "$L" 1 64 --no-attention-early-kv
 [ -f "$L" ] && timing l8b-b1-split32 "$L" 1 64 --decode-split-min-tokens 32
+[ -f "$L" ] && timing l8b-b1-tuned "$L" 1 64 --tune-decode-attention
 [ -f "$L" ] && timing l8b-b1-rope-in-attention "$L" 1 64 --rope-in-attention
 [ -f "$L" ] && timing l8b-b1-cluster-combine "$L" 1 64 --attention-cluster-combine
 [ -f "$L" ] && timing l8b-b32-graphs "$L" 32 32

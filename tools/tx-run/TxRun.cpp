@@ -87,6 +87,12 @@ Output:
   --no-skinny-gemm        (cuda) decode GEMMs of 3-8 rows (K at most 3072) on
                           cuBLASLt instead of the tensor-core skinny GEMM
                           (for comparison)
+  --tune-decode-attention (cuda) time at startup the decode attention set-ups
+                          (rope fold, cluster merge, 8-64-token chunks) that
+                          --[no-]rope-in-attention, --[no-]attention-cluster-
+                          combine and --decode-split-min-tokens leave open
+                          (~1-3 s) and keep the fastest; --timing prints the
+                          choice (not yet measured on a GPU)
   --lazy-graphs           (cuda) capture each decode graph at its first step
                           instead of all of them at startup (faster startup)
   --[no-]attention-cluster-combine
@@ -128,6 +134,7 @@ struct Options {
   std::optional<bool> attention_cluster_combine;
   int gemv_max_rows = 4;
   int decode_split_min_tokens = 0; // 0: the backend's rule
+  bool tune_decode_attention = false;
   bool capture_graphs = true;
   bool skinny_gemm = true;
   bool attention_early_kv = true;
@@ -251,6 +258,9 @@ Options parseArguments(int argc, char **argv) {
     } else if (arg == "--no-skinny-gemm") {
       cudaOnly();
       options.skinny_gemm = false;
+    } else if (arg == "--tune-decode-attention") {
+      cudaOnly();
+      options.tune_decode_attention = true;
     } else if (arg == "--lazy-graphs") {
       cudaOnly();
       options.capture_graphs = false;
@@ -340,6 +350,7 @@ int main(int argc, char **argv) {
     cuda_options.gemv_max_rows = options.gemv_max_rows;
     cuda_options.decode_split_min_tokens = options.decode_split_min_tokens;
     cuda_options.capture_graphs_at_start = options.capture_graphs;
+    cuda_options.tune_decode_attention = options.tune_decode_attention;
     cuda_options.use_skinny_gemm = options.skinny_gemm;
     cuda_options.attention_early_kv = options.attention_early_kv;
     auto cuda_executor = txc::cuda::CudaExecutor::create(**artifact, cuda_options);
@@ -394,6 +405,21 @@ int main(int argc, char **argv) {
                  t.decodeSteps, t.decodeWallMs, t.decodeGpuMs, t.prefillSteps, t.prefillWallMs,
                  t.prefillGpuMs, total, generated);
 #ifdef TXC_HAVE_CUDA_BACKEND
+    if (cuda_backend) {
+      auto describe = [](const txc::cuda::DecodeAttentionSetup &s) {
+        return std::string(s.rope_in_attention ? "rope folded in" : "rope kernel") + ", " +
+               (s.cluster_combine ? "cluster merge" : "global-memory merge") + ", " +
+               std::to_string(s.split_min_tokens) + "-token chunks";
+      };
+      const txc::cuda::DecodeAttentionTuning tuning = cuda_backend->decodeAttentionTuning();
+      std::fprintf(stderr, "tx-run timing: decode attention: %s",
+                   describe(cuda_backend->decodeAttention()).c_str());
+      if (tuning.tuned)
+        std::fprintf(
+            stderr, " (tuned over %d set-ups at batch 1: %.3f ms a step; the rule's %s: %.3f)",
+            tuning.candidates, tuning.chosen_ms, describe(tuning.rule).c_str(), tuning.rule_ms);
+      std::fprintf(stderr, "\n");
+    }
     if (cuda_backend)
       for (const auto &entry : cuda_backend->launchProfile())
         std::fprintf(stderr,

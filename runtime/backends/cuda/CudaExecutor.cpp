@@ -274,8 +274,7 @@ Status CudaExecutor::State::prepare() {
   if (options.use_gemv && options.fuse_norms)
     fusable_norms = fusableNorms(*plan);
   decode_attention = decodeAttentionSetup(options, max_heads, max_kv_heads);
-  if (decode_attention.rope_in_attention)
-    fusable_ropes = fusableRopes(*plan);
+  fusable_ropes = fusableRopes(*plan);
   bool writes_logits = false;
   for (const pb::Launch &launch : plan->launches())
     for (const pb::ValueRef &result : launch.results())

@@ -94,6 +94,12 @@ struct CudaExecutorOptions {
   /// a fence and a counter (bit-identical). Unset:
   /// decodeAttentionSetup decides.
   std::optional<bool> attention_cluster_combine;
+  /// With warm_up: time every decode attention set-up the options leave
+  /// open (rope fold, cluster merge, 8/16/32/64-token chunks) on the batch-1
+  /// decode graph of a 256-token context at startup and keep the fastest,
+  /// instead of decodeAttentionSetup's rule (measured on two shapes). Off
+  /// until measured on a GPU (written after device run 28).
+  bool tune_decode_attention = false;
   /// Split-KV decode cuts a sequence's keys into chunks of at least this
   /// many tokens (every split costs a partial write and a merge); it only
   /// matters below ~1k tokens of context. 0: decodeAttentionSetup
@@ -128,6 +134,15 @@ struct DecodeAttentionSetup {
 DecodeAttentionSetup decodeAttentionSetup(const CudaExecutorOptions &options, int64_t heads,
                                           int64_t kv_heads);
 
+/// What tune_decode_attention measured: the set-up it kept, and the batch-1
+/// step time of it and of the rule's set-up (milliseconds, GPU).
+struct DecodeAttentionTuning {
+  bool tuned = false;
+  DecodeAttentionSetup chosen, rule;
+  int candidates = 0;
+  float chosen_ms = 0, rule_ms = 0;
+};
+
 /// GPU time per op kind (GEMMs per weight shape), summed over the steps run
 /// so far.
 struct LaunchProfileEntry {
@@ -156,6 +171,9 @@ public:
   engine::EngineConfig engineConfig() const;
   /// Milliseconds of GPU time the last execute() took (CUDA events).
   float lastStepMs() const;
+  /// The decode attention set-up in use, and what tuning measured (if on).
+  DecodeAttentionSetup decodeAttention() const;
+  DecodeAttentionTuning decodeAttentionTuning() const;
   /// Decode graphs captured so far (one per batch and context bucket).
   int32_t decodeGraphCount() const;
   /// Empty unless created with profile_launches.

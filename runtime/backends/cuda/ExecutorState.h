@@ -242,6 +242,8 @@ struct CudaExecutor::State {
               const std::vector<engine::RowSampling> *sampling = nullptr);
   Status warmUp();
   Status captureDecodeGraphs(int32_t max_seq_len, int32_t pages_per_seq);
+  Status tuneDecodeAttention(int32_t max_seq_len, int32_t pages_per_seq);
+  DecodeAttentionTuning decode_attention_tuning;
 
   StatusOr<Bound> bindOperand(const pb::Launch &launch, int i, bool required);
   StatusOr<DMatrix> floatOperand(const pb::Launch &launch, int i, bool required);

@@ -386,7 +386,8 @@ Status CudaExecutor::State::runLaunch(int index, const pb::Launch &launch) {
     }
     // Decode: the attention after it may fold the rope in (same element
     // type for the QKV, the norms and the cache).
-    if (fusable_ropes.count(index) && batch->numTokens() == batch->numSequences() &&
+    if (decode_attention.rope_in_attention && fusable_ropes.count(index) &&
+        batch->numTokens() == batch->numSequences() &&
         a.qkv_type == a.cache_type && (!a.q_norm || a.q_norm_type == a.cache_type) &&
         (!a.k_norm || a.k_norm_type == a.cache_type)) {
       pending_rope = {true, a};

@@ -60,6 +60,8 @@ Status CudaExecutor::State::warmUp() {
         withContext("warm-up step of " + std::to_string(tokens) + " tokens", status));
     TXC_RETURN_IF_ERROR(sync);
   }
+  if (options.tune_decode_attention)
+    TXC_RETURN_IF_ERROR(tuneDecodeAttention(max_seq_len, pages_per_seq));
   if (options.capture_graphs_at_start)
     TXC_RETURN_IF_ERROR(captureDecodeGraphs(max_seq_len, pages_per_seq));
   profile_totals.clear();

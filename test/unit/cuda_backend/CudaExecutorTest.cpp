@@ -26,6 +26,8 @@ struct Generation {
   std::vector<std::vector<int32_t>> tokens;
   std::vector<std::vector<std::vector<float>>> logits; // [request][step][vocab]
   int32_t graphs = 0;
+  DecodeAttentionSetup decode_attention;
+  DecodeAttentionTuning tuning;
 };
 
 std::vector<std::vector<int32_t>> prompts() {
@@ -69,6 +71,8 @@ Generation generate(const artifact::LoadedArtifact &artifact, const CudaExecutor
       run.logits.push_back(recorder.rows(static_cast<engine::RequestId>(i)));
   }
   run.graphs = (*executor)->decodeGraphCount();
+  run.decode_attention = (*executor)->decodeAttention();
+  run.tuning = (*executor)->decodeAttentionTuning();
   return run;
 }
 
@@ -195,6 +199,53 @@ TEST(CudaExecutorTest, RopeFoldedIntoAttentionMatchesTheRopeKernel) {
     EXPECT_EQ(with_folded.tokens, reference.tokens);
     expectClose(with_folded, reference, 0.0, "rope folded into the decode attention");
   }
+}
+
+// tune_decode_attention: every open set-up timed on the batch-1 graph, the
+// fastest kept; what the options fix stays fixed; the tokens are the rule's
+// (the split count may change the logits' rounding, not the argmax here).
+TEST(CudaExecutorTest, DecodeAttentionTuningKeepsTheFastestSetup) {
+  TXC_SKIP_WITHOUT_GPU();
+  TinyModelOptions model;
+  model.dtype = DType::kBF16;
+  model.qk_norm = true;
+  model.num_layers = 2;
+  model.hidden = 256;
+  model.heads = 4;
+  model.kv_heads = 2;
+  model.head_dim = 128;
+  model.intermediate = 512;
+  std::string path = cpu::testing::tempPath("tiny-cuda-tuning.txm");
+  ASSERT_TRUE(cpu::testing::writeTinyModel(path, model).isOk());
+  auto artifact = artifact::LoadedArtifact::load(path);
+  ASSERT_TRUE(artifact.isOk()) << artifact.status().toString();
+  CudaExecutorOptions rule;
+  Generation reference = generate(**artifact, rule, true);
+  EXPECT_FALSE(reference.tuning.tuned);
+
+  CudaExecutorOptions tuned = rule;
+  tuned.tune_decode_attention = true;
+  Generation with_tuning = generate(**artifact, tuned, true);
+  ASSERT_TRUE(with_tuning.tuning.tuned);
+  EXPECT_EQ(with_tuning.tuning.candidates, 16); // fold x merge x 4 chunk floors
+  EXPECT_GT(with_tuning.tuning.chosen_ms, 0.0f);
+  EXPECT_LE(with_tuning.tuning.chosen_ms, with_tuning.tuning.rule_ms);
+  const DecodeAttentionSetup &chosen = with_tuning.tuning.chosen;
+  EXPECT_EQ(with_tuning.decode_attention.rope_in_attention, chosen.rope_in_attention);
+  EXPECT_EQ(with_tuning.decode_attention.cluster_combine, chosen.cluster_combine);
+  EXPECT_EQ(with_tuning.decode_attention.split_min_tokens, chosen.split_min_tokens);
+  EXPECT_TRUE(with_tuning.tuning.rule.rope_in_attention); // group 2: the rule folds
+  EXPECT_EQ(with_tuning.tokens, reference.tokens);
+  expectClose(with_tuning, reference, 0.05, "tuned decode attention set-up");
+
+  CudaExecutorOptions fixed = tuned;
+  fixed.rope_in_attention = false;
+  fixed.decode_split_min_tokens = 32;
+  Generation partly = generate(**artifact, fixed, true);
+  ASSERT_TRUE(partly.tuning.tuned);
+  EXPECT_EQ(partly.tuning.candidates, 2); // only the merge is open
+  EXPECT_FALSE(partly.decode_attention.rope_in_attention);
+  EXPECT_EQ(partly.decode_attention.split_min_tokens, 32);
 }
 
 // The decode attention set-up where the options leave it unset: by the

@@ -2,8 +2,9 @@
 //
 // Where a decode step's time goes, op by op, without the model around it:
 // for each projection of the Qwen3-0.6B and Llama-3-8B shapes the GEMV of
-// the CUDA backend (Gemv.cu, m = 1 and 4) and its tensor-core skinny GEMM
-// (SkinnyGemm.cu, m = 4 and 8) are launched 200 times back to back,
+// the CUDA backend (Gemv.cu, m = 1 and 4), its tensor-core skinny GEMM
+// (SkinnyGemm.cu, m = 4 and 8) and its wgmma decode GEMM (DecodeGemm.cu,
+// m = 32 and 64) are launched 200 times back to back,
 // rotating over enough weight copies that every launch reads from DRAM
 // (L2 is 60 MB), and timed with CUDA events: plainly on a stream, and
 // replayed from a CUDA graph with programmatic dependent launch (how a
@@ -17,6 +18,7 @@
 //   decode_ops_bench [--sweep] [--json FILE]
 //
 //===----------------------------------------------------------------------===//
+#include "runtime/backends/cuda/DecodeGemm.h"
 #include "runtime/backends/cuda/Gemv.h"
 #include "runtime/backends/cuda/Launch.cuh"
 #include "runtime/backends/cuda/SkinnyGemm.h"
@@ -120,6 +122,12 @@ int main(int argc, char **argv) {
   }
   cudaStream_t stream;
   CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  DecodeGemmWorkspace decode_workspace; // split-K partials and counters
+  decode_workspace.partial_floats = int64_t{2} << 20;
+  decode_workspace.num_counters = 4096;
+  CHECK(cudaMalloc(&decode_workspace.partials, decode_workspace.partial_floats * sizeof(float)));
+  CHECK(cudaMalloc(&decode_workspace.counters, decode_workspace.num_counters * sizeof(unsigned)));
+  CHECK(cudaMemset(decode_workspace.counters, 0, decode_workspace.num_counters * sizeof(unsigned)));
   std::string json = "{\"rows\": [\n";
   bool first = true;
   auto row = [&](const std::string &what, int m, const char *mode, float us, double gbps) {
@@ -182,16 +190,18 @@ int main(int argc, char **argv) {
     CHECK(cudaMalloc(&gamma, size_t(s.k) * 2));
     fillKernel<<<64, 256, 0, stream>>>(gamma, size_t(s.k), 9u);
     void *out;
-    CHECK(cudaMalloc(&x, size_t(32) * s.k * 2));
-    fillKernel<<<64, 256, 0, stream>>>(x, size_t(32) * s.k, 3u);
-    CHECK(cudaMalloc(&residual, size_t(32) * s.n * 2));
-    fillKernel<<<64, 256, 0, stream>>>(residual, size_t(32) * s.n, 5u);
-    CHECK(cudaMalloc(&out, size_t(32) * s.n * 4));
+    CHECK(cudaMalloc(&x, size_t(64) * s.k * 2));
+    fillKernel<<<64, 256, 0, stream>>>(x, size_t(64) * s.k, 3u);
+    CHECK(cudaMalloc(&residual, size_t(64) * s.n * 2));
+    fillKernel<<<64, 256, 0, stream>>>(residual, size_t(64) * s.n, 5u);
+    CHECK(cudaMalloc(&out, size_t(64) * s.n * 4));
     // The GEMV at 1 and 4 rows; the tensor-core skinny GEMM at 4 and 8
-    // (batch 3-8; it takes no fused norm).
+    // (batch 3-8) and the wgmma decode GEMM at 32 and 64 (neither takes the
+    // fused norm).
+    enum class Kernel { kGemv, kSkinny, kDecode };
     struct Variant {
       int m;
-      bool skinny;
+      Kernel kernel;
     };
     auto args = [&](int m, bool graph) {
       GemvArgs a;
@@ -231,20 +241,25 @@ int main(int argc, char **argv) {
             row(what, 1, "graph+pdl", ms * 1000, weight_bytes / (ms * 1e6));
           }
     }
-    for (Variant v : {Variant{1, false}, Variant{4, false}, Variant{4, true}, Variant{8, true}})
+    const Kernel gemv = Kernel::kGemv, skinny = Kernel::kSkinny, decode = Kernel::kDecode;
+    for (Variant v : {Variant{1, gemv}, Variant{4, gemv}, Variant{4, skinny}, Variant{8, skinny},
+                      Variant{32, decode}, Variant{64, decode}})
       for (bool graph : {false, true}) {
-        if (sweep || (v.skinny && s.norm))
+        if (sweep || (v.kernel != gemv && s.norm))
           continue;
         const int m = v.m;
         GemvArgs a = args(m, graph);
         float ms = timeMs(
             [&](int i) {
               a.w = w[i % copies];
-              CHECK(v.skinny ? launchSkinnyGemm(a, stream) : launchGemv(a, stream));
+              CHECK(v.kernel == skinny   ? launchSkinnyGemm(a, stream)
+                    : v.kernel == decode ? launchDecodeGemm(a, decode_workspace, stream)
+                                         : launchGemv(a, stream));
             },
             stream, graph);
-        row(std::string(s.model) + " " + s.op + (v.skinny ? " [skinny]" : ""), m,
-            graph ? "graph+pdl" : "stream", ms * 1000, weight_bytes / (ms * 1e6));
+        const char *tag = v.kernel == skinny ? " [skinny]" : v.kernel == decode ? " [decode]" : "";
+        row(std::string(s.model) + " " + s.op + tag, m, graph ? "graph+pdl" : "stream", ms * 1000,
+            weight_bytes / (ms * 1e6));
       }
     for (auto *p : w)
       CHECK(cudaFree(p));

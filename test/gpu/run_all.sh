@@ -45,6 +45,7 @@ python3 test/gpu/compare_modes.py "$B/tx-run" "$B/llama-3-8b.txm" --flags=--rope
 [ "${PIPESTATUS[0]}" = 0 ] || fails=$((fails + 1))
 mode --flags=--no-skinny-gemm --atol 0.15 --batch 5
 mode --flags=--no-attention-early-kv --atol 0 --batch 3
+mode --flags=--decode-gemm --atol 0.15 --batch 12
 python3 test/gpu/compare_modes.py "$B/tx-run" "$B/llama-3-8b.txm" --flags=--no-attention-early-kv --atol 0 \
   --batch 2 --new 8 -- --random-weights 1 2>&1 | tee -a "$OUT/modes.log" | tail -1
 [ "${PIPESTATUS[0]}" = 0 ] || fails=$((fails + 1))
@@ -108,6 +109,11 @@ for b in 4 8; do
   timing "q06-b$b-cublas" "$Q" "$b" 64 --no-skinny-gemm
 done
 [ -f "$L" ] && timing l8b-b32-lazy-graphs "$L" 32 32 --lazy-graphs
+# The wgmma decode GEMM against cuBLASLt (beyond the skinny GEMM's rows).
+timing q06-b32-decode-gemm "$Q" 32 64 --decode-gemm
+[ -f "$L" ] && timing l8b-b32-decode-gemm "$L" 32 32 --decode-gemm
+[ -f "$L" ] && timing l8b-b4-cublas "$L" 4 32
+[ -f "$L" ] && timing l8b-b4-decode-gemm "$L" 4 32 --decode-gemm
 if [ "${FULL:-0}" = 1 ]; then # comparisons and profiles
   timing q06-b1-nographs "$Q" 1 128 --no-cuda-graphs
   timing q06-b1-nopdl "$Q" 1 128 --no-pdl

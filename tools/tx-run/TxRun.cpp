@@ -93,6 +93,9 @@ Output:
                           combine and --decode-split-min-tokens leave open
                           (~1-3 s) and keep the fastest; --timing prints the
                           choice (not yet measured on a GPU)
+  --decode-gemm           (cuda) decode GEMMs of up to 64 rows that the GEMV
+                          and the skinny GEMM leave to cuBLASLt on the wgmma
+                          decode GEMM instead (not yet measured on a GPU)
   --lazy-graphs           (cuda) capture each decode graph at its first step
                           instead of all of them at startup (faster startup)
   --[no-]attention-cluster-combine
@@ -135,6 +138,7 @@ struct Options {
   int gemv_max_rows = 4;
   int decode_split_min_tokens = 0; // 0: the backend's rule
   bool tune_decode_attention = false;
+  bool decode_gemm = false;
   bool capture_graphs = true;
   bool skinny_gemm = true;
   bool attention_early_kv = true;
@@ -258,6 +262,9 @@ Options parseArguments(int argc, char **argv) {
     } else if (arg == "--no-skinny-gemm") {
       cudaOnly();
       options.skinny_gemm = false;
+    } else if (arg == "--decode-gemm") {
+      cudaOnly();
+      options.decode_gemm = true;
     } else if (arg == "--tune-decode-attention") {
       cudaOnly();
       options.tune_decode_attention = true;
@@ -351,6 +358,7 @@ int main(int argc, char **argv) {
     cuda_options.decode_split_min_tokens = options.decode_split_min_tokens;
     cuda_options.capture_graphs_at_start = options.capture_graphs;
     cuda_options.tune_decode_attention = options.tune_decode_attention;
+    cuda_options.decode_gemm = options.decode_gemm;
     cuda_options.use_skinny_gemm = options.skinny_gemm;
     cuda_options.attention_early_kv = options.attention_early_kv;
     auto cuda_executor = txc::cuda::CudaExecutor::create(**artifact, cuda_options);

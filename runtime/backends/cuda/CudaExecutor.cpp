@@ -310,6 +310,18 @@ Status CudaExecutor::State::prepare() {
   TXC_ASSIGN_OR_RETURN(void *rc, allocate(kGemvMaxRopeHeads * sizeof(unsigned), "rope counters"));
   rope_counters = static_cast<unsigned *>(rc);
   CU(cudaMemset(rc, 0, kGemvMaxRopeHeads * sizeof(unsigned)), path + ": clearing rope counters");
+  if (options.decode_gemm) {
+    decode_gemm_workspace.partial_floats = kDecodeGemmPartialFloats;
+    TXC_ASSIGN_OR_RETURN(void *partials, allocate(kDecodeGemmPartialFloats * sizeof(float),
+                                                  "decode GEMM split-K partials"));
+    decode_gemm_workspace.partials = static_cast<float *>(partials);
+    decode_gemm_workspace.num_counters = kDecodeGemmCounters;
+    TXC_ASSIGN_OR_RETURN(void *counters,
+                         allocate(kDecodeGemmCounters * sizeof(unsigned), "decode GEMM counters"));
+    decode_gemm_workspace.counters = static_cast<unsigned *>(counters);
+    CU(cudaMemset(counters, 0, kDecodeGemmCounters * sizeof(unsigned)),
+       path + ": clearing decode GEMM counters");
+  }
 
   // The cache.
   cache_dtype = artifact::fromProtoDType(compile.kv_cache_dtype());

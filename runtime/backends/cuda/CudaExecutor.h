@@ -46,6 +46,10 @@ struct CudaExecutorOptions {
   /// on SkinnyGemm.cu (tensor cores, epilogues fused) instead of cuBLASLt:
   /// Qwen3-0.6B b4 1.53 ms per step against 1.66 on the H200.
   bool use_skinny_gemm = true;
+  /// Decode GEMMs beyond the skinny GEMM's rows (up to 64) on DecodeGemm.cu
+  /// (wgmma, a cp.async ring, split-K, epilogues fused) instead of
+  /// cuBLASLt. Off until measured on a GPU (written after device run 28).
+  bool decode_gemm = false;
   /// A cap on the rows a GEMM may have to run on the GEMV (for comparisons);
   /// below it Gemv.h's gemvRowLimit(k) decides (2 rows for k <= 3072, else 1).
   int64_t gemv_max_rows = 2;

@@ -26,6 +26,7 @@
 #include "runtime/backends/cpu/PlanValues.h"
 #include "runtime/backends/cuda/CudaExecutor.h"
 #include "runtime/backends/cuda/CudaKernels.h"
+#include "runtime/backends/cuda/DecodeGemm.h"
 #include "runtime/backends/cuda/Gemv.h"
 #include "runtime/backends/cuda/SkinnyGemm.h"
 
@@ -147,6 +148,10 @@ struct GemmPlan {
 
 inline constexpr int kMaxDecodeSplits = 32;
 inline constexpr size_t kCublasWorkspaceBytes = size_t{32} << 20;
+/// DecodeGemm.cu's split-K partials (8 MB: Llama-3-8B's down projection at
+/// 32 rows splits 64 tiles 8 ways, 4 MB) and tile counters.
+inline constexpr int64_t kDecodeGemmPartialFloats = int64_t{2} << 20;
+inline constexpr int64_t kDecodeGemmCounters = 4096;
 
 struct CudaExecutor::State {
   const artifact::LoadedArtifact *artifact = nullptr;
@@ -204,7 +209,8 @@ struct CudaExecutor::State {
   // decode-sized batches the GEMV applies the norm in its prologue and the
   // norm launch is skipped (fusableNorms).
   std::set<int> fusable_norms;
-  unsigned *rope_counters = nullptr; // kGemvMaxRopeHeads, zero between launches
+  unsigned *rope_counters = nullptr;         // kGemvMaxRopeHeads, zero between launches
+  DecodeGemmWorkspace decode_gemm_workspace; // with options.decode_gemm
   struct PendingNorm {
     bool active = false;
     DMatrix input, weight, out;

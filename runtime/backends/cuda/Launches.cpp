@@ -98,8 +98,9 @@ Status CudaExecutor::State::gemm(const DMatrix &input, const DMatrix &weight, co
 // The decode-sized GEMMs (16-bit, one dtype throughout) run on our kernels
 // with the epilogue fused: m <= gemvRowLimit(k) on Gemv.cu (which can also
 // take the deferred norm and the rotary epilogue), larger m up to
-// skinnyGemmRowLimit(k) on SkinnyGemm.cu with use_skinny_gemm. False leaves
-// the GEMM to cuBLASLt.
+// skinnyGemmRowLimit(k) on SkinnyGemm.cu with use_skinny_gemm, and beyond
+// that up to 64 rows on DecodeGemm.cu with decode_gemm. False leaves the
+// GEMM to cuBLASLt.
 StatusOr<bool> CudaExecutor::State::tryGemv(const DMatrix &input, const DMatrix &weight,
                                             const DMatrix &bias, const DMatrix &residual,
                                             GemvEpilogue epilogue, const DMatrix &out,
@@ -108,7 +109,10 @@ StatusOr<bool> CudaExecutor::State::tryGemv(const DMatrix &input, const DMatrix 
       (residual.present() && residual.dtype != out.dtype))
     return false;
   const bool skinny = input.rows > std::min(options.gemv_max_rows, gemvRowLimit(input.cols));
-  if (skinny && (!options.use_skinny_gemm || rope || input.rows > skinnyGemmRowLimit(input.cols)))
+  const bool beyond_skinny =
+      !options.use_skinny_gemm || input.rows > skinnyGemmRowLimit(input.cols);
+  const bool wide = skinny && beyond_skinny;
+  if (skinny && (rope || (wide && (!options.decode_gemm || input.rows > kDecodeGemmMaxRows))))
     return false;
   GemvArgs g;
   g.x = input.data;
@@ -138,6 +142,14 @@ StatusOr<bool> CudaExecutor::State::tryGemv(const DMatrix &input, const DMatrix 
   g.k = input.cols;
   g.epilogue = epilogue;
   g.pdl = options.use_pdl;
+  if (wide) {
+    if (!decodeGemmSupports(g))
+      return false;
+    TXC_RETURN_IF_ERROR(flushPendingNorm()); // x is the norm's result
+    TXC_RETURN_IF_ERROR(
+        cudaStatus(launchDecodeGemm(g, decode_gemm_workspace, stream), "decode GEMM launch"));
+    return true;
+  }
   if (skinny) {
     if (!skinnyGemmSupports(g))
       return false;
@@ -387,8 +399,8 @@ Status CudaExecutor::State::runLaunch(int index, const pb::Launch &launch) {
     // Decode: the attention after it may fold the rope in (same element
     // type for the QKV, the norms and the cache).
     if (decode_attention.rope_in_attention && fusable_ropes.count(index) &&
-        batch->numTokens() == batch->numSequences() &&
-        a.qkv_type == a.cache_type && (!a.q_norm || a.q_norm_type == a.cache_type) &&
+        batch->numTokens() == batch->numSequences() && a.qkv_type == a.cache_type &&
+        (!a.q_norm || a.q_norm_type == a.cache_type) &&
         (!a.k_norm || a.k_norm_type == a.cache_type)) {
       pending_rope = {true, a};
       return Status::ok();

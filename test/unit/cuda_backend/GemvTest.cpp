@@ -8,9 +8,11 @@
 #include "GpuTest.h"
 #include "TestTensors.h"
 
+#include "runtime/backends/cuda/DecodeGemm.h"
 #include "runtime/backends/cuda/Gemv.h"
 #include "runtime/backends/cuda/SkinnyGemm.h"
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -31,6 +33,7 @@ struct GemvCase {
   bool residual_in_place;
   bool norm = false;                  // RMSNorm prologue
   bool skinny = false;                // SkinnyGemm.cu instead of the GEMV
+  bool decode = false;                // DecodeGemm.cu instead of the GEMV
   const GemvConfig *config = nullptr; // launchGemvWithConfig instead of launchGemv
 };
 
@@ -44,9 +47,11 @@ void *upload(const TestTensor &t) {
 EType etypeOf(DType dtype) { return dtype == DType::kBF16 ? EType::kBF16 : EType::kF16; }
 
 void runCase(const GemvCase &c) {
-  SCOPED_TRACE(std::string(c.skinny ? "skinny " : "gemv ") + "m " + std::to_string(c.m) + " n " +
-               std::to_string(c.n) + " k " + std::to_string(c.k) + " epilogue " +
-               std::to_string(static_cast<int>(c.epilogue)) +
+  SCOPED_TRACE(std::string(c.decode   ? "decode "
+                           : c.skinny ? "skinny "
+                                      : "gemv ") +
+               "m " + std::to_string(c.m) + " n " + std::to_string(c.n) + " k " +
+               std::to_string(c.k) + " epilogue " + std::to_string(static_cast<int>(c.epilogue)) +
                (c.config ? " config " + std::to_string(c.config->warps_per_block) + "/" +
                                std::to_string(c.config->unroll) + "/" +
                                std::to_string(c.config->target_warps_per_sm)
@@ -83,7 +88,27 @@ void runCase(const GemvCase &c) {
     args.norm_type = etypeOf(c.dtype);
     args.norm_eps = static_cast<float>(eps);
   }
-  if (c.skinny) {
+  if (c.decode) {
+    // Twice: the split-K counters must be left at zero for the next launch.
+    DecodeGemmWorkspace ws;
+    ws.partial_floats = int64_t{1} << 20;
+    ws.num_counters = 1024;
+    ASSERT_EQ(cudaMalloc(&ws.partials, ws.partial_floats * sizeof(float)), cudaSuccess);
+    ASSERT_EQ(cudaMalloc(&ws.counters, ws.num_counters * sizeof(unsigned)), cudaSuccess);
+    ASSERT_EQ(cudaMemset(ws.counters, 0, ws.num_counters * sizeof(unsigned)), cudaSuccess);
+    ASSERT_TRUE(decodeGemmSupports(args));
+    if (!c.residual_in_place)
+      ASSERT_EQ(launchDecodeGemm(args, ws, nullptr), cudaSuccess);
+    ASSERT_EQ(launchDecodeGemm(args, ws, nullptr), cudaSuccess);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    std::vector<unsigned> counters(ws.num_counters);
+    ASSERT_EQ(cudaMemcpy(counters.data(), ws.counters, counters.size() * sizeof(unsigned),
+                         cudaMemcpyDeviceToHost),
+              cudaSuccess);
+    EXPECT_EQ(std::count(counters.begin(), counters.end(), 0u), ws.num_counters);
+    cudaFree(ws.partials);
+    cudaFree(ws.counters);
+  } else if (c.skinny) {
     ASSERT_TRUE(skinnyGemmSupports(args));
     ASSERT_EQ(launchSkinnyGemm(args, nullptr), cudaSuccess);
   } else {
@@ -224,6 +249,53 @@ TEST(SkinnyGemmTest, MatchesTheReferenceForEveryEpilogue) {
     c.skinny = true;
     runCase(c);
   }
+}
+
+// The wgmma decode GEMM: batches of 1-64 rows (one and two N tiles),
+// weight rows past the last tile, K from one pipeline round to 14336 (the
+// split-K sums), each epilogue, both 16-bit types, the logits in f32.
+TEST(DecodeGemmTest, MatchesTheReferenceForEveryEpilogue) {
+  TXC_SKIP_WITHOUT_GPU();
+  const DType bf = DType::kBF16, h = DType::kF16, f = DType::kF32;
+  const GemvCase cases[] = {
+      {bf, bf, 32, 4096, 4096, GemvEpilogue::kResidualAdd, false, true},  // o_proj, split K
+      {bf, bf, 32, 256, 14336, GemvEpilogue::kResidualAdd, false, false}, // down, split K
+      {bf, bf, 32, 1024, 4096, GemvEpilogue::kSwiglu, false, false},
+      {bf, bf, 17, 200, 512, GemvEpilogue::kNone, true, false}, // rows past the tile
+      {bf, bf, 64, 384, 1024, GemvEpilogue::kNone, false, false},
+      {bf, bf, 40, 128, 2048, GemvEpilogue::kSwiglu, true, false},
+      {bf, f, 9, 4099, 1024, GemvEpilogue::kNone, false, false}, // logits
+      {bf, bf, 1, 64, 64, GemvEpilogue::kNone, false, false},
+      {h, h, 33, 192, 768, GemvEpilogue::kResidualAdd, true, true},
+      {h, h, 12, 128, 256, GemvEpilogue::kSwiglu, false, false},
+  };
+  for (GemvCase c : cases) {
+    c.decode = true;
+    runCase(c);
+  }
+}
+
+TEST(DecodeGemmTest, RefusesWhatItDoesNotTake) {
+  GemvArgs args;
+  args.x = args.w = reinterpret_cast<void *>(256);
+  args.m = 32;
+  args.n = 64;
+  args.k = 128;
+  EXPECT_TRUE(decodeGemmSupports(args));
+  args.k = 96; // not a multiple of 64
+  EXPECT_FALSE(decodeGemmSupports(args));
+  args.k = 128;
+  args.m = kDecodeGemmMaxRows + 1;
+  EXPECT_FALSE(decodeGemmSupports(args));
+  args.m = 32;
+  args.epilogue = GemvEpilogue::kSwiglu;
+  args.n = 96; // n / 2 not a multiple of 32
+  EXPECT_FALSE(decodeGemmSupports(args));
+  args.n = 128;
+  EXPECT_TRUE(decodeGemmSupports(args));
+  args.epilogue = GemvEpilogue::kNone;
+  args.norm_weight = reinterpret_cast<void *>(256); // the fused norm is the GEMV's
+  EXPECT_FALSE(decodeGemmSupports(args));
 }
 
 TEST(SkinnyGemmTest, RefusesWhatItDoesNotTake) {

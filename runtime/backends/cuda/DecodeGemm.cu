@@ -42,9 +42,11 @@ template <int kTok> struct Shape {
   static constexpr int kWElems = kTileRows * kChunkK;
   static constexpr int kXElems = kRows * kChunkK;
   static constexpr int kStageElems = kWElems + kXElems; // 1024-byte multiples
-  static constexpr int kSmemBytes = kStages * kStageElems * 2;
+  // The stages, and 1 KB to align their start (the swizzle needs 1024).
+  static constexpr int kSmemBytes = kStages * kStageElems * 2 + 1024;
   static constexpr int kLd = kRows + 1; // the epilogue's fp32 tile, padded
-  static_assert(kTileRows * kLd * 4 <= kSmemBytes, "the epilogue tile reuses the stages");
+  static_assert(kTileRows * kLd * 4 + 4 <= kStages * kStageElems * 2,
+                "the epilogue tile and the last-CTA flag reuse the stages");
 };
 
 template <typename T, int kTok>
@@ -69,7 +71,8 @@ __global__ void __launch_bounds__(kThreads)
     decodeGemmKernel(const GemvArgs a, const int slices, float *partials, unsigned *counters) {
   using S = Shape<kTok>;
   extern __shared__ __align__(1024) unsigned char smem_raw[];
-  T *smem = reinterpret_cast<T *>(smem_raw);
+  unsigned char *smem_base = smem_raw + ((1024 - kernels::smemAddress(smem_raw) % 1024) % 1024);
+  T *smem = reinterpret_cast<T *>(smem_base);
   pdlLaunchDependents();
   const int tid = threadIdx.x;
   const bool swiglu = a.epilogue == GemvEpilogue::kSwiglu;
@@ -162,7 +165,7 @@ __global__ void __launch_bounds__(kThreads)
 
   // Warp w holds tile rows 16w..16w+15 of each n8 column tile j, in the
   // mma.sync m16n8 order.
-  float *tile_acc = reinterpret_cast<float *>(smem_raw); // [kTileRows][kLd]
+  float *tile_acc = reinterpret_cast<float *>(smem_base); // [kTileRows][kLd]
   {
     const int warp = tid / 32, lane = tid % 32, group = lane / 4, quad = lane % 4;
 #pragma unroll
@@ -180,13 +183,13 @@ __global__ void __launch_bounds__(kThreads)
     float *mine = partials + (tile * slices + slice) * kElems;
     for (int idx = tid; idx < kElems; idx += kThreads)
       mine[idx] = tile_acc[(idx / S::kRows) * S::kLd + idx % S::kRows];
-    __shared__ bool is_last;
+    unsigned *is_last = reinterpret_cast<unsigned *>(tile_acc + kTileRows * S::kLd);
     __threadfence();
     __syncthreads();
     if (tid == 0)
-      is_last = atomicAdd(&counters[tile], 1u) == static_cast<unsigned>(slices) - 1;
+      *is_last = atomicAdd(&counters[tile], 1u) == static_cast<unsigned>(slices) - 1;
     __syncthreads();
-    if (!is_last)
+    if (!*is_last)
       return;
     __threadfence();
     const float *all = partials + tile * slices * kElems;

@@ -1,12 +1,13 @@
 //===- DecodeGemm.cu - Decode-batch GEMMs on wgmma ------------------------===//
 //
-// Grid (tile, K slice), one warpgroup a CTA. A tile is 64 weight rows (for
+// One warpgroup a CTA, one CTA a resident slot (stream-K, below). A tile is
+// 64 weight rows (for
 // SwiGLU 32 gate rows and the matching 32 up rows, so the epilogue has both
 // halves of its outputs); the batch (up to 32 or 64 rows, zero-filled past
 // m) is the wgmma N operand. Both operands are K-major in 128-byte-swizzled
 // shared memory (attention/wgmma.cuh), one 64-wide column block per stage.
 //
-// Pipeline, per chunk c of the slice's K: wait for chunk c's copies, fence
+// Pipeline, per chunk c of a tile segment: wait for chunk c's copies, fence
 // them for the async proxy, barrier; request chunk c + 4 into the stage
 // chunk c - 2 used (every warp waited for that wgmma group at the end of
 // chunk c - 1); issue the four k16 wgmmas of chunk c; wait for chunk c - 1's
@@ -24,6 +25,7 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <algorithm>
 #include <type_traits>
 
 namespace txc::cuda {
@@ -35,7 +37,6 @@ constexpr int kTileRows = 64;       // weight rows a tile: the wgmma M
 constexpr int kChunkK = 64;         // K a stage: one 128-byte column block
 constexpr int kStages = 6;          //
 constexpr int kAhead = kStages - 2; // chunks requested ahead of the one in use
-constexpr int kMaxSlices = 8;
 
 template <int kTok> struct Shape {
   static constexpr int kRows = 32 * kTok; // batch rows: the wgmma N
@@ -66,147 +67,15 @@ __device__ __forceinline__ void wgmmaStep(float (&acc)[4 * kTok][4], unsigned lo
   }
 }
 
-template <typename T, int kTok>
-__global__ void __launch_bounds__(kThreads)
-    decodeGemmKernel(const GemvArgs a, const int slices, float *partials, unsigned *counters) {
+/// Stores the finished fp32 tile (tile row i, batch row `token` at
+/// tile_acc[i * kLd + token]) through the GEMV's epilogues, features
+/// fastest (coalesced).
+template <int kTok>
+__device__ __forceinline__ void storeTile(const GemvArgs &a, int64_t tile, const float *tile_acc) {
   using S = Shape<kTok>;
-  extern __shared__ __align__(1024) unsigned char smem_raw[];
-  unsigned char *smem_base = smem_raw + ((1024 - kernels::smemAddress(smem_raw) % 1024) % 1024);
-  T *smem = reinterpret_cast<T *>(smem_base);
-  pdlLaunchDependents();
-  const int tid = threadIdx.x;
   const bool swiglu = a.epilogue == GemvEpilogue::kSwiglu;
-  const int64_t tile = blockIdx.x;
-  const int slice = blockIdx.y;
-  const int64_t chunks = a.k / kChunkK / slices; // this slice's
-  const int64_t k0 = slice * chunks * kChunkK;
-
-  // This thread's copies of a chunk: W row idx / 8 and x row idx / 8, each
-  // 16-byte chunk idx % 8, for idx = tid + i * kThreads.
-  constexpr int kWCopies = kTileRows * 8 / kThreads;
-  constexpr int kXCopies = S::kRows * 8 / kThreads;
-  const T *w_src[kWCopies], *x_src[kXCopies];
-  int w_dst[kWCopies], x_dst[kXCopies];
-  bool w_valid[kWCopies], x_valid[kXCopies];
-#pragma unroll
-  for (int i = 0; i < kWCopies; ++i) {
-    const int idx = tid + i * kThreads, r = idx / 8, c = idx % 8;
-    int64_t row;
-    if (swiglu)
-      row = (r < 32 ? 0 : a.n / 2) + tile * 32 + (r & 31);
-    else
-      row = tile * kTileRows + r < a.n ? tile * kTileRows + r : -1;
-    w_valid[i] = row >= 0;
-    w_src[i] = static_cast<const T *>(a.w) + (row >= 0 ? row : 0) * a.k + k0 + c * 8;
-    w_dst[i] = kernels::wgmmaTileOffset(kTileRows, r, c);
-  }
-#pragma unroll
-  for (int i = 0; i < kXCopies; ++i) {
-    const int idx = tid + i * kThreads, r = idx / 8, c = idx % 8;
-    x_valid[i] = r < a.m;
-    x_src[i] = static_cast<const T *>(a.x) + (r < a.m ? r : 0) * a.k + k0 + c * 8;
-    x_dst[i] = S::kWElems + kernels::wgmmaTileOffset(S::kRows, r, c);
-  }
-  auto loadW = [&](int64_t chunk) {
-    T *stage = smem + (chunk % kStages) * S::kStageElems;
-#pragma unroll
-    for (int i = 0; i < kWCopies; ++i)
-      kernels::cpAsync16(stage + w_dst[i], w_src[i] + chunk * kChunkK, w_valid[i]);
-  };
-  auto loadX = [&](int64_t chunk) {
-    T *stage = smem + (chunk % kStages) * S::kStageElems;
-#pragma unroll
-    for (int i = 0; i < kXCopies; ++i)
-      kernels::cpAsync16(stage + x_dst[i], x_src[i] + chunk * kChunkK, x_valid[i]);
-  };
-
-  // The weights are constant: the first chunks' go out before the wait.
-  for (int c = 0; c < kAhead; ++c)
-    if (c < chunks)
-      loadW(c);
-  pdlWait();
-  for (int c = 0; c < kAhead; ++c) {
-    if (c < chunks)
-      loadX(c);
-    kernels::cpAsyncCommit();
-  }
-
-  float acc[4 * kTok][4];
-#pragma unroll
-  for (int j = 0; j < 4 * kTok; ++j)
-    acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.0f;
-  // Descriptors move by their start address only (the low field, bytes / 16).
-  const unsigned long long desc0 = kernels::wgmmaDescriptorK128(kernels::smemAddress(smem));
-  constexpr unsigned kStageStep = S::kStageElems * 2 / 16;
-  constexpr unsigned kXStep = S::kWElems * 2 / 16;
-  for (int64_t c = 0; c < chunks; ++c) {
-    kernels::cpAsyncWait<kAhead - 1>(); // chunk c, this thread's copies
-    kernels::fenceProxyAsyncShared();
-    __syncthreads(); // everyone's copies; every warp is past chunk c - 2's wgmma
-    if (c + kAhead < chunks) {
-      loadW(c + kAhead);
-      loadX(c + kAhead);
-    }
-    kernels::cpAsyncCommit();
-    const unsigned long long da = desc0 + (c % kStages) * kStageStep, db = da + kXStep;
-    kernels::pinRegisters(acc);
-    kernels::wgmmaFence();
-#pragma unroll
-    for (int kk = 0; kk < kChunkK / 16; ++kk) // 32 bytes a k16 step
-      wgmmaStep<T, kTok>(acc, da + kk * 2, db + kk * 2);
-    kernels::wgmmaCommit();
-    kernels::wgmmaWait<1>();
-    kernels::pinRegisters(acc);
-  }
-  kernels::wgmmaWait<0>();
-  kernels::pinRegisters(acc);
-  kernels::cpAsyncWait<0>();
-  __syncthreads(); // the stages are free: the accumulators go there
-
-  // Warp w holds tile rows 16w..16w+15 of each n8 column tile j, in the
-  // mma.sync m16n8 order.
-  float *tile_acc = reinterpret_cast<float *>(smem_base); // [kTileRows][kLd]
-  {
-    const int warp = tid / 32, lane = tid % 32, group = lane / 4, quad = lane % 4;
-#pragma unroll
-    for (int j = 0; j < 4 * kTok; ++j)
-#pragma unroll
-      for (int e = 0; e < 4; ++e)
-        tile_acc[(warp * 16 + group + (e >= 2 ? 8 : 0)) * S::kLd + j * 8 + quad * 2 + (e & 1)] =
-            acc[j][e];
-  }
-  __syncthreads();
-
-  if (slices > 1) {
-    // Partials out; the tile's last CTA sums them in slice order.
-    constexpr int kElems = kTileRows * S::kRows;
-    float *mine = partials + (tile * slices + slice) * kElems;
-    for (int idx = tid; idx < kElems; idx += kThreads)
-      mine[idx] = tile_acc[(idx / S::kRows) * S::kLd + idx % S::kRows];
-    unsigned *is_last = reinterpret_cast<unsigned *>(tile_acc + kTileRows * S::kLd);
-    __threadfence();
-    __syncthreads();
-    if (tid == 0)
-      *is_last = atomicAdd(&counters[tile], 1u) == static_cast<unsigned>(slices) - 1;
-    __syncthreads();
-    if (!*is_last)
-      return;
-    __threadfence();
-    const float *all = partials + tile * slices * kElems;
-    for (int idx = tid; idx < kElems; idx += kThreads) {
-      float sum = 0.0f;
-      for (int s = 0; s < slices; ++s)
-        sum += __ldcg(all + s * kElems + idx);
-      tile_acc[(idx / S::kRows) * S::kLd + idx % S::kRows] = sum;
-    }
-    if (tid == 0)
-      counters[tile] = 0; // ready for the next launch (and graph replays)
-    __syncthreads();
-  }
-
-  // The epilogue, features fastest (coalesced stores).
   const int features = swiglu ? 32 : kTileRows;
-  for (int idx = tid; idx < features * S::kRows; idx += kThreads) {
+  for (int idx = threadIdx.x; idx < features * S::kRows; idx += kThreads) {
     const int i = idx % features;
     const int64_t token = idx / features;
     if (token >= a.m)
@@ -230,6 +99,174 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
+/// Stream-K: the (tile, K chunk) steps of the whole GEMM, tile-major, are
+/// cut into gridDim.x equal contiguous ranges, one a CTA, so every CTA
+/// streams the same number of weight bytes whatever the tile count (a
+/// tile-per-CTA grid of 448 Llama-3-8B gate/up tiles over 396 resident
+/// slots would run a second wave one eighth full). A CTA runs each tile
+/// segment of its range through the ring; a whole tile is stored at once,
+/// a part goes to partial slot (CTA + tile) and the tile's last part to
+/// arrive sums the parts in CTA order (deterministic) and stores it.
+template <typename T, int kTok>
+__global__ void __launch_bounds__(kThreads)
+    decodeGemmKernel(const GemvArgs a, float *partials, unsigned *counters) {
+  using S = Shape<kTok>;
+  extern __shared__ __align__(1024) unsigned char smem_raw[];
+  unsigned char *smem_base = smem_raw + ((1024 - kernels::smemAddress(smem_raw) % 1024) % 1024);
+  T *smem = reinterpret_cast<T *>(smem_base);
+  float *tile_acc = reinterpret_cast<float *>(smem_base); // [kTileRows][kLd] after a segment
+  unsigned *is_last = reinterpret_cast<unsigned *>(tile_acc + kTileRows * S::kLd);
+  pdlLaunchDependents();
+  const int tid = threadIdx.x;
+  const bool swiglu = a.epilogue == GemvEpilogue::kSwiglu;
+  const int64_t chunks = a.k / kChunkK; // a tile's
+  const int64_t tiles = swiglu ? a.n / 64 : (a.n + kTileRows - 1) / kTileRows;
+  const int64_t total = tiles * chunks, ctas = gridDim.x, cta = blockIdx.x;
+  const int64_t range_begin = cta * total / ctas, range_end = (cta + 1) * total / ctas;
+  // The CTA whose range holds step u (the inverse of the cuts above).
+  auto ctaOf = [&](int64_t u) { return ((u + 1) * ctas - 1) / total; };
+  const unsigned long long desc_base = kernels::wgmmaDescriptorK128(kernels::smemAddress(smem));
+  constexpr unsigned kStageStep = S::kStageElems * 2 / 16; // descriptor units (16 bytes)
+  constexpr unsigned kXStep = S::kWElems * 2 / 16;
+  constexpr int kWCopies = kTileRows * 8 / kThreads;
+  constexpr int kXCopies = S::kRows * 8 / kThreads;
+  bool waited = false;
+
+  for (int64_t u = range_begin; u < range_end;) {
+    const int64_t tile = u / chunks, c_begin = u % chunks;
+    const int64_t c_end =
+        c_begin + (range_end - u < chunks - c_begin ? range_end - u : chunks - c_begin);
+    const int64_t steps = c_end - c_begin;
+    u += steps;
+
+    // This thread's copies of a chunk: W row idx / 8 and x row idx / 8, each
+    // 16-byte chunk idx % 8, for idx = tid + i * kThreads.
+    const T *w_src[kWCopies], *x_src[kXCopies];
+    int w_dst[kWCopies], x_dst[kXCopies];
+    bool w_valid[kWCopies], x_valid[kXCopies];
+#pragma unroll
+    for (int i = 0; i < kWCopies; ++i) {
+      const int idx = tid + i * kThreads, r = idx / 8, c = idx % 8;
+      int64_t row;
+      if (swiglu)
+        row = (r < 32 ? 0 : a.n / 2) + tile * 32 + (r & 31);
+      else
+        row = tile * kTileRows + r < a.n ? tile * kTileRows + r : -1;
+      w_valid[i] = row >= 0;
+      w_src[i] =
+          static_cast<const T *>(a.w) + (row >= 0 ? row : 0) * a.k + c_begin * kChunkK + c * 8;
+      w_dst[i] = kernels::wgmmaTileOffset(kTileRows, r, c);
+    }
+#pragma unroll
+    for (int i = 0; i < kXCopies; ++i) {
+      const int idx = tid + i * kThreads, r = idx / 8, c = idx % 8;
+      x_valid[i] = r < a.m;
+      x_src[i] = static_cast<const T *>(a.x) + (r < a.m ? r : 0) * a.k + c_begin * kChunkK + c * 8;
+      x_dst[i] = S::kWElems + kernels::wgmmaTileOffset(S::kRows, r, c);
+    }
+    // Step s of the segment (chunk c_begin + s) goes to stage s % kStages.
+    auto loadW = [&](int64_t step) {
+      T *stage = smem + (step % kStages) * S::kStageElems;
+#pragma unroll
+      for (int i = 0; i < kWCopies; ++i)
+        kernels::cpAsync16(stage + w_dst[i], w_src[i] + step * kChunkK, w_valid[i]);
+    };
+    auto loadX = [&](int64_t step) {
+      T *stage = smem + (step % kStages) * S::kStageElems;
+#pragma unroll
+      for (int i = 0; i < kXCopies; ++i)
+        kernels::cpAsync16(stage + x_dst[i], x_src[i] + step * kChunkK, x_valid[i]);
+    };
+
+    // The weights are constant: the first segment's first chunks go out
+    // before the wait for the previous kernel (which wrote x).
+    for (int s = 0; s < kAhead; ++s)
+      if (s < steps)
+        loadW(s);
+    if (!waited) {
+      pdlWait();
+      waited = true;
+    }
+    for (int s = 0; s < kAhead; ++s) {
+      if (s < steps)
+        loadX(s);
+      kernels::cpAsyncCommit();
+    }
+
+    float acc[4 * kTok][4];
+#pragma unroll
+    for (int j = 0; j < 4 * kTok; ++j)
+      acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.0f;
+    for (int64_t s = 0; s < steps; ++s) {
+      kernels::cpAsyncWait<kAhead - 1>(); // step s, this thread's copies
+      kernels::fenceProxyAsyncShared();
+      __syncthreads(); // everyone's copies; every warp is past step s - 2's wgmma
+      if (s + kAhead < steps) {
+        loadW(s + kAhead);
+        loadX(s + kAhead);
+      }
+      kernels::cpAsyncCommit();
+      const unsigned long long da = desc_base + (s % kStages) * kStageStep, db = da + kXStep;
+      kernels::pinRegisters(acc);
+      kernels::wgmmaFence();
+#pragma unroll
+      for (int kk = 0; kk < kChunkK / 16; ++kk) // 32 bytes a k16 step
+        wgmmaStep<T, kTok>(acc, da + kk * 2, db + kk * 2);
+      kernels::wgmmaCommit();
+      kernels::wgmmaWait<1>();
+      kernels::pinRegisters(acc);
+    }
+    kernels::wgmmaWait<0>();
+    kernels::pinRegisters(acc);
+    kernels::cpAsyncWait<0>();
+    __syncthreads(); // the stages are free: the accumulators go there
+
+    // Warp w holds tile rows 16w..16w+15 of each n8 column tile j, in the
+    // mma.sync m16n8 order.
+    {
+      const int warp = tid / 32, lane = tid % 32, group = lane / 4, quad = lane % 4;
+#pragma unroll
+      for (int j = 0; j < 4 * kTok; ++j)
+#pragma unroll
+        for (int e = 0; e < 4; ++e)
+          tile_acc[(warp * 16 + group + (e >= 2 ? 8 : 0)) * S::kLd + j * 8 + quad * 2 + (e & 1)] =
+              acc[j][e];
+    }
+    __syncthreads();
+
+    bool store = steps == chunks;
+    if (!store) {
+      constexpr int kElems = kTileRows * S::kRows;
+      const int64_t first = ctaOf(tile * chunks);
+      const int64_t parts = ctaOf(tile * chunks + chunks - 1) - first + 1;
+      float *mine = partials + (cta + tile) * kElems;
+      for (int idx = tid; idx < kElems; idx += kThreads)
+        mine[idx] = tile_acc[(idx / S::kRows) * S::kLd + idx % S::kRows];
+      __threadfence();
+      __syncthreads();
+      if (tid == 0)
+        *is_last = atomicAdd(&counters[tile], 1u) == static_cast<unsigned>(parts) - 1;
+      __syncthreads();
+      store = *is_last != 0;
+      if (store) {
+        __threadfence();
+        for (int idx = tid; idx < kElems; idx += kThreads) {
+          float sum = 0.0f;
+          for (int64_t part = 0; part < parts; ++part) // slot (first + part) + tile
+            sum += __ldcg(partials + (first + part + tile) * kElems + idx);
+          tile_acc[(idx / S::kRows) * S::kLd + idx % S::kRows] = sum;
+        }
+        if (tid == 0)
+          counters[tile] = 0; // ready for the next launch (and graph replays)
+        __syncthreads();
+      }
+    }
+    if (store)
+      storeTile<kTok>(a, tile, tile_acc);
+    __syncthreads(); // the next segment's copies reuse the stages
+  }
+}
+
 int smCount() {
   static const int count = [] {
     int device = 0, sms = 132;
@@ -240,27 +277,42 @@ int smCount() {
   return count;
 }
 
+/// The most partial slots a launch may need: one per (CTA, tile) pair that
+/// meet, at most CTAs + tiles.
+template <int kTok> int64_t partialFloats(int64_t ctas, int64_t tiles) {
+  return (ctas + tiles) * kTileRows * Shape<kTok>::kRows;
+}
+
 template <typename T, int kTok>
 cudaError_t launchTyped(const GemvArgs &a, const DecodeGemmWorkspace &ws, cudaStream_t stream) {
   using S = Shape<kTok>;
   auto kernel = decodeGemmKernel<T, kTok>;
-  static const cudaError_t attribute =
-      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, S::kSmemBytes);
-  if (attribute != cudaSuccess)
-    return attribute;
+  // Resident CTAs per SM, asked once per kernel (launches are on the decode
+  // path).
+  static const int per_sm = [&] {
+    int blocks = 0;
+    if (cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, S::kSmemBytes) !=
+            cudaSuccess ||
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, kThreads, S::kSmemBytes) !=
+            cudaSuccess)
+      return 0;
+    return blocks;
+  }();
+  if (per_sm == 0)
+    return cudaErrorInvalidConfiguration;
   const bool swiglu = a.epilogue == GemvEpilogue::kSwiglu;
   const int64_t tiles = swiglu ? a.n / 64 : (a.n + kTileRows - 1) / kTileRows;
-  const int64_t chunks = a.k / kChunkK;
-  // K slices while the tiles cover fewer than two CTAs per SM, each slice
-  // at least two rounds of the pipeline, the partials within the workspace.
-  int slices = 1;
-  while (slices < kMaxSlices && tiles * slices < 2 * smCount() && chunks % (2 * slices) == 0 &&
-         chunks / (2 * slices) >= 2 * kAhead &&
-         tiles * 2 * slices * kTileRows * S::kRows <= ws.partial_floats && tiles <= ws.num_counters)
-    slices *= 2;
-  return launchKernel(kernel, dim3(static_cast<unsigned>(tiles), static_cast<unsigned>(slices)),
-                      dim3(kThreads), S::kSmemBytes, stream, a.pdl, a, slices, ws.partials,
-                      ws.counters);
+  const int64_t total = tiles * (a.k / kChunkK);
+  // One CTA per resident slot, each at least kMinSteps chunks; a tile per
+  // CTA where the tiles fill whole waves, or the workspace is too small.
+  constexpr int64_t kMinSteps = 4;
+  const int64_t slots = int64_t{smCount()} * per_sm;
+  int64_t ctas = std::max<int64_t>(1, std::min(slots, total / kMinSteps));
+  if (tiles % slots == 0 || partialFloats<kTok>(ctas, tiles) > ws.partial_floats ||
+      tiles > ws.num_counters)
+    ctas = tiles;
+  return launchKernel(kernel, dim3(static_cast<unsigned>(ctas)), dim3(kThreads), S::kSmemBytes,
+                      stream, a.pdl, a, ws.partials, ws.counters);
 }
 
 bool aligned16(const void *p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }

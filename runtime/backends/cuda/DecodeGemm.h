@@ -6,11 +6,12 @@
 // 1.4, down 3.0, gate/up 3.3 with per-launch events). The weights are the
 // wgmma A operand (64 rows a tile, "swap AB"), the batch the N = 32 or 64
 // operand, so a tile of 64 weight rows needs one wgmma per 16 of K. Each
-// CTA (one warpgroup) streams its rows through a six-stage cp.async ring,
-// the first four stages' weights requested before the PDL wait; K is split
-// over CTAs where the tiles alone would not fill the GPU, the slices summed
-// in order by the tile's last CTA (deterministic). The epilogues are the
-// GEMV's (bias, residual add, SwiGLU, f32 out), applied once after the sum.
+// CTA (one warpgroup, one per resident slot) takes an equal share of all
+// (tile, 64-wide K chunk) steps (stream-K) and streams them through a
+// six-stage cp.async ring, the first four stages' weights requested before
+// the PDL wait; a tile shared by CTAs is summed in CTA order by its last
+// part (deterministic). The epilogues are the GEMV's (bias, residual add,
+// SwiGLU, f32 out), applied once to the finished tile.
 // Written after device run 28; not yet run on a GPU (CudaExecutorOptions::
 // decode_gemm selects it).
 //
@@ -25,8 +26,9 @@ namespace txc::cuda {
 /// The most input rows one launch takes (the N = 64 wgmma).
 constexpr int64_t kDecodeGemmMaxRows = 64;
 
-/// Split-K partial sums and per-tile counters (zeroed once at allocation;
-/// the kernel leaves them zeroed).
+/// Partial tiles of CTAs that share a tile, and per-tile counters (zeroed
+/// once at allocation; the kernel leaves them zeroed). Too small a
+/// workspace gives one tile a CTA instead.
 struct DecodeGemmWorkspace {
   float *partials = nullptr;
   int64_t partial_floats = 0;

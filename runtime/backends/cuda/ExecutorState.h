@@ -148,8 +148,8 @@ struct GemmPlan {
 
 inline constexpr int kMaxDecodeSplits = 32;
 inline constexpr size_t kCublasWorkspaceBytes = size_t{32} << 20;
-/// DecodeGemm.cu's split-K partials (8 MB: Llama-3-8B's down projection at
-/// 32 rows splits 64 tiles 8 ways, 4 MB) and tile counters.
+/// DecodeGemm.cu's partial tiles (8 MB: (CTAs + tiles) x 64 x 32 floats,
+/// 3.8 MB for Llama-3-8B's gate/up at 32 rows) and tile counters.
 inline constexpr int64_t kDecodeGemmPartialFloats = int64_t{2} << 20;
 inline constexpr int64_t kDecodeGemmCounters = 4096;
 

@@ -89,7 +89,8 @@ void runCase(const GemvCase &c) {
     args.norm_eps = static_cast<float>(eps);
   }
   if (c.decode) {
-    // Twice: the split-K counters must be left at zero for the next launch.
+    // Twice: the shared tiles' counters must be left at zero for the next
+    // launch.
     DecodeGemmWorkspace ws;
     ws.partial_floats = int64_t{1} << 20;
     ws.num_counters = 1024;
@@ -252,14 +253,15 @@ TEST(SkinnyGemmTest, MatchesTheReferenceForEveryEpilogue) {
 }
 
 // The wgmma decode GEMM: batches of 1-64 rows (one and two N tiles),
-// weight rows past the last tile, K from one pipeline round to 14336 (the
-// split-K sums), each epilogue, both 16-bit types, the logits in f32.
+// weight rows past the last tile, K from one chunk to 14336 (tiles whole in
+// one CTA and shared by up to 56), each epilogue, both 16-bit types, the
+// logits in f32.
 TEST(DecodeGemmTest, MatchesTheReferenceForEveryEpilogue) {
   TXC_SKIP_WITHOUT_GPU();
   const DType bf = DType::kBF16, h = DType::kF16, f = DType::kF32;
   const GemvCase cases[] = {
-      {bf, bf, 32, 4096, 4096, GemvEpilogue::kResidualAdd, false, true},  // o_proj, split K
-      {bf, bf, 32, 256, 14336, GemvEpilogue::kResidualAdd, false, false}, // down, split K
+      {bf, bf, 32, 4096, 4096, GemvEpilogue::kResidualAdd, false, true},  // o_proj
+      {bf, bf, 32, 256, 14336, GemvEpilogue::kResidualAdd, false, false}, // 56 parts a tile
       {bf, bf, 32, 1024, 4096, GemvEpilogue::kSwiglu, false, false},
       {bf, bf, 17, 200, 512, GemvEpilogue::kNone, true, false}, // rows past the tile
       {bf, bf, 64, 384, 1024, GemvEpilogue::kNone, false, false},

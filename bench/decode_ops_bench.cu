@@ -122,7 +122,8 @@ int main(int argc, char **argv) {
   }
   cudaStream_t stream;
   CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-  DecodeGemmWorkspace decode_workspace; // split-K partials and counters
+  CHECK(prepareDecodeGemm());
+  DecodeGemmWorkspace decode_workspace; // shared tiles' partials and counters
   decode_workspace.partial_floats = int64_t{2} << 20;
   decode_workspace.num_counters = 4096;
   CHECK(cudaMalloc(&decode_workspace.partials, decode_workspace.partial_floats * sizeof(float)));

@@ -311,6 +311,7 @@ Status CudaExecutor::State::prepare() {
   rope_counters = static_cast<unsigned *>(rc);
   CU(cudaMemset(rc, 0, kGemvMaxRopeHeads * sizeof(unsigned)), path + ": clearing rope counters");
   if (options.decode_gemm) {
+    CU(prepareDecodeGemm(), path + ": preparing the decode GEMM kernels");
     decode_gemm_workspace.partial_floats = kDecodeGemmPartialFloats;
     TXC_ASSIGN_OR_RETURN(void *partials, allocate(kDecodeGemmPartialFloats * sizeof(float),
                                                   "decode GEMM split-K partials"));

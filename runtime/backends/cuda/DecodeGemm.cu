@@ -283,13 +283,12 @@ template <int kTok> int64_t partialFloats(int64_t ctas, int64_t tiles) {
   return (ctas + tiles) * kTileRows * Shape<kTok>::kRows;
 }
 
-template <typename T, int kTok>
-cudaError_t launchTyped(const GemvArgs &a, const DecodeGemmWorkspace &ws, cudaStream_t stream) {
-  using S = Shape<kTok>;
-  auto kernel = decodeGemmKernel<T, kTok>;
-  // Resident CTAs per SM, asked once per kernel (launches are on the decode
-  // path).
-  static const int per_sm = [&] {
+/// Resident CTAs per SM of one kernel (its shared memory raised first);
+/// asked once, before any launch is captured into a graph.
+template <typename T, int kTok> int residentPerSm() {
+  static const int per_sm = [] {
+    using S = Shape<kTok>;
+    auto kernel = decodeGemmKernel<T, kTok>;
     int blocks = 0;
     if (cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, S::kSmemBytes) !=
             cudaSuccess ||
@@ -298,6 +297,13 @@ cudaError_t launchTyped(const GemvArgs &a, const DecodeGemmWorkspace &ws, cudaSt
       return 0;
     return blocks;
   }();
+  return per_sm;
+}
+
+template <typename T, int kTok>
+cudaError_t launchTyped(const GemvArgs &a, const DecodeGemmWorkspace &ws, cudaStream_t stream) {
+  using S = Shape<kTok>;
+  const int per_sm = residentPerSm<T, kTok>();
   if (per_sm == 0)
     return cudaErrorInvalidConfiguration;
   const bool swiglu = a.epilogue == GemvEpilogue::kSwiglu;
@@ -311,8 +317,8 @@ cudaError_t launchTyped(const GemvArgs &a, const DecodeGemmWorkspace &ws, cudaSt
   if (tiles % slots == 0 || partialFloats<kTok>(ctas, tiles) > ws.partial_floats ||
       tiles > ws.num_counters)
     ctas = tiles;
-  return launchKernel(kernel, dim3(static_cast<unsigned>(ctas)), dim3(kThreads), S::kSmemBytes,
-                      stream, a.pdl, a, ws.partials, ws.counters);
+  return launchKernel(decodeGemmKernel<T, kTok>, dim3(static_cast<unsigned>(ctas)), dim3(kThreads),
+                      S::kSmemBytes, stream, a.pdl, a, ws.partials, ws.counters);
 }
 
 bool aligned16(const void *p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
@@ -327,6 +333,13 @@ bool decodeGemmSupports(const GemvArgs &a) {
          aligned16(a.x) && aligned16(a.w) && (!swiglu || a.n % 64 == 0) &&
          (a.epilogue != GemvEpilogue::kResidualAdd || a.residual) && !a.norm_weight &&
          !a.rope_counters;
+}
+
+cudaError_t prepareDecodeGemm() {
+  if (residentPerSm<__nv_bfloat16, 1>() == 0 || residentPerSm<__nv_bfloat16, 2>() == 0 ||
+      residentPerSm<__half, 1>() == 0 || residentPerSm<__half, 2>() == 0)
+    return cudaErrorInvalidConfiguration;
+  return cudaSuccess;
 }
 
 cudaError_t launchDecodeGemm(const GemvArgs &a, const DecodeGemmWorkspace &workspace,

@@ -43,6 +43,10 @@ struct DecodeGemmWorkspace {
 /// and no rotary epilogue.
 bool decodeGemmSupports(const GemvArgs &args);
 
+/// Sets the kernels' shared memory limits and asks their occupancy, which
+/// launches need and a graph capture must not do: call once before any.
+cudaError_t prepareDecodeGemm();
+
 /// Enqueues it. `out` must not overlap `x` or `w`; it may be the residual.
 cudaError_t launchDecodeGemm(const GemvArgs &args, const DecodeGemmWorkspace &workspace,
                              cudaStream_t stream);

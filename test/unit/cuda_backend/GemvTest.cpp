@@ -98,6 +98,7 @@ void runCase(const GemvCase &c) {
     ASSERT_EQ(cudaMalloc(&ws.counters, ws.num_counters * sizeof(unsigned)), cudaSuccess);
     ASSERT_EQ(cudaMemset(ws.counters, 0, ws.num_counters * sizeof(unsigned)), cudaSuccess);
     ASSERT_TRUE(decodeGemmSupports(args));
+    ASSERT_EQ(prepareDecodeGemm(), cudaSuccess);
     if (!c.residual_in_place)
       ASSERT_EQ(launchDecodeGemm(args, ws, nullptr), cudaSuccess);
     ASSERT_EQ(launchDecodeGemm(args, ws, nullptr), cudaSuccess);

@@ -2,6 +2,10 @@
 # One call on the GPU machine: the CUDA unit tests, the HF goldens through
 # the CUDA backend, and decode/prefill step timings of the real model shapes
 # (greedy and sampled; with FULL=1 also graphs/PDL off and per-op profiles).
+# A full run is close to the device tool's 10 minutes: split it into
+# SKIP_TIMINGS=1 (tests, mode comparisons, attention and op benchmarks) and
+# TIMINGS_ONLY=1 (the step timings) calls. SKIP_OPS_BENCH=1 leaves out
+# decode_ops_bench.
 # The device tool brings back at most 8 files, so the logs are packed into
 # $OUT/logs.tgz; the decode timings are also collected in $OUT/timings.txt.
 #   [FULL=1] test/gpu/run_all.sh BUNDLE   (BUNDLE from test/gpu/make_bundle.sh)
@@ -78,7 +82,9 @@ timing() { # name artifact batch new-tokens extra-flags...
 Q=$B/qwen3-0.6b.txm
 L=$B/llama-3-8b.txm
 sample=(--temperature 0.8 --top-k 50 --top-p 0.9 --seed 7)
-if [ "${GEMV_ROWS_SWEEP:-0}" = 1 ]; then # small batches: GEMV (up to N rows) or cuBLASLt
+if [ "${SKIP_TIMINGS:-0}" = 1 ]; then
+  : # tests and benchmarks only
+elif [ "${GEMV_ROWS_SWEEP:-0}" = 1 ]; then # small batches: GEMV (up to N rows) or cuBLASLt
   for b in 2 3 4; do for rows in 2 1; do timing "q06-b$b-gemv$rows" "$Q" "$b" 64 --gemv-max-rows "$rows"; done; done
   for b in 2 4; do [ -f "$L" ] && timing "l8b-b$b-gemv1" "$L" "$b" 32 --gemv-max-rows 1; done
 else

@@ -18,6 +18,7 @@
 #include "runtime/backends/cuda/DecodeGemm.h"
 #include "runtime/backends/cuda/ElementAccess.cuh"
 #include "runtime/backends/cuda/Launch.cuh"
+#include "runtime/backends/cuda/StreamK.h"
 
 #include "attention/sm90_pipeline.cuh"
 #include "attention/wgmma.cuh"
@@ -121,10 +122,9 @@ __global__ void __launch_bounds__(kThreads)
   const bool swiglu = a.epilogue == GemvEpilogue::kSwiglu;
   const int64_t chunks = a.k / kChunkK; // a tile's
   const int64_t tiles = swiglu ? a.n / 64 : (a.n + kTileRows - 1) / kTileRows;
-  const int64_t total = tiles * chunks, ctas = gridDim.x, cta = blockIdx.x;
-  const int64_t range_begin = cta * total / ctas, range_end = (cta + 1) * total / ctas;
-  // The CTA whose range holds step u (the inverse of the cuts above).
-  auto ctaOf = [&](int64_t u) { return ((u + 1) * ctas - 1) / total; };
+  const StreamK schedule{tiles * chunks, gridDim.x};
+  const int64_t cta = blockIdx.x;
+  const int64_t range_begin = schedule.rangeBegin(cta), range_end = schedule.rangeBegin(cta + 1);
   const unsigned long long desc_base = kernels::wgmmaDescriptorK128(kernels::smemAddress(smem));
   constexpr unsigned kStageStep = S::kStageElems * 2 / 16; // descriptor units (16 bytes)
   constexpr unsigned kXStep = S::kWElems * 2 / 16;
@@ -237,9 +237,9 @@ __global__ void __launch_bounds__(kThreads)
     bool store = steps == chunks;
     if (!store) {
       constexpr int kElems = kTileRows * S::kRows;
-      const int64_t first = ctaOf(tile * chunks);
-      const int64_t parts = ctaOf(tile * chunks + chunks - 1) - first + 1;
-      float *mine = partials + (cta + tile) * kElems;
+      const int64_t first = schedule.firstCta(tile, chunks);
+      const int64_t parts = schedule.parts(tile, chunks);
+      float *mine = partials + StreamK::slot(cta, tile) * kElems;
       for (int idx = tid; idx < kElems; idx += kThreads)
         mine[idx] = tile_acc[(idx / S::kRows) * S::kLd + idx % S::kRows];
       __threadfence();
@@ -252,8 +252,8 @@ __global__ void __launch_bounds__(kThreads)
         __threadfence();
         for (int idx = tid; idx < kElems; idx += kThreads) {
           float sum = 0.0f;
-          for (int64_t part = 0; part < parts; ++part) // slot (first + part) + tile
-            sum += __ldcg(partials + (first + part + tile) * kElems + idx);
+          for (int64_t part = 0; part < parts; ++part) // in CTA order
+            sum += __ldcg(partials + StreamK::slot(first + part, tile) * kElems + idx);
           tile_acc[(idx / S::kRows) * S::kLd + idx % S::kRows] = sum;
         }
         if (tid == 0)

@@ -21,6 +21,7 @@ import subprocess
 import sys
 
 STEP = re.compile(r"(\d+) decode steps, median ([0-9.]+) ms wall, ([0-9.]+) ms GPU stream")
+SETUP = re.compile(r"tx-run timing: decode attention: (.*)")
 
 
 def decode_ms(args, flags, extra):
@@ -34,7 +35,8 @@ def decode_ms(args, flags, extra):
     m = STEP.search(out.stderr)
     if out.returncode != 0 or not m:
         sys.exit(f"ab_decode: tx-run {' '.join(flags)} failed ({out.returncode}): {out.stderr.strip()[-2000:]}")
-    return float(m.group(3))
+    setup = SETUP.search(out.stderr)
+    return float(m.group(3)), setup.group(1) if setup else ""
 
 
 def main():
@@ -54,15 +56,19 @@ def main():
         name, _, flags = spec.partition("=")
         modes.append((name, flags.split()))
     times = {name: [] for name, _ in modes}
+    setups = {}  # the decode attention set-up each mode ran (the last round's)
     for _ in range(args.rounds):
         for name, flags in modes:
-            times[name].append(decode_ms(args, flags, extra))
+            ms, setups[name] = decode_ms(args, flags, extra)
+            times[name].append(ms)
     base = statistics.median(times[modes[0][0]])
     label = f"{args.artifact} b{args.batch}"
     for name, flags in modes:
         med = statistics.median(times[name])
         runs = " ".join(f"{t:.3f}" for t in times[name])
         print(f"ab {label} {name:<24} median {med:.3f} ms ({med - base:+.3f}) runs {runs}  [{' '.join(flags)}]")
+        if setups[name]:
+            print(f"   {name}: decode attention {setups[name]}")
 
 
 if __name__ == "__main__":

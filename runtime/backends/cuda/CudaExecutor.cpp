@@ -314,7 +314,7 @@ Status CudaExecutor::State::prepare() {
     CU(prepareDecodeGemm(), path + ": preparing the decode GEMM kernels");
     decode_gemm_workspace.partial_floats = kDecodeGemmPartialFloats;
     TXC_ASSIGN_OR_RETURN(void *partials, allocate(kDecodeGemmPartialFloats * sizeof(float),
-                                                  "decode GEMM split-K partials"));
+                                                  "decode GEMM partial tiles"));
     decode_gemm_workspace.partials = static_cast<float *>(partials);
     decode_gemm_workspace.num_counters = kDecodeGemmCounters;
     TXC_ASSIGN_OR_RETURN(void *counters,

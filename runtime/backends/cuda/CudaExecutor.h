@@ -134,6 +134,10 @@ struct DecodeAttentionSetup {
   bool rope_in_attention = false;
   bool cluster_combine = false;
   int32_t split_min_tokens = 16;
+  bool operator==(const DecodeAttentionSetup &o) const {
+    return rope_in_attention == o.rope_in_attention && cluster_combine == o.cluster_combine &&
+           split_min_tokens == o.split_min_tokens;
+  }
 };
 DecodeAttentionSetup decodeAttentionSetup(const CudaExecutorOptions &options, int64_t heads,
                                           int64_t kv_heads);

@@ -165,8 +165,6 @@ cudaError_t launchRmsNormVec(const void *input, const void *residual, const void
   return run(rmsNormVecKernel<T, 8>);
 }
 
-bool aligned16(const void *p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
-
 __global__ void swigluKernel(const float *acc, int64_t rows, int64_t half, void *out,
                              EType out_type) {
   int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
@@ -385,6 +383,17 @@ __global__ void spinKernel(long long cycles) {
 }
 
 } // namespace
+
+int smCount() {
+  static const int count = [] {
+    int device = 0, sms = 132;
+    if (cudaGetDevice(&device) == cudaSuccess)
+      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+    return sms;
+  }();
+  return count;
+}
+
 
 cudaError_t launchSpin(long long cycles, cudaStream_t stream) {
   spinKernel<<<1, 1, 0, stream>>>(cycles);

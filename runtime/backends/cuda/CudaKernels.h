@@ -17,6 +17,13 @@ namespace txc::cuda {
 
 enum class EType : int { kF32 = 0, kBF16 = 1, kF16 = 2 };
 
+/// Whether `p` may be read in 16-byte vectors (the fast kernels' condition).
+inline bool aligned16(const void *p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
+
+/// The current GPU's SM count, asked once (132 if the query fails); launch
+/// shapes of the decode kernels are sized by it.
+int smCount();
+
 /// Keeps the stream busy for `cycles` SM clocks: the per-launch profile
 /// queues a whole step behind it, so its events time the GPU alone and not
 /// the host enqueueing the next launch.

@@ -267,16 +267,6 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-int smCount() {
-  static const int count = [] {
-    int device = 0, sms = 132;
-    if (cudaGetDevice(&device) == cudaSuccess)
-      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
-    return sms;
-  }();
-  return count;
-}
-
 /// The most partial slots a launch may need: one per (CTA, tile) pair that
 /// meet, at most CTAs + tiles.
 template <int kTok> int64_t partialFloats(int64_t ctas, int64_t tiles) {
@@ -320,8 +310,6 @@ cudaError_t launchTyped(const GemvArgs &a, const DecodeGemmWorkspace &ws, cudaSt
   return launchKernel(decodeGemmKernel<T, kTok>, dim3(static_cast<unsigned>(ctas)), dim3(kThreads),
                       S::kSmemBytes, stream, a.pdl, a, ws.partials, ws.counters);
 }
-
-bool aligned16(const void *p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 
 } // namespace
 

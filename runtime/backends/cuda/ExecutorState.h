@@ -216,7 +216,8 @@ struct CudaExecutor::State {
     DMatrix input, weight, out;
     float eps = 0.0f;
   } pending_norm;
-  DecodeAttentionSetup decode_attention; // options resolved for this plan
+  DecodeAttentionSetup decode_attention;         // options resolved for this plan
+  DecodeAttentionTuning decode_attention_tuning; // tune_decode_attention's outcome
   // rope_in_attention: a decode step's rope whose query only the next
   // launch, the decode attention, reads is not launched; the attention
   // kernel folds it in (DecodeParams::maybe_rope_qkv), or it is launched
@@ -249,7 +250,6 @@ struct CudaExecutor::State {
   Status warmUp();
   Status captureDecodeGraphs(int32_t max_seq_len, int32_t pages_per_seq);
   Status tuneDecodeAttention(int32_t max_seq_len, int32_t pages_per_seq);
-  DecodeAttentionTuning decode_attention_tuning;
 
   StatusOr<Bound> bindOperand(const pb::Launch &launch, int i, bool required);
   StatusOr<DMatrix> floatOperand(const pb::Launch &launch, int i, bool required);

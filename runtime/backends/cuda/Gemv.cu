@@ -313,8 +313,6 @@ cudaError_t launchTyped(const GemvArgs &a, const GemvConfig &c, cudaStream_t str
   return launchShaped<T, OutT, 4, 8, 4>(a, unswept, stream);
 }
 
-bool aligned16(const void *p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
-
 // A block's rows (2 * pairs per block, at most 2 * kWarpsPerBlock = 16)
 // must lie in one head: head_dim a multiple of 16 does it.
 bool ropeEpilogueSupports(const GemvArgs &a) {

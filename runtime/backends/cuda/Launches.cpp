@@ -109,9 +109,8 @@ StatusOr<bool> CudaExecutor::State::tryGemv(const DMatrix &input, const DMatrix 
       (residual.present() && residual.dtype != out.dtype))
     return false;
   const bool skinny = input.rows > std::min(options.gemv_max_rows, gemvRowLimit(input.cols));
-  const bool beyond_skinny =
-      !options.use_skinny_gemm || input.rows > skinnyGemmRowLimit(input.cols);
-  const bool wide = skinny && beyond_skinny;
+  const bool wide =
+      skinny && (!options.use_skinny_gemm || input.rows > skinnyGemmRowLimit(input.cols));
   if (skinny && (rope || (wide && (!options.decode_gemm || input.rows > kDecodeGemmMaxRows))))
     return false;
   GemvArgs g;

@@ -169,16 +169,6 @@ __global__ void __launch_bounds__(kWarps * 32)
     storeTiles(a, swiglu, group, row0, row1, r, t, acc);
 }
 
-int smCount() {
-  static const int count = [] {
-    int device = 0, sms = 132;
-    if (cudaGetDevice(&device) == cudaSuccess)
-      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
-    return sms;
-  }();
-  return count;
-}
-
 /// K slices per group: enough warps to keep the weight stream in flight on
 /// every SM, each slice at least one round of kUnroll K blocks.
 int slicesFor(int64_t groups, int64_t blocks) {
@@ -198,8 +188,6 @@ template <typename T> cudaError_t launchTyped(const GemvArgs &a, cudaStream_t st
   const dim3 block(kWarps * 32);
   return launchKernel(skinnyGemmKernel<T>, grid, block, 0, stream, a.pdl, a, slices);
 }
-
-bool aligned16(const void *p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 
 } // namespace
 

@@ -140,9 +140,7 @@ Status CudaExecutor::State::tuneDecodeAttention(int32_t max_seq_len, int32_t pag
   t.chosen = candidates[best];
   t.chosen_ms = medians[best];
   for (size_t c = 0; c < candidates.size(); ++c)
-    if (candidates[c].rope_in_attention == rule.rope_in_attention &&
-        candidates[c].cluster_combine == rule.cluster_combine &&
-        candidates[c].split_min_tokens == rule.split_min_tokens)
+    if (candidates[c] == rule)
       t.rule_ms = medians[c];
   release();
   decode_attention = candidates[best];

@@ -169,6 +169,21 @@ TEST(CudaExecutorTest, GraphsGemvAndDeviceGreedyAgreeWithPlainLaunches) {
   EXPECT_NE(host_sampled.tokens, reference.tokens) << "sampling must not be greedy here";
 }
 
+/// bf16, heads of 128 (the tensor-core decode kernel), two query heads per
+/// KV head, q/k-norm: the shape the rope fold and the tuning apply to.
+TinyModelOptions groupOfTwoModel(int layers) {
+  TinyModelOptions model;
+  model.dtype = DType::kBF16;
+  model.qk_norm = true;
+  model.num_layers = layers;
+  model.hidden = 256;
+  model.heads = 4;
+  model.kv_heads = 2;
+  model.head_dim = 128;
+  model.intermediate = 512;
+  return model;
+}
+
 // The decode step's rope folded into the attention kernel
 // (rope_in_attention): heads of 128 so the tensor-core decode kernel runs
 // (GQA group 2), q/k-norm and biases, five sequences (the graph's padding
@@ -176,15 +191,7 @@ TEST(CudaExecutorTest, GraphsGemvAndDeviceGreedyAgreeWithPlainLaunches) {
 // arithmetic (attention/rope.cuh), so the logits must agree to the bit.
 TEST(CudaExecutorTest, RopeFoldedIntoAttentionMatchesTheRopeKernel) {
   TXC_SKIP_WITHOUT_GPU();
-  TinyModelOptions model;
-  model.dtype = DType::kBF16;
-  model.qk_norm = true;
-  model.num_layers = 3;
-  model.hidden = 256;
-  model.heads = 4;
-  model.kv_heads = 2;
-  model.head_dim = 128;
-  model.intermediate = 512;
+  TinyModelOptions model = groupOfTwoModel(3);
   std::string path = cpu::testing::tempPath("tiny-cuda-rope-in-attention.txm");
   ASSERT_TRUE(cpu::testing::writeTinyModel(path, model).isOk());
   auto artifact = artifact::LoadedArtifact::load(path);
@@ -206,15 +213,7 @@ TEST(CudaExecutorTest, RopeFoldedIntoAttentionMatchesTheRopeKernel) {
 // (the split count may change the logits' rounding, not the argmax here).
 TEST(CudaExecutorTest, DecodeAttentionTuningKeepsTheFastestSetup) {
   TXC_SKIP_WITHOUT_GPU();
-  TinyModelOptions model;
-  model.dtype = DType::kBF16;
-  model.qk_norm = true;
-  model.num_layers = 2;
-  model.hidden = 256;
-  model.heads = 4;
-  model.kv_heads = 2;
-  model.head_dim = 128;
-  model.intermediate = 512;
+  TinyModelOptions model = groupOfTwoModel(2);
   std::string path = cpu::testing::tempPath("tiny-cuda-tuning.txm");
   ASSERT_TRUE(cpu::testing::writeTinyModel(path, model).isOk());
   auto artifact = artifact::LoadedArtifact::load(path);

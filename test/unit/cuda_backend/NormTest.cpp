@@ -8,112 +8,74 @@
 //
 //===----------------------------------------------------------------------===//
 #include "GpuTest.h"
+#include "TestTensors.h"
 
 #include "runtime/backends/cuda/CudaKernels.h"
 
-#include <cuda_bf16.h>
-
 #include <cmath>
-#include <cstring>
 #include <random>
 #include <vector>
 
 namespace txc::cuda {
 namespace {
 
+using cpu::testing::poisonedTensor;
+using cpu::testing::randomTensor;
+using cpu::testing::TestTensor;
+
 struct NormCase {
-  EType type;
+  DType dtype;
   int64_t rows, cols, group;
   bool residual;
 };
 
-float roundTo(EType t, float v) {
-  if (t == EType::kBF16)
-    return __bfloat162float(__float2bfloat16_rn(v));
-  return v;
+/// v rounded to the storage type, as a store then a load gives it.
+double roundTo(DType dtype, double v) {
+  TestTensor t(dtype, 1, 1);
+  t.set(0, 0, v);
+  return t.at(0, 0);
 }
 
-std::vector<unsigned char> encode(EType t, const std::vector<float> &values) {
-  std::vector<unsigned char> bytes(values.size() * (t == EType::kBF16 ? 2 : 4));
-  for (size_t i = 0; i < values.size(); ++i) {
-    if (t == EType::kBF16) {
-      __nv_bfloat16 b = __float2bfloat16_rn(values[i]);
-      std::memcpy(bytes.data() + 2 * i, &b, 2);
-    } else {
-      std::memcpy(bytes.data() + 4 * i, &values[i], 4);
-    }
-  }
-  return bytes;
-}
-
-std::vector<float> decode(EType t, const std::vector<unsigned char> &bytes) {
-  const size_t n = bytes.size() / (t == EType::kBF16 ? 2 : 4);
-  std::vector<float> values(n);
-  for (size_t i = 0; i < n; ++i) {
-    if (t == EType::kBF16) {
-      __nv_bfloat16 b;
-      std::memcpy(&b, bytes.data() + 2 * i, 2);
-      values[i] = __bfloat162float(b);
-    } else {
-      std::memcpy(&values[i], bytes.data() + 4 * i, 4);
-    }
-  }
-  return values;
-}
-
-void *upload(const std::vector<unsigned char> &bytes) {
+void *upload(const TestTensor &t) {
   void *p = nullptr;
-  EXPECT_EQ(cudaMalloc(&p, bytes.size()), cudaSuccess);
-  EXPECT_EQ(cudaMemcpy(p, bytes.data(), bytes.size(), cudaMemcpyHostToDevice), cudaSuccess);
+  EXPECT_EQ(cudaMalloc(&p, t.bytes.size()), cudaSuccess);
+  EXPECT_EQ(cudaMemcpy(p, t.bytes.data(), t.bytes.size(), cudaMemcpyHostToDevice), cudaSuccess);
   return p;
 }
 
-std::vector<unsigned char> download(const void *p, size_t bytes) {
-  std::vector<unsigned char> host(bytes);
-  EXPECT_EQ(cudaMemcpy(host.data(), p, bytes, cudaMemcpyDeviceToHost), cudaSuccess);
-  return host;
+void download(TestTensor &t, const void *p) {
+  EXPECT_EQ(cudaMemcpy(t.bytes.data(), p, t.bytes.size(), cudaMemcpyDeviceToHost), cudaSuccess);
 }
 
 void runCase(const NormCase &c) {
   SCOPED_TRACE("rows " + std::to_string(c.rows) + " cols " + std::to_string(c.cols) + " group " +
                std::to_string(c.group) + (c.residual ? " with residual" : ""));
   std::mt19937 rng(static_cast<uint32_t>(c.cols * 31 + c.rows));
-  std::uniform_real_distribution<float> uniform(-2.0f, 2.0f);
-  auto fresh = [&](int64_t n) {
-    std::vector<float> v(static_cast<size_t>(n));
-    for (float &x : v)
-      x = roundTo(c.type, uniform(rng) + (uniform(rng) > 0 ? 0.25f : -0.25f));
-    return v;
-  };
-  const int64_t n = c.rows * c.cols;
-  std::vector<float> input = fresh(n), residual = fresh(n), weight = fresh(c.group);
-  const size_t elem = c.type == EType::kBF16 ? 2 : 4;
-  void *d_input = upload(encode(c.type, input));
-  void *d_residual = c.residual ? upload(encode(c.type, residual)) : nullptr;
-  void *d_weight = upload(encode(c.type, weight));
-  void *d_sum = nullptr, *d_out = nullptr;
-  ASSERT_EQ(cudaMalloc(&d_sum, n * elem), cudaSuccess);
-  ASSERT_EQ(cudaMalloc(&d_out, n * elem), cudaSuccess);
-  ASSERT_EQ(cudaMemset(d_sum, 0x7f, n * elem), cudaSuccess); // poison
-  ASSERT_EQ(cudaMemset(d_out, 0x7f, n * elem), cudaSuccess);
-  ASSERT_EQ(launchRmsNorm(d_input, c.type, d_residual, c.type, d_weight, c.type, c.group, c.rows,
-                          c.cols, 1e-5f, c.residual ? d_sum : nullptr, c.type, d_out, c.type,
-                          nullptr),
+  const EType type = c.dtype == DType::kBF16 ? EType::kBF16 : EType::kF32;
+  TestTensor input = randomTensor(c.dtype, c.rows, c.cols, rng, -2.0, 2.0);
+  TestTensor residual = randomTensor(c.dtype, c.rows, c.cols, rng, -2.0, 2.0);
+  TestTensor weight = randomTensor(c.dtype, 1, c.group, rng, -2.0, 2.0);
+  TestTensor sum = poisonedTensor(c.dtype, c.rows, c.cols);
+  TestTensor out = poisonedTensor(c.dtype, c.rows, c.cols);
+  void *d_input = upload(input), *d_weight = upload(weight);
+  void *d_residual = c.residual ? upload(residual) : nullptr;
+  void *d_sum = upload(sum), *d_out = upload(out);
+  ASSERT_EQ(launchRmsNorm(d_input, type, d_residual, type, d_weight, type, c.group, c.rows, c.cols,
+                          1e-5f, c.residual ? d_sum : nullptr, type, d_out, type, nullptr),
             cudaSuccess);
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-  std::vector<float> out = decode(c.type, download(d_out, n * elem));
-  std::vector<float> sum = decode(c.type, download(d_sum, n * elem));
+  download(out, d_out);
+  download(sum, d_sum);
   // Two roundings of the output type apart at most (the kernels sum the
   // squares in another order than this loop).
-  const double rel = c.type == EType::kBF16 ? 2.0 / 128 : 1e-5;
+  const double rel = c.dtype == DType::kBF16 ? 2.0 / 128 : 1e-5;
   int bad = 0;
   for (int64_t r = 0; r < c.rows; ++r) {
     std::vector<double> row(static_cast<size_t>(c.cols));
     for (int64_t j = 0; j < c.cols; ++j) {
-      const int64_t i = r * c.cols + j;
-      row[j] = c.residual ? roundTo(c.type, input[i] + residual[i]) : input[i];
-      if (c.residual && sum[i] != static_cast<float>(row[j]) && bad++ < 5)
-        ADD_FAILURE() << "sum[" << r << ", " << j << "] " << sum[i] << " expected " << row[j];
+      row[j] = c.residual ? roundTo(c.dtype, input.at(r, j) + residual.at(r, j)) : input.at(r, j);
+      if (c.residual && sum.at(r, j) != row[j] && bad++ < 5)
+        ADD_FAILURE() << "sum[" << r << ", " << j << "] " << sum.at(r, j) << " expected " << row[j];
     }
     for (int64_t g = 0; g < c.cols; g += c.group) {
       double squares = 0;
@@ -121,8 +83,8 @@ void runCase(const NormCase &c) {
         squares += row[g + j] * row[g + j];
       const double inv_rms = 1.0 / std::sqrt(squares / c.group + 1e-5);
       for (int64_t j = 0; j < c.group; ++j) {
-        const double want = row[g + j] * inv_rms * weight[j];
-        const double got = out[r * c.cols + g + j];
+        const double want = row[g + j] * inv_rms * weight.at(0, j);
+        const double got = out.at(r, g + j);
         if (!(std::fabs(got - want) <= rel * std::fabs(want) + 1e-6) && bad++ < 5)
           ADD_FAILURE() << "out[" << r << ", " << g + j << "] " << got << " expected " << want;
       }
@@ -135,7 +97,7 @@ void runCase(const NormCase &c) {
 
 TEST(NormTest, MatchesTheFp64ReferenceOnBothKernels) {
   TXC_SKIP_WITHOUT_GPU();
-  const EType bf = EType::kBF16, f = EType::kF32;
+  const DType bf = DType::kBF16, f = DType::kF32;
   const NormCase cases[] = {
       {bf, 32, 4096, 4096, true}, // Llama-3-8B's add_rms_norm at batch 32 (4 vectors a thread)
       {bf, 5, 1024, 1024, false}, // Qwen3-0.6B (1 vector)

@@ -44,7 +44,7 @@ python3 test/gpu/compare_modes.py "$B/tx-run" "$B/qwen3-0.6b.txm" --flags=--no-r
 [ "${PIPESTATUS[0]}" = 0 ] || fails=$((fails + 1))
 mode --flags=--no-attention-cluster-combine --atol 0 --batch 1
 mode --flags=--no-attention-cluster-combine --atol 0 --batch 3
-python3 test/gpu/compare_modes.py "$B/tx-run" "$B/llama-3-8b.txm" --flags=--rope-in-attention --atol 0 \
+python3 test/gpu/compare_modes.py "$B/tx-run" "$B/llama-3-8b.txm" --flags=--no-rope-in-attention --atol 0 \
   --batch 1 --new 8 -- --random-weights 1 2>&1 | tee -a "$OUT/modes.log" | tail -1
 [ "${PIPESTATUS[0]}" = 0 ] || fails=$((fails + 1))
 mode --flags=--no-skinny-gemm --atol 0.15 --batch 5
@@ -106,7 +106,7 @@ timing q06-b32-host-sampled "$Q" 32 64 "${sample[@]}" --host-sampling
 [ -f "$L" ] && timing l8b-b1-late-kv "$L" 1 64 --no-attention-early-kv
 [ -f "$L" ] && timing l8b-b1-split32 "$L" 1 64 --decode-split-min-tokens 32
 [ -f "$L" ] && timing l8b-b1-tuned "$L" 1 64 --tune-decode-attention
-[ -f "$L" ] && timing l8b-b1-rope-in-attention "$L" 1 64 --rope-in-attention
+[ -f "$L" ] && timing l8b-b1-rope-kernel "$L" 1 64 --no-rope-in-attention
 [ -f "$L" ] && timing l8b-b1-cluster-combine "$L" 1 64 --attention-cluster-combine
 [ -f "$L" ] && timing l8b-b32-graphs "$L" 32 32
 timing q06-b32-lazy-graphs "$Q" 32 64 --lazy-graphs

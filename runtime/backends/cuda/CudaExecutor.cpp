@@ -417,7 +417,7 @@ DecodeAttentionSetup decodeAttentionSetup(const CudaExecutorOptions &options, in
                                           int64_t kv_heads) {
   DecodeAttentionSetup setup;
   const bool small_group = kv_heads > 0 && heads <= 2 * kv_heads;
-  setup.rope_in_attention = options.rope_in_attention.value_or(small_group);
+  setup.rope_in_attention = options.rope_in_attention.value_or(true);
   setup.cluster_combine = options.attention_cluster_combine.value_or(small_group);
   setup.split_min_tokens = options.decode_split_min_tokens > 0 ? options.decode_split_min_tokens
                            : small_group                       ? 64

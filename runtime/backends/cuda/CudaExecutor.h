@@ -101,8 +101,10 @@ struct CudaExecutorOptions {
   /// With warm_up: time every decode attention set-up the options leave
   /// open (rope fold, cluster merge, 8/16/32/64-token chunks) on the batch-1
   /// decode graph of a 256-token context at startup and keep the fastest,
-  /// instead of decodeAttentionSetup's rule (measured on two shapes). Off
-  /// until measured on a GPU (written after device run 28).
+  /// instead of decodeAttentionSetup's rule where one beats it by over 1%.
+  /// Off: device run 30 found Llama-3-8B's better set-up (b1 4.635 -> 4.534
+  /// ms), now the rule, and nothing for Qwen3-0.6B; startup pays 16 graph
+  /// captures.
   bool tune_decode_attention = false;
   /// Split-KV decode cuts a sequence's keys into chunks of at least this
   /// many tokens (every split costs a partial write and a merge); it only
@@ -125,10 +127,11 @@ struct CudaExecutorOptions {
 /// - a group of 2 (Qwen3-0.6B): the rope folded in, the cluster merge and
 ///   chunks of at least 64 tokens (4 splits at a 256-token context) took
 ///   the step from 0.908 to 0.807 ms;
-/// - a group of 4 (Llama-3-8B): each of those was slower (64-token chunks
-///   +0.245 ms, all three +0.088; at 8 splits the fold +0.062 and the
-///   cluster merge +0.065), and 16-token chunks (16 splits) faster, 4.764
-///   against 4.624 ms.
+/// - a group of 4 (Llama-3-8B): the cluster merge and 64-token chunks were
+///   slower (64-token chunks +0.245 ms, all three +0.088), 16-token chunks
+///   (16 splits) faster, 4.764 against 4.624 ms; the rope fold at 16-token
+///   chunks, which the startup tuner chose, faster again (device runs
+///   30-31: b1 4.635 -> 4.534 ms, b32 5.323 -> 5.209), so every group folds.
 /// Why the two groups want opposite split counts is not measured yet.
 struct DecodeAttentionSetup {
   bool rope_in_attention = false;

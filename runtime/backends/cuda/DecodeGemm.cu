@@ -70,33 +70,55 @@ __device__ __forceinline__ void wgmmaStep(float (&acc)[4 * kTok][4], unsigned lo
 
 /// Stores the finished fp32 tile (tile row i, batch row `token` at
 /// tile_acc[i * kLd + token]) through the GEMV's epilogues, features
-/// fastest (coalesced).
-template <int kTok>
+/// fastest (coalesced). Every global load (bias, residual) is issued before
+/// the first store: `out` may be the residual, so loads after a store could
+/// not be hoisted, and a chain of 16 dependent L2 round trips cost ~10 us a
+/// launch (device run 29).
+template <int kTok, bool kSwiglu>
 __device__ __forceinline__ void storeTile(const GemvArgs &a, int64_t tile, const float *tile_acc) {
   using S = Shape<kTok>;
-  const bool swiglu = a.epilogue == GemvEpilogue::kSwiglu;
-  const int features = swiglu ? 32 : kTileRows;
-  for (int idx = threadIdx.x; idx < features * S::kRows; idx += kThreads) {
-    const int i = idx % features;
-    const int64_t token = idx / features;
+  constexpr int kFeatures = kSwiglu ? 32 : kTileRows; // outputs a tile
+  constexpr int kPer = kFeatures * S::kRows / kThreads;
+  float v[kPer], w[kPer]; // the gate and the up row for SwiGLU, else value and residual
+#pragma unroll
+  for (int p = 0; p < kPer; ++p) {
+    const int idx = threadIdx.x + p * kThreads, i = idx % kFeatures;
+    const int64_t token = idx / kFeatures;
+    v[p] = tile_acc[i * S::kLd + token];
+    w[p] = 0.0f;
     if (token >= a.m)
-      break;
-    if (swiglu) {
+      continue;
+    if constexpr (kSwiglu) {
       const int64_t g_row = tile * 32 + i, u_row = a.n / 2 + g_row;
-      const float g =
-          tile_acc[i * S::kLd + token] + (a.bias ? ld(a.bias, a.bias_type, g_row) : 0.0f);
-      const float u =
-          tile_acc[(32 + i) * S::kLd + token] + (a.bias ? ld(a.bias, a.bias_type, u_row) : 0.0f);
-      st(a.out, a.out_type, token * (a.n / 2) + g_row, g / (1.0f + expf(-g)) * u);
-      continue;
+      w[p] = tile_acc[(32 + i) * S::kLd + token];
+      if (a.bias) {
+        v[p] += ld(a.bias, a.bias_type, g_row);
+        w[p] += ld(a.bias, a.bias_type, u_row);
+      }
+    } else {
+      const int64_t row = tile * kTileRows + i;
+      if (row >= a.n)
+        continue;
+      if (a.bias)
+        v[p] += ld(a.bias, a.bias_type, row);
+      if (a.epilogue == GemvEpilogue::kResidualAdd)
+        w[p] = ld(a.residual, a.out_type, token * a.n + row);
     }
-    const int64_t row = tile * kTileRows + i;
-    if (row >= a.n)
+  }
+#pragma unroll
+  for (int p = 0; p < kPer; ++p) {
+    const int idx = threadIdx.x + p * kThreads, i = idx % kFeatures;
+    const int64_t token = idx / kFeatures;
+    if (token >= a.m)
       continue;
-    float v = tile_acc[i * S::kLd + token] + (a.bias ? ld(a.bias, a.bias_type, row) : 0.0f);
-    if (a.epilogue == GemvEpilogue::kResidualAdd)
-      v += ld(a.residual, a.out_type, token * a.n + row);
-    st(a.out, a.out_type, token * a.n + row, v);
+    if constexpr (kSwiglu) {
+      const int64_t g_row = tile * 32 + i;
+      st(a.out, a.out_type, token * (a.n / 2) + g_row, v[p] / (1.0f + expf(-v[p])) * w[p]);
+    } else {
+      const int64_t row = tile * kTileRows + i;
+      if (row < a.n)
+        st(a.out, a.out_type, token * a.n + row, v[p] + w[p]);
+    }
   }
 }
 
@@ -218,30 +240,22 @@ __global__ void __launch_bounds__(kThreads)
     }
     kernels::wgmmaWait<0>();
     kernels::pinRegisters(acc);
-    kernels::cpAsyncWait<0>();
-    __syncthreads(); // the stages are free: the accumulators go there
 
-    // Warp w holds tile rows 16w..16w+15 of each n8 column tile j, in the
-    // mma.sync m16n8 order.
-    {
-      const int warp = tid / 32, lane = tid % 32, group = lane / 4, quad = lane % 4;
-#pragma unroll
-      for (int j = 0; j < 4 * kTok; ++j)
-#pragma unroll
-        for (int e = 0; e < 4; ++e)
-          tile_acc[(warp * 16 + group + (e >= 2 ? 8 : 0)) * S::kLd + j * 8 + quad * 2 + (e & 1)] =
-              acc[j][e];
-    }
-    __syncthreads();
-
+    // A part of a shared tile goes to its slot as the fragments are held,
+    // one float4 a column tile j, coalesced: acc[j] of thread t at
+    // (j * kThreads + t) * 4. The tile's last part sums all parts in CTA
+    // order (its own from registers, the same value), every part's loads in
+    // flight at once, instead of a chain of round trips (device run 29).
+    constexpr int kJ = 4 * kTok;
+    constexpr int kElems = kTileRows * S::kRows;
     bool store = steps == chunks;
     if (!store) {
-      constexpr int kElems = kTileRows * S::kRows;
       const int64_t first = schedule.firstCta(tile, chunks);
       const int64_t parts = schedule.parts(tile, chunks);
-      float *mine = partials + StreamK::slot(cta, tile) * kElems;
-      for (int idx = tid; idx < kElems; idx += kThreads)
-        mine[idx] = tile_acc[(idx / S::kRows) * S::kLd + idx % S::kRows];
+      float4 *mine = reinterpret_cast<float4 *>(partials + StreamK::slot(cta, tile) * kElems);
+#pragma unroll
+      for (int j = 0; j < kJ; ++j)
+        __stcg(mine + j * kThreads + tid, make_float4(acc[j][0], acc[j][1], acc[j][2], acc[j][3]));
       __threadfence();
       __syncthreads();
       if (tid == 0)
@@ -250,19 +264,60 @@ __global__ void __launch_bounds__(kThreads)
       store = *is_last != 0;
       if (store) {
         __threadfence();
-        for (int idx = tid; idx < kElems; idx += kThreads) {
-          float sum = 0.0f;
-          for (int64_t part = 0; part < parts; ++part) // in CTA order
-            sum += __ldcg(partials + StreamK::slot(first + part, tile) * kElems + idx);
-          tile_acc[(idx / S::kRows) * S::kLd + idx % S::kRows] = sum;
+        float4 sum[kJ];
+#pragma unroll
+        for (int j = 0; j < kJ; ++j)
+          sum[j] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        for (int64_t part = 0; part < parts; ++part) { // in CTA order
+          float4 add[kJ];
+          if (first + part == cta) {
+#pragma unroll
+            for (int j = 0; j < kJ; ++j)
+              add[j] = make_float4(acc[j][0], acc[j][1], acc[j][2], acc[j][3]);
+          } else {
+            const float4 *theirs = reinterpret_cast<const float4 *>(
+                partials + StreamK::slot(first + part, tile) * kElems);
+#pragma unroll
+            for (int j = 0; j < kJ; ++j)
+              add[j] = __ldcg(theirs + j * kThreads + tid);
+          }
+#pragma unroll
+          for (int j = 0; j < kJ; ++j) {
+            sum[j].x += add[j].x;
+            sum[j].y += add[j].y;
+            sum[j].z += add[j].z;
+            sum[j].w += add[j].w;
+          }
+        }
+#pragma unroll
+        for (int j = 0; j < kJ; ++j) {
+          acc[j][0] = sum[j].x;
+          acc[j][1] = sum[j].y;
+          acc[j][2] = sum[j].z;
+          acc[j][3] = sum[j].w;
         }
         if (tid == 0)
           counters[tile] = 0; // ready for the next launch (and graph replays)
-        __syncthreads();
       }
     }
-    if (store)
-      storeTile<kTok>(a, tile, tile_acc);
+    if (store) {
+      kernels::cpAsyncWait<0>();
+      __syncthreads(); // the stages are free: the accumulators go there
+      // Warp w holds tile rows 16w..16w+15 of each n8 column tile j, in the
+      // mma.sync m16n8 order.
+      const int warp = tid / 32, lane = tid % 32, group = lane / 4, quad = lane % 4;
+#pragma unroll
+      for (int j = 0; j < kJ; ++j)
+#pragma unroll
+        for (int e = 0; e < 4; ++e)
+          tile_acc[(warp * 16 + group + (e >= 2 ? 8 : 0)) * S::kLd + j * 8 + quad * 2 + (e & 1)] =
+              acc[j][e];
+      __syncthreads();
+      if (swiglu)
+        storeTile<kTok, true>(a, tile, tile_acc);
+      else
+        storeTile<kTok, false>(a, tile, tile_acc);
+    }
     __syncthreads(); // the next segment's copies reuse the stages
   }
 }

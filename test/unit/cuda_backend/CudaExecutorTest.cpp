@@ -256,7 +256,7 @@ TEST(CudaExecutorTest, DecodeAttentionSetupFollowsTheGroupSizeUnlessSet) {
   EXPECT_TRUE(qwen3.cluster_combine);
   EXPECT_EQ(qwen3.split_min_tokens, 64);
   DecodeAttentionSetup llama = decodeAttentionSetup(unset, 32, 8);
-  EXPECT_FALSE(llama.rope_in_attention);
+  EXPECT_TRUE(llama.rope_in_attention);
   EXPECT_FALSE(llama.cluster_combine);
   EXPECT_EQ(llama.split_min_tokens, 16);
   CudaExecutorOptions set;

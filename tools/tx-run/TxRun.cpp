@@ -91,11 +91,12 @@ Output:
                           (rope fold, cluster merge, 8-64-token chunks) that
                           --[no-]rope-in-attention, --[no-]attention-cluster-
                           combine and --decode-split-min-tokens leave open
-                          (~1-3 s) and keep the fastest; --timing prints the
-                          choice (not yet measured on a GPU)
+                          (16 graph captures at startup) and keep the
+                          fastest where it beats the default by over 1%;
+                          --timing prints the choice
   --decode-gemm           (cuda) decode GEMMs of up to 64 rows that the GEMV
                           and the skinny GEMM leave to cuBLASLt on the wgmma
-                          decode GEMM instead (not yet measured on a GPU)
+                          decode GEMM instead (slower than cuBLASLt so far)
   --lazy-graphs           (cuda) capture each decode graph at its first step
                           instead of all of them at startup (faster startup)
   --[no-]attention-cluster-combine

@@ -47,8 +47,10 @@ struct CudaExecutorOptions {
   /// Qwen3-0.6B b4 1.53 ms per step against 1.66 on the H200.
   bool use_skinny_gemm = true;
   /// Decode GEMMs beyond the skinny GEMM's rows (up to 64) on DecodeGemm.cu
-  /// (wgmma, a cp.async ring, split-K, epilogues fused) instead of
-  /// cuBLASLt. Off until measured on a GPU (written after device run 28).
+  /// (wgmma, a cp.async ring, stream-K, epilogues fused) instead of
+  /// cuBLASLt. Off: slower in the step (device runs 30 and 33: Llama-3-8B
+  /// b32 6.03 against 5.31 ms, Qwen3-0.6B b32 1.80 against 1.51), ~2.9 TB/s
+  /// chained against cuBLASLt's ~3.2 in the model.
   bool decode_gemm = false;
   /// A cap on the rows a GEMM may have to run on the GEMV (for comparisons);
   /// below it Gemv.h's gemvRowLimit(k) decides (2 rows for k <= 3072, else 1).

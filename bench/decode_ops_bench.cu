@@ -3,21 +3,25 @@
 // Where a decode step's time goes, op by op, without the model around it:
 // for each projection of the Qwen3-0.6B and Llama-3-8B shapes the GEMV of
 // the CUDA backend (Gemv.cu, m = 1 and 4), its tensor-core skinny GEMM
-// (SkinnyGemm.cu, m = 4 and 8) and its wgmma decode GEMM (DecodeGemm.cu,
-// m = 32 and 64) are launched 200 times back to back,
+// (SkinnyGemm.cu, m = 4 and 8), its wgmma decode GEMM (DecodeGemm.cu,
+// m = 32 and 64) and cuBLASLt as the executor calls it (CublasGemm.h,
+// m = 8, 32 and 64) are launched 200 times back to back,
 // rotating over enough weight copies that every launch reads from DRAM
 // (L2 is 60 MB), and timed with CUDA events: plainly on a stream, and
 // replayed from a CUDA graph with programmatic dependent launch (how a
 // decode step runs). An empty kernel gives the launch floor, a 2-row GEMV
 // the floor of a GEMV in the chain; a device copy gives the bandwidth
 // ceiling. Median of 7 batches after a warm-up. Last, each model's step of
-// GEMVs in order, replayed from one graph, against the sum of its ops.
+// GEMVs in order, replayed from one graph, against the sum of its ops, and
+// its GEMMs at 32 rows on cuBLASLt and on the decode GEMM.
 // --sweep times instead every GemvConfig at m = 1 (graph+pdl), for choosing
 // the defaults.
 //
 //   decode_ops_bench [--sweep] [--json FILE]
 //
 //===----------------------------------------------------------------------===//
+#include "runtime/backends/cuda/CublasGemm.h"
+#include "runtime/backends/cuda/CudaKernels.h"
 #include "runtime/backends/cuda/DecodeGemm.h"
 #include "runtime/backends/cuda/Gemv.h"
 #include "runtime/backends/cuda/Launch.cuh"
@@ -36,6 +40,15 @@ using namespace txc::cuda;
     cudaError_t e_ = (call);                                                                       \
     if (e_ != cudaSuccess) {                                                                       \
       std::fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__, cudaGetErrorString(e_));             \
+      std::exit(1);                                                                                \
+    }                                                                                              \
+  } while (0)
+
+#define CHECK_OK(expr)                                                                             \
+  do {                                                                                             \
+    txc::Status s_ = (expr);                                                                       \
+    if (!s_.isOk()) {                                                                              \
+      std::fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__, s_.toString().c_str());              \
       std::exit(1);                                                                                \
     }                                                                                              \
   } while (0)
@@ -129,6 +142,53 @@ int main(int argc, char **argv) {
   CHECK(cudaMalloc(&decode_workspace.partials, decode_workspace.partial_floats * sizeof(float)));
   CHECK(cudaMalloc(&decode_workspace.counters, decode_workspace.num_counters * sizeof(unsigned)));
   CHECK(cudaMemset(decode_workspace.counters, 0, decode_workspace.num_counters * sizeof(unsigned)));
+  // cuBLASLt as the executor calls it (CublasGemm.h; SwiGLU as an fp32 GEMM
+  // and launchSwiglu), for the rows the executor leaves to it.
+  void *cublas_workspace = nullptr;
+  CHECK(cudaMalloc(&cublas_workspace, kCublasWorkspaceBytes));
+  CublasGemm cublas;
+  CHECK_OK(cublas.init(cublas_workspace, kCublasWorkspaceBytes));
+  float *swiglu_acc = nullptr; // [64, 2 x 16384] at most
+  CHECK(cudaMalloc(&swiglu_acc, size_t(64) * 32768 * 4));
+  enum class Kernel { kGemv, kSkinny, kDecode, kCublas };
+  auto launch = [&](Kernel kernel, const GemvArgs &a) {
+    switch (kernel) {
+    case Kernel::kGemv:
+      CHECK(launchGemv(a, stream));
+      return;
+    case Kernel::kSkinny:
+      CHECK(launchSkinnyGemm(a, stream));
+      return;
+    case Kernel::kDecode:
+      CHECK(launchDecodeGemm(a, decode_workspace, stream));
+      return;
+    case Kernel::kCublas: {
+      const txc::DType in = txc::DType::kBF16;
+      const txc::DType out = a.out_type == EType::kF32 ? txc::DType::kF32 : txc::DType::kBF16;
+      if (a.epilogue == GemvEpilogue::kSwiglu) {
+        CHECK_OK(cublas.run(a.m, a.n, a.k, {a.x, in}, {a.w, in}, {}, {}, swiglu_acc,
+                            txc::DType::kF32, stream));
+        CHECK(launchSwiglu(swiglu_acc, a.m, a.n / 2, a.out, a.out_type, stream));
+        return;
+      }
+      const GemmOperand residual = a.residual ? GemmOperand{a.residual, out} : GemmOperand{};
+      CHECK_OK(cublas.run(a.m, a.n, a.k, {a.x, in}, {a.w, in}, {}, residual, a.out, out, stream));
+      return;
+    }
+    }
+  };
+  auto tag = [](Kernel kernel) {
+    switch (kernel) {
+    case Kernel::kSkinny:
+      return " [skinny]";
+    case Kernel::kDecode:
+      return " [decode]";
+    case Kernel::kCublas:
+      return " [cublas]";
+    default:
+      return "";
+    }
+  };
   std::string json = "{\"rows\": [\n";
   bool first = true;
   auto row = [&](const std::string &what, int m, const char *mode, float us, double gbps) {
@@ -197,9 +257,9 @@ int main(int argc, char **argv) {
     fillKernel<<<64, 256, 0, stream>>>(residual, size_t(64) * s.n, 5u);
     CHECK(cudaMalloc(&out, size_t(64) * s.n * 4));
     // The GEMV at 1 and 4 rows; the tensor-core skinny GEMM at 4 and 8
-    // (batch 3-8) and the wgmma decode GEMM at 32 and 64 (neither takes the
-    // fused norm).
-    enum class Kernel { kGemv, kSkinny, kDecode };
+    // (batch 3-8), the wgmma decode GEMM at 32 and 64 and cuBLASLt at all
+    // three sizes (none of those takes the fused norm; cuBLASLt's rows in
+    // "graph+pdl" are a graph, cuBLASLt has no PDL).
     struct Variant {
       int m;
       Kernel kernel;
@@ -242,9 +302,11 @@ int main(int argc, char **argv) {
             row(what, 1, "graph+pdl", ms * 1000, weight_bytes / (ms * 1e6));
           }
     }
-    const Kernel gemv = Kernel::kGemv, skinny = Kernel::kSkinny, decode = Kernel::kDecode;
+    const Kernel gemv = Kernel::kGemv, skinny = Kernel::kSkinny, decode = Kernel::kDecode,
+                 lt = Kernel::kCublas;
     for (Variant v : {Variant{1, gemv}, Variant{4, gemv}, Variant{4, skinny}, Variant{8, skinny},
-                      Variant{32, decode}, Variant{64, decode}})
+                      Variant{8, lt}, Variant{32, decode}, Variant{32, lt}, Variant{64, decode},
+                      Variant{64, lt}})
       for (bool graph : {false, true}) {
         if (sweep || (v.kernel != gemv && s.norm))
           continue;
@@ -253,14 +315,11 @@ int main(int argc, char **argv) {
         float ms = timeMs(
             [&](int i) {
               a.w = w[i % copies];
-              CHECK(v.kernel == skinny   ? launchSkinnyGemm(a, stream)
-                    : v.kernel == decode ? launchDecodeGemm(a, decode_workspace, stream)
-                                         : launchGemv(a, stream));
+              launch(v.kernel, a);
             },
             stream, graph);
-        const char *tag = v.kernel == skinny ? " [skinny]" : v.kernel == decode ? " [decode]" : "";
-        row(std::string(s.model) + " " + s.op + tag, m, graph ? "graph+pdl" : "stream", ms * 1000,
-            weight_bytes / (ms * 1e6));
+        row(std::string(s.model) + " " + s.op + tag(v.kernel), m, graph ? "graph+pdl" : "stream",
+            ms * 1000, weight_bytes / (ms * 1e6));
       }
     for (auto *p : w)
       CHECK(cudaFree(p));
@@ -274,6 +333,9 @@ int main(int argc, char **argv) {
   // replayed from one graph with PDL: against the sum of the same ops timed
   // in chains of themselves above, what a transition between different
   // GEMVs costs. Enough weight copies per op that L2 holds none of them.
+  // Then the same step's GEMMs at 32 rows (no norm: batch 32 runs it on its
+  // own) on cuBLASLt and on the decode GEMM, the two kernels compared in the
+  // order the model runs them.
   struct Model {
     const char *name;
     int layers;
@@ -311,12 +373,13 @@ int main(int argc, char **argv) {
         lw.push_back(alloc(size_t(op.n) * op.k, 7u));
     unsigned short *head = alloc(size_t(model.vocab) * model.hidden, 7u);
     unsigned short *gamma = alloc(size_t(model.hidden), 9u);
-    unsigned short *h = alloc(size_t(model.hidden), 3u);
-    unsigned short *qkv =
-        alloc(size_t(model.qkv) + model.q_width, 3u); // q read as the attention output
-    unsigned short *act = alloc(size_t(model.inter), 3u);
+    constexpr int kStepRows = 32; // the batched step's
+    unsigned short *h = alloc(size_t(kStepRows) * model.hidden, 3u);
+    unsigned short *qkv = // q read as the attention output
+        alloc(size_t(kStepRows) * (model.qkv + model.q_width), 3u);
+    unsigned short *act = alloc(size_t(kStepRows) * model.inter, 3u);
     float *logits = nullptr;
-    CHECK(cudaMalloc(&logits, size_t(model.vocab) * 4));
+    CHECK(cudaMalloc(&logits, size_t(kStepRows) * model.vocab * 4));
     auto gemv = [&](const void *x, const void *w, int64_t n, int64_t k, GemvEpilogue e, bool norm,
                     void *out, EType out_type) {
       GemvArgs a;
@@ -349,9 +412,43 @@ int main(int argc, char **argv) {
         },
         stream, true);
     // timeMs divides by kLaunches; the graph holds one step.
+    const size_t step_bytes = layer_bytes * model.layers + size_t(model.vocab) * model.hidden * 2;
     row(std::string(model.name) + " step of GEMVs (graph)", 1, "graph+pdl", ms * kLaunches * 1000,
-        (layer_bytes * model.layers + size_t(model.vocab) * model.hidden * 2) /
-            (ms * kLaunches * 1e6));
+        step_bytes / (ms * kLaunches * 1e6));
+    for (Kernel kernel : {Kernel::kCublas, Kernel::kDecode}) {
+      auto gemm = [&](const void *x, const void *w, int64_t n, int64_t k, GemvEpilogue e,
+                      void *out, EType out_type) {
+        GemvArgs a;
+        a.x = x;
+        a.w = w;
+        a.m = kStepRows;
+        a.n = n;
+        a.k = k;
+        a.epilogue = e;
+        a.out = out;
+        a.out_type = out_type;
+        a.residual = e == GemvEpilogue::kResidualAdd ? out : nullptr;
+        a.pdl = true;
+        launch(kernel, a);
+      };
+      float step_ms = timeMs(
+          [&](int i) {
+            if (i > 0)
+              return; // one step per replay
+            for (int l = 0; l < model.layers; ++l) {
+              const std::vector<unsigned short *> &w = layer_w[l % copies];
+              for (int o = 0; o < 4; ++o) {
+                const void *x = o == 0 || o == 2 ? h : o == 1 ? qkv : act;
+                void *out = o == 0 ? qkv : o == 2 ? act : h;
+                gemm(x, w[o], ops[o].n, ops[o].k, ops[o].epilogue, out, EType::kBF16);
+              }
+            }
+            gemm(h, head, model.vocab, model.hidden, GemvEpilogue::kNone, logits, EType::kF32);
+          },
+          stream, true);
+      row(std::string(model.name) + " step of GEMMs (graph)" + tag(kernel), kStepRows,
+          "graph+pdl", step_ms * kLaunches * 1000, step_bytes / (step_ms * kLaunches * 1e6));
+    }
     for (auto *p : weights)
       CHECK(cudaFree(p));
     CHECK(cudaFree(logits));

@@ -95,15 +95,8 @@ std::set<int> fusableRopes(const pb::Plan &plan) {
 CudaExecutor::State::~State() {
   if (stream)
     cudaStreamSynchronize(stream);
-  for (auto &[key, plan] : gemm_plans) {
-    cublasLtMatmulDescDestroy(plan.op);
-    for (cublasLtMatrixLayout_t l : {plan.a, plan.b, plan.c, plan.d})
-      cublasLtMatrixLayoutDestroy(l);
-  }
   for (auto &[key, graph] : decode_graphs)
     cudaGraphExecDestroy(graph);
-  if (lt)
-    cublasLtDestroy(lt);
   if (host_tokens)
     cudaFreeHost(host_tokens);
   if (host_row_sampling)
@@ -190,7 +183,6 @@ Status CudaExecutor::State::prepare() {
       CU(cudaEventCreate(&event), path + ": event");
   }
   CU(cudaEventCreate(&step_end), path + ": event");
-  TXC_RETURN_IF_ERROR(cublasStatus(cublasLtCreate(&lt), path + ": cublasLtCreate"));
 
   const pb::CompileOptions &compile = message.options();
   page_size = static_cast<int32_t>(compile.kv_page_size() > 0 ? compile.kv_page_size() : 16);
@@ -307,6 +299,7 @@ Status CudaExecutor::State::prepare() {
   TXC_ASSIGN_OR_RETURN(void *cs, allocate(copy_scratch_bytes, "copy scratch"));
   copy_scratch = static_cast<unsigned char *>(cs);
   TXC_ASSIGN_OR_RETURN(cublas_workspace, allocate(kCublasWorkspaceBytes, "cuBLASLt workspace"));
+  TXC_RETURN_IF_ERROR(withContext(path, cublas.init(cublas_workspace, kCublasWorkspaceBytes)));
   TXC_ASSIGN_OR_RETURN(void *rc, allocate(kGemvMaxRopeHeads * sizeof(unsigned), "rope counters"));
   rope_counters = static_cast<unsigned *>(rc);
   CU(cudaMemset(rc, 0, kGemvMaxRopeHeads * sizeof(unsigned)), path + ": clearing rope counters");

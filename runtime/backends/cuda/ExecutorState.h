@@ -24,13 +24,13 @@
 #include "runtime/backends/cpu/Kernels.h" // shapeString, GemmEpilogue
 #include "runtime/backends/cpu/LaunchAttributes.h"
 #include "runtime/backends/cpu/PlanValues.h"
+#include "runtime/backends/cuda/CublasGemm.h"
 #include "runtime/backends/cuda/CudaExecutor.h"
 #include "runtime/backends/cuda/CudaKernels.h"
 #include "runtime/backends/cuda/DecodeGemm.h"
 #include "runtime/backends/cuda/Gemv.h"
 #include "runtime/backends/cuda/SkinnyGemm.h"
 
-#include <cublasLt.h>
 #include <cuda_runtime.h>
 
 #include <map>
@@ -54,12 +54,6 @@ inline Status cudaStatus(cudaError_t error, const std::string &what) {
                        ")");
 }
 
-inline Status cublasStatus(cublasStatus_t status, const std::string &what) {
-  if (status == CUBLAS_STATUS_SUCCESS)
-    return Status::ok();
-  return internalError(what + ": cuBLASLt status " + std::to_string(static_cast<int>(status)));
-}
-
 #define CU(call, what) TXC_RETURN_IF_ERROR(cudaStatus((call), (what)))
 
 inline StatusOr<EType> etype(DType dtype, const std::string &what) {
@@ -73,17 +67,6 @@ inline StatusOr<EType> etype(DType dtype, const std::string &what) {
   default:
     return unimplemented(what + " has dtype " + std::string(dtypeName(dtype)) +
                          "; the CUDA kernels take F32, BF16 or F16");
-  }
-}
-
-inline cudaDataType_t cudaType(DType dtype) {
-  switch (dtype) {
-  case DType::kBF16:
-    return CUDA_R_16BF;
-  case DType::kF16:
-    return CUDA_R_16F;
-  default:
-    return CUDA_R_32F;
   }
 }
 
@@ -131,23 +114,7 @@ struct RopeTable {
   float attention_scaling = 1.0f;
 };
 
-struct GemmPlanKey {
-  int64_t m, n, k;
-  int a, b, c, d, bias;
-  bool operator<(const GemmPlanKey &o) const {
-    return std::tie(m, n, k, a, b, c, d, bias) <
-           std::tie(o.m, o.n, o.k, o.a, o.b, o.c, o.d, o.bias);
-  }
-};
-
-struct GemmPlan {
-  cublasLtMatmulDesc_t op = nullptr;
-  cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr, d = nullptr;
-  cublasLtMatmulAlgo_t algo;
-};
-
 inline constexpr int kMaxDecodeSplits = 32;
-inline constexpr size_t kCublasWorkspaceBytes = size_t{32} << 20;
 /// DecodeGemm.cu's partial tiles (8 MB: (CTAs + tiles) x 64 x 32 floats,
 /// 3.8 MB for Llama-3-8B's gate/up at 32 rows) and tile counters.
 inline constexpr int64_t kDecodeGemmPartialFloats = int64_t{2} << 20;
@@ -169,7 +136,7 @@ struct CudaExecutor::State {
   std::vector<cudaEvent_t> launch_events;
   std::map<std::pair<std::string, bool>, LaunchProfileEntry> profile_totals;
   std::string profileLabel(const pb::Launch &launch) const;
-  cublasLtHandle_t lt = nullptr;
+  CublasGemm cublas; // the GEMMs our kernels do not take
   std::vector<void *> allocations;
   std::vector<void *> weights; // device pointer per manifest entry
   unsigned char *arena = nullptr;
@@ -189,7 +156,6 @@ struct CudaExecutor::State {
   int64_t device_logits_rows = 0;
   int32_t *host_inputs = nullptr, *device_inputs = nullptr;
   size_t inputs_capacity = 0;
-  std::map<GemmPlanKey, GemmPlan> gemm_plans;
   float last_step_ms = 0.0f;
   // Sampling on the device (argmax alone when every row is greedy), tokens
   // back through pinned memory.

@@ -6,8 +6,8 @@
 
 namespace txc::cuda {
 
-// out = input @ weight^T (+ bias) (+ residual), fp32 accumulation. Row-major
-// out[M, N] is column-major out^T = weight (K x N, transposed) * input^T.
+// out = input @ weight^T (+ bias) (+ residual), fp32 accumulation: on our
+// kernels where tryGemv takes it, else on cuBLASLt (CublasGemm.h).
 Status CudaExecutor::State::gemm(const DMatrix &input, const DMatrix &weight, const DMatrix &bias,
                                  const DMatrix &residual, const DMatrix &out) {
   int64_t m = input.rows, k = input.cols, n = weight.rows;
@@ -17,10 +17,6 @@ Status CudaExecutor::State::gemm(const DMatrix &input, const DMatrix &weight, co
   if (out.rows != m || out.cols != n)
     return invalidArgument("gemm result " + shapeString(out.rows, out.cols) + " must be " +
                            shapeString(m, n));
-  if (input.dtype != weight.dtype)
-    return unimplemented(std::string("gemm of a ") + std::string(dtypeName(input.dtype)) +
-                         " input by a " + std::string(dtypeName(weight.dtype)) +
-                         " weight: cuBLASLt needs one operand type");
   if (residual.present() &&
       (residual.dtype != out.dtype || residual.rows != m || residual.cols != n))
     return unimplemented("gemm residual must have the result's shape and dtype");
@@ -33,66 +29,9 @@ Status CudaExecutor::State::gemm(const DMatrix &input, const DMatrix &weight, co
   if (done)
     return Status::ok();
   TXC_RETURN_IF_ERROR(flushPendingNorm());
-  GemmPlanKey key{m,
-                  n,
-                  k,
-                  static_cast<int>(weight.dtype),
-                  static_cast<int>(input.dtype),
-                  residual.present() ? 1 : 0,
-                  static_cast<int>(out.dtype),
-                  bias.present() ? static_cast<int>(bias.dtype) : -1};
-  auto it = gemm_plans.find(key);
-  if (it == gemm_plans.end()) {
-    GemmPlan p;
-    cublasComputeType_t compute = CUBLAS_COMPUTE_32F;
-    TXC_RETURN_IF_ERROR(
-        cublasStatus(cublasLtMatmulDescCreate(&p.op, compute, CUDA_R_32F), "matmul desc"));
-    cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
-    cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta));
-    cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb));
-    if (bias.present()) {
-      cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_BIAS;
-      cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue,
-                                     sizeof(epilogue));
-      cudaDataType_t bt = cudaType(bias.dtype);
-      cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bt, sizeof(bt));
-    }
-    cublasLtMatrixLayoutCreate(&p.a, cudaType(weight.dtype), k, n, k);
-    cublasLtMatrixLayoutCreate(&p.b, cudaType(input.dtype), k, m, k);
-    cublasLtMatrixLayoutCreate(&p.c, cudaType(out.dtype), n, m, n);
-    cublasLtMatrixLayoutCreate(&p.d, cudaType(out.dtype), n, m, n);
-    cublasLtMatmulPreference_t pref;
-    cublasLtMatmulPreferenceCreate(&pref);
-    size_t ws = kCublasWorkspaceBytes;
-    cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws,
-                                         sizeof(ws));
-    cublasLtMatmulHeuristicResult_t result;
-    int found = 0;
-    cublasStatus_t status =
-        cublasLtMatmulAlgoGetHeuristic(lt, p.op, p.a, p.b, p.c, p.d, pref, 1, &result, &found);
-    cublasLtMatmulPreferenceDestroy(pref);
-    if (status != CUBLAS_STATUS_SUCCESS || found == 0) {
-      cublasLtMatmulDescDestroy(p.op);
-      for (cublasLtMatrixLayout_t l : {p.a, p.b, p.c, p.d})
-        cublasLtMatrixLayoutDestroy(l);
-      return unimplemented("cuBLASLt has no algorithm for " + shapeString(m, k) + " x " +
-                           shapeString(n, k) + "^T in " + std::string(dtypeName(input.dtype)) +
-                           " -> " + std::string(dtypeName(out.dtype)) +
-                           (bias.present() ? " with bias" : ""));
-    }
-    p.algo = result.algo;
-    it = gemm_plans.emplace(key, p).first;
-  }
-  GemmPlan &p = it->second;
-  if (bias.present())
-    cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias.data,
-                                   sizeof(bias.data));
-  float alpha = 1.0f, beta = residual.present() ? 1.0f : 0.0f;
-  const void *c = residual.present() ? residual.data : out.data;
-  return cublasStatus(cublasLtMatmul(lt, p.op, &alpha, weight.data, p.a, input.data, p.b, &beta, c,
-                                     p.c, out.data, p.d, &p.algo, cublas_workspace,
-                                     kCublasWorkspaceBytes, stream),
-                      "cublasLtMatmul " + shapeString(m, k) + " x " + shapeString(n, k) + "^T");
+  return cublas.run(m, n, k, {input.data, input.dtype}, {weight.data, weight.dtype},
+                    {bias.data, bias.dtype}, {residual.data, residual.dtype}, out.data, out.dtype,
+                    stream);
 }
 
 // The decode-sized GEMMs (16-bit, one dtype throughout) run on our kernels

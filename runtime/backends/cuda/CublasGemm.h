@@ -1,0 +1,80 @@
+//===- CublasGemm.h - Row-major GEMMs on cuBLASLt, plans cached -*- C++ -*-===//
+//
+// out[m, n] = x[m, k] @ w[n, k]^T (+ bias[n]) (+ residual[m, n]) with fp32
+// accumulation on cuBLASLt: the executor's GEMMs that its own kernels
+// (Gemv.h, SkinnyGemm.h, DecodeGemm.h) do not take, and the reference those
+// kernels are timed against in bench/decode_ops_bench.cu, so the benchmark
+// runs exactly the executor's cuBLASLt call. One matmul plan (the
+// heuristic's first algorithm) per shape and types, kept for the object's
+// life.
+//
+//===----------------------------------------------------------------------===//
+#ifndef TXC_RUNTIME_BACKENDS_CUDA_CUBLASGEMM_H
+#define TXC_RUNTIME_BACKENDS_CUDA_CUBLASGEMM_H
+
+#include "txc/DType.h"
+#include "txc/Status.h"
+
+#include <cublasLt.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <map>
+#include <tuple>
+
+namespace txc::cuda {
+
+/// The workspace the executor gives cuBLASLt (its heuristic may pick
+/// split-K algorithms that need it).
+inline constexpr size_t kCublasWorkspaceBytes = size_t{32} << 20;
+
+/// A device operand: pointer and element type (nullptr: absent).
+struct GemmOperand {
+  const void *data = nullptr;
+  DType dtype = DType::kInvalid;
+};
+
+class CublasGemm {
+public:
+  CublasGemm() = default;
+  ~CublasGemm();
+  CublasGemm(const CublasGemm &) = delete;
+  CublasGemm &operator=(const CublasGemm &) = delete;
+
+  /// Creates the cuBLASLt handle. `workspace` (device memory of
+  /// `workspace_bytes`) stays the caller's and must outlive this object's
+  /// launches.
+  Status init(void *workspace, size_t workspace_bytes);
+
+  /// Enqueues out = x @ w^T (+ bias) (+ residual) on `stream`. x and w share
+  /// one 16-bit or F32 type; the residual, if present, has out's type and
+  /// shape and may be out itself. Unimplemented if cuBLASLt has no
+  /// algorithm for the shape and types.
+  Status run(int64_t m, int64_t n, int64_t k, GemmOperand x, GemmOperand w, GemmOperand bias,
+             GemmOperand residual, void *out, DType out_dtype, cudaStream_t stream);
+
+private:
+  struct Key {
+    int64_t m, n, k;
+    int in, out, bias, residual;
+    bool operator<(const Key &o) const {
+      return std::tie(m, n, k, in, out, bias, residual) <
+             std::tie(o.m, o.n, o.k, o.in, o.out, o.bias, o.residual);
+    }
+  };
+  struct Plan {
+    cublasLtMatmulDesc_t op = nullptr;
+    cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr, d = nullptr;
+    cublasLtMatmulAlgo_t algo;
+  };
+  StatusOr<Plan *> plan(const Key &key, DType in, DType out, DType bias);
+
+  cublasLtHandle_t lt_ = nullptr;
+  void *workspace_ = nullptr;
+  size_t workspace_bytes_ = 0;
+  std::map<Key, Plan> plans_;
+};
+
+} // namespace txc::cuda
+
+#endif // TXC_RUNTIME_BACKENDS_CUDA_CUBLASGEMM_H

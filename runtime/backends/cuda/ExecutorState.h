@@ -3,8 +3,9 @@
 // CudaExecutor's implementation is split by concern, one file each:
 // CudaExecutor.cpp (checks, allocation at create, the public class),
 // Binding.cpp (plan operands to device matrices, step inputs), Launches.cpp
-// (one txk op to kernels: GEMM/GEMV, norms, rope, attention), Steps.cpp (a
-// step: warm-up, CUDA graphs, sampling). Private to runtime/backends/cuda.
+// (one txk op to kernels: GEMM/GEMV, norms, rope, attention; cuBLASLt in
+// CublasGemm.cpp), Steps.cpp (a step: warm-up, CUDA graphs, sampling).
+// Private to runtime/backends/cuda.
 //
 // Binding mirrors CpuExecutor: an arena slot's -1 row dimension is set per
 // step by the launch that writes the slot and remembered per offset (host

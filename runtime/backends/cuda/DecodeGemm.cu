@@ -1,18 +1,20 @@
 //===- DecodeGemm.cu - Decode-batch GEMMs on wgmma ------------------------===//
 //
 // One warpgroup a CTA, one CTA a resident slot (stream-K, below). A tile is
-// 64 weight rows (for
-// SwiGLU 32 gate rows and the matching 32 up rows, so the epilogue has both
-// halves of its outputs); the batch (up to 32 or 64 rows, zero-filled past
-// m) is the wgmma N operand. Both operands are K-major in 128-byte-swizzled
-// shared memory (attention/wgmma.cuh), one 64-wide column block per stage.
+// 64 weight rows (for SwiGLU 32 gate rows and the matching 32 up rows,
+// interleaved by eights so each thread holds both halves of its outputs);
+// the batch (up to 32 or 64 rows, zero-filled past m) is the wgmma N
+// operand. Both operands are K-major in 128-byte-swizzled shared memory
+// (attention/wgmma.cuh), one 64-wide column block per stage.
 //
-// Pipeline, per chunk c of a tile segment: wait for chunk c's copies, fence
-// them for the async proxy, barrier; request chunk c + 4 into the stage
-// chunk c - 2 used (every warp waited for that wgmma group at the end of
-// chunk c - 1); issue the four k16 wgmmas of chunk c; wait for chunk c - 1's
-// group. Every iteration commits one cp.async group, empty or not, so
-// "chunk c landed" is always "at most 3 groups pending".
+// Pipeline, per step i of a CTA's range (whatever tile it belongs to): wait
+// for step i's copies, fence them for the async proxy, barrier; request step
+// i + 4 into the stage step i - 2 used (every warp waited for that wgmma
+// group at the end of step i - 1); issue the four k16 wgmmas of step i; wait
+// for step i - 1's group. Every iteration commits one cp.async group, empty
+// or not, so "step i landed" is always "at most 3 groups pending". Where a
+// tile's segment ends, its accumulators are stored (or handed on as a
+// partial) from registers while the next segment's copies are in flight.
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/backends/cuda/DecodeGemm.h"
@@ -44,11 +46,10 @@ template <int kTok> struct Shape {
   static constexpr int kWElems = kTileRows * kChunkK;
   static constexpr int kXElems = kRows * kChunkK;
   static constexpr int kStageElems = kWElems + kXElems; // 1024-byte multiples
-  // The stages, and 1 KB to align their start (the swizzle needs 1024).
-  static constexpr int kSmemBytes = kStages * kStageElems * 2 + 1024;
-  static constexpr int kLd = kRows + 1; // the epilogue's fp32 tile, padded
-  static_assert(kTileRows * kLd * 4 + 4 <= kStages * kStageElems * 2,
-                "the epilogue tile and the last-CTA flag reuse the stages");
+  static constexpr int kStagesBytes = kStages * kStageElems * 2;
+  // The stages, 1 KB to align their start (the swizzle needs 1024), and the
+  // last-part flag after them.
+  static constexpr int kSmemBytes = kStagesBytes + 1024 + 16;
 };
 
 template <typename T, int kTok>
@@ -68,258 +69,248 @@ __device__ __forceinline__ void wgmmaStep(float (&acc)[4 * kTok][4], unsigned lo
   }
 }
 
-/// Stores the finished fp32 tile (tile row i, batch row `token` at
-/// tile_acc[i * kLd + token]) through the GEMV's epilogues, features
-/// fastest (coalesced). Every global load (bias, residual) is issued before
-/// the first store: `out` may be the residual, so loads after a store could
-/// not be hoisted, and a chain of 16 dependent L2 round trips cost ~10 us a
-/// launch (device run 29).
-template <int kTok, bool kSwiglu>
-__device__ __forceinline__ void storeTile(const GemvArgs &a, int64_t tile, const float *tile_acc) {
-  using S = Shape<kTok>;
-  constexpr int kFeatures = kSwiglu ? 32 : kTileRows; // outputs a tile
-  constexpr int kPer = kFeatures * S::kRows / kThreads;
-  float v[kPer], w[kPer]; // the gate and the up row for SwiGLU, else value and residual
+/// This thread's accumulators (wgmma's m64nN D fragment): warp w holds
+/// tile rows 16w + group and 16w + group + 8 (e >> 1) of column tiles j,
+/// columns (batch rows) 8j + 2 quad + (e & 1), as mma.sync's m16n8.
+struct Fragment {
+  int warp, group, quad;
+  __device__ Fragment() : warp(threadIdx.x / 32), group(threadIdx.x % 32 / 4), quad(threadIdx.x % 4) {}
+  __device__ int row(int e) const { return warp * 16 + group + (e >> 1) * 8; }
+  __device__ int token(int j, int e) const { return j * 8 + quad * 2 + (e & 1); }
+};
+
+/// A SwiGLU tile interleaves its 32 gate and 32 up rows by eights (tile rows
+/// 16w..16w+7 gate, 16w+8..16w+15 up, of features 8w..8w+7), so a thread's
+/// e = 0, 1 accumulators are the gate of the feature whose up are e = 2, 3,
+/// and the epilogue needs no exchange. The weight row of tile row r:
+__device__ __forceinline__ int64_t weightRow(const GemvArgs &a, bool swiglu, int64_t tile, int r) {
+  if (swiglu)
+    return ((r >> 3) & 1 ? a.n / 2 : 0) + tile * 32 + (r >> 4) * 8 + (r & 7);
+  const int64_t row = tile * kTileRows + r;
+  return row < a.n ? row : -1;
+}
+
+/// Stores a finished tile from the accumulators through the GEMV's
+/// epilogues. Every global load (bias, residual) is issued before the first
+/// store: `out` may be the residual, so a load after a store could not be
+/// hoisted, and a chain of 16 dependent L2 round trips cost ~10 us a launch
+/// (device run 29).
+template <int kTok>
+__device__ __forceinline__ void storeTile(const GemvArgs &a, bool swiglu, int64_t tile,
+                                          const float (&acc)[4 * kTok][4]) {
+  constexpr int kJ = 4 * kTok;
+  const Fragment f;
+  if (swiglu) {
+    const int64_t feature = tile * 32 + f.warp * 8 + f.group, half = a.n / 2;
+    float bias_g = 0.0f, bias_u = 0.0f;
+    if (a.bias) {
+      bias_g = ld(a.bias, a.bias_type, feature);
+      bias_u = ld(a.bias, a.bias_type, half + feature);
+    }
 #pragma unroll
-  for (int p = 0; p < kPer; ++p) {
-    const int idx = threadIdx.x + p * kThreads, i = idx % kFeatures;
-    const int64_t token = idx / kFeatures;
-    v[p] = tile_acc[i * S::kLd + token];
-    w[p] = 0.0f;
-    if (token >= a.m)
-      continue;
-    if constexpr (kSwiglu) {
-      const int64_t g_row = tile * 32 + i, u_row = a.n / 2 + g_row;
-      w[p] = tile_acc[(32 + i) * S::kLd + token];
-      if (a.bias) {
-        v[p] += ld(a.bias, a.bias_type, g_row);
-        w[p] += ld(a.bias, a.bias_type, u_row);
+    for (int j = 0; j < kJ; ++j)
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        const int token = f.token(j, e);
+        if (token < a.m) {
+          const float g = acc[j][e] + bias_g, u = acc[j][e + 2] + bias_u;
+          st(a.out, a.out_type, token * half + feature, g / (1.0f + expf(-g)) * u);
+        }
       }
-    } else {
-      const int64_t row = tile * kTileRows + i;
-      if (row >= a.n)
-        continue;
-      if (a.bias)
-        v[p] += ld(a.bias, a.bias_type, row);
-      if (a.epilogue == GemvEpilogue::kResidualAdd)
-        w[p] = ld(a.residual, a.out_type, token * a.n + row);
-    }
+    return;
+  }
+  float add[kJ][4]; // bias + residual
+#pragma unroll
+  for (int e = 0; e < 4; e += 2) {
+    const int64_t row = tile * kTileRows + f.row(e);
+    const float bias = a.bias && row < a.n ? ld(a.bias, a.bias_type, row) : 0.0f;
+#pragma unroll
+    for (int j = 0; j < kJ; ++j)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int token = f.token(j, e + h);
+        add[j][e + h] = bias;
+        if (a.epilogue == GemvEpilogue::kResidualAdd && token < a.m && row < a.n)
+          add[j][e + h] += ld(a.residual, a.out_type, token * a.n + row);
+      }
   }
 #pragma unroll
-  for (int p = 0; p < kPer; ++p) {
-    const int idx = threadIdx.x + p * kThreads, i = idx % kFeatures;
-    const int64_t token = idx / kFeatures;
-    if (token >= a.m)
-      continue;
-    if constexpr (kSwiglu) {
-      const int64_t g_row = tile * 32 + i;
-      st(a.out, a.out_type, token * (a.n / 2) + g_row, v[p] / (1.0f + expf(-v[p])) * w[p]);
-    } else {
-      const int64_t row = tile * kTileRows + i;
-      if (row < a.n)
-        st(a.out, a.out_type, token * a.n + row, v[p] + w[p]);
+  for (int j = 0; j < kJ; ++j)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int64_t row = tile * kTileRows + f.row(e);
+      const int token = f.token(j, e);
+      if (token < a.m && row < a.n)
+        st(a.out, a.out_type, token * a.n + row, acc[j][e] + add[j][e]);
     }
-  }
 }
 
 /// Stream-K: the (tile, K chunk) steps of the whole GEMM, tile-major, are
 /// cut into gridDim.x equal contiguous ranges, one a CTA, so every CTA
 /// streams the same number of weight bytes whatever the tile count (a
 /// tile-per-CTA grid of 448 Llama-3-8B gate/up tiles over 396 resident
-/// slots would run a second wave one eighth full). A CTA runs each tile
-/// segment of its range through the ring; a whole tile is stored at once,
-/// a part goes to partial slot (CTA + tile) and the tile's last part to
-/// arrive sums the parts in CTA order (deterministic) and stores it.
+/// slots would run a second wave one eighth full). A CTA's range runs
+/// through one ring whatever tiles it crosses, so the next tile's chunks
+/// stream in while a finished segment is stored. A whole tile is stored
+/// from the accumulators; a part goes to partial slot (CTA + tile) as the
+/// fragments are held (one float4 a column tile j, coalesced), and the
+/// tile's last part to arrive sums every part in CTA order (deterministic),
+/// kPartsInFlight parts' loads at a time.
 template <typename T, int kTok>
 __global__ void __launch_bounds__(kThreads)
     decodeGemmKernel(const GemvArgs a, float *partials, unsigned *counters) {
   using S = Shape<kTok>;
+  constexpr int kJ = 4 * kTok;
+  constexpr int kElems = kTileRows * S::kRows; // a partial slot's floats
+  constexpr int kPartsInFlight = kTok == 1 ? 4 : 2;
   extern __shared__ __align__(1024) unsigned char smem_raw[];
   unsigned char *smem_base = smem_raw + ((1024 - kernels::smemAddress(smem_raw) % 1024) % 1024);
   T *smem = reinterpret_cast<T *>(smem_base);
-  float *tile_acc = reinterpret_cast<float *>(smem_base); // [kTileRows][kLd] after a segment
-  unsigned *is_last = reinterpret_cast<unsigned *>(tile_acc + kTileRows * S::kLd);
+  unsigned &is_last = *reinterpret_cast<unsigned *>(smem_base + S::kStagesBytes);
   pdlLaunchDependents();
   const int tid = threadIdx.x;
   const bool swiglu = a.epilogue == GemvEpilogue::kSwiglu;
-  const int64_t chunks = a.k / kChunkK; // a tile's
+  const int chunks = static_cast<int>(a.k / kChunkK); // a tile's
   const int64_t tiles = swiglu ? a.n / 64 : (a.n + kTileRows - 1) / kTileRows;
   const StreamK schedule{tiles * chunks, gridDim.x};
   const int64_t cta = blockIdx.x;
-  const int64_t range_begin = schedule.rangeBegin(cta), range_end = schedule.rangeBegin(cta + 1);
+  const int64_t range_begin = schedule.rangeBegin(cta);
+  const int steps = static_cast<int>(schedule.rangeBegin(cta + 1) - range_begin);
   const unsigned long long desc_base = kernels::wgmmaDescriptorK128(kernels::smemAddress(smem));
   constexpr unsigned kStageStep = S::kStageElems * 2 / 16; // descriptor units (16 bytes)
   constexpr unsigned kXStep = S::kWElems * 2 / 16;
   constexpr int kWCopies = kTileRows * 8 / kThreads;
   constexpr int kXCopies = S::kRows * 8 / kThreads;
-  bool waited = false;
 
-  for (int64_t u = range_begin; u < range_end;) {
-    const int64_t tile = u / chunks, c_begin = u % chunks;
-    const int64_t c_end =
-        c_begin + (range_end - u < chunks - c_begin ? range_end - u : chunks - c_begin);
-    const int64_t steps = c_end - c_begin;
-    u += steps;
+  // Step i of the range is chunk (range_begin + i) % chunks of tile
+  // (range_begin + i) / chunks, in stage i % kStages. This thread copies W
+  // tile row idx / 8 and x row idx / 8, 16-byte column idx % 8, for
+  // idx = tid + copy * kThreads.
+  auto loadW = [&](int i) {
+    const int64_t u = range_begin + i, tile = u / chunks;
+    const int64_t col = (u % chunks) * kChunkK;
+    T *stage = smem + (i % kStages) * S::kStageElems;
+#pragma unroll
+    for (int copy = 0; copy < kWCopies; ++copy) {
+      const int idx = tid + copy * kThreads, r = idx / 8, c = idx % 8;
+      const int64_t row = weightRow(a, swiglu, tile, r);
+      kernels::cpAsync16(stage + kernels::wgmmaTileOffset(kTileRows, r, c),
+                         static_cast<const T *>(a.w) + (row >= 0 ? row : 0) * a.k + col + c * 8,
+                         row >= 0);
+    }
+  };
+  auto loadX = [&](int i) {
+    const int64_t col = ((range_begin + i) % chunks) * kChunkK;
+    T *stage = smem + (i % kStages) * S::kStageElems + S::kWElems;
+#pragma unroll
+    for (int copy = 0; copy < kXCopies; ++copy) {
+      const int idx = tid + copy * kThreads, r = idx / 8, c = idx % 8;
+      kernels::cpAsync16(stage + kernels::wgmmaTileOffset(S::kRows, r, c),
+                         static_cast<const T *>(a.x) + (r < a.m ? r : 0) * a.k + col + c * 8,
+                         r < a.m);
+    }
+  };
 
-    // This thread's copies of a chunk: W row idx / 8 and x row idx / 8, each
-    // 16-byte chunk idx % 8, for idx = tid + i * kThreads.
-    const T *w_src[kWCopies], *x_src[kXCopies];
-    int w_dst[kWCopies], x_dst[kXCopies];
-    bool w_valid[kWCopies], x_valid[kXCopies];
-#pragma unroll
-    for (int i = 0; i < kWCopies; ++i) {
-      const int idx = tid + i * kThreads, r = idx / 8, c = idx % 8;
-      int64_t row;
-      if (swiglu)
-        row = (r < 32 ? 0 : a.n / 2) + tile * 32 + (r & 31);
-      else
-        row = tile * kTileRows + r < a.n ? tile * kTileRows + r : -1;
-      w_valid[i] = row >= 0;
-      w_src[i] =
-          static_cast<const T *>(a.w) + (row >= 0 ? row : 0) * a.k + c_begin * kChunkK + c * 8;
-      w_dst[i] = kernels::wgmmaTileOffset(kTileRows, r, c);
-    }
-#pragma unroll
-    for (int i = 0; i < kXCopies; ++i) {
-      const int idx = tid + i * kThreads, r = idx / 8, c = idx % 8;
-      x_valid[i] = r < a.m;
-      x_src[i] = static_cast<const T *>(a.x) + (r < a.m ? r : 0) * a.k + c_begin * kChunkK + c * 8;
-      x_dst[i] = S::kWElems + kernels::wgmmaTileOffset(S::kRows, r, c);
-    }
-    // Step s of the segment (chunk c_begin + s) goes to stage s % kStages.
-    auto loadW = [&](int64_t step) {
-      T *stage = smem + (step % kStages) * S::kStageElems;
-#pragma unroll
-      for (int i = 0; i < kWCopies; ++i)
-        kernels::cpAsync16(stage + w_dst[i], w_src[i] + step * kChunkK, w_valid[i]);
-    };
-    auto loadX = [&](int64_t step) {
-      T *stage = smem + (step % kStages) * S::kStageElems;
-#pragma unroll
-      for (int i = 0; i < kXCopies; ++i)
-        kernels::cpAsync16(stage + x_dst[i], x_src[i] + step * kChunkK, x_valid[i]);
-    };
+  // The weights are constant: the first chunks go out before the wait for
+  // the previous kernel (which wrote x).
+  for (int i = 0; i < kAhead; ++i)
+    if (i < steps)
+      loadW(i);
+  pdlWait();
+  for (int i = 0; i < kAhead; ++i) {
+    if (i < steps)
+      loadX(i);
+    kernels::cpAsyncCommit();
+  }
 
-    // The weights are constant: the first segment's first chunks go out
-    // before the wait for the previous kernel (which wrote x).
-    for (int s = 0; s < kAhead; ++s)
-      if (s < steps)
-        loadW(s);
-    if (!waited) {
-      pdlWait();
-      waited = true;
+  float acc[kJ][4];
+#pragma unroll
+  for (int j = 0; j < kJ; ++j)
+    acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.0f;
+  int segment_steps = 0; // of the current tile, so far
+  for (int i = 0; i < steps; ++i) {
+    // Every iteration commits one cp.async group, empty or not, so "step i
+    // landed" is always "at most kAhead - 1 groups pending".
+    kernels::cpAsyncWait<kAhead - 1>(); // step i, this thread's copies
+    kernels::fenceProxyAsyncShared();
+    __syncthreads(); // everyone's copies; every warp is past step i - 2's wgmma
+    if (i + kAhead < steps) {
+      loadW(i + kAhead); // into step i - 2's stage
+      loadX(i + kAhead);
     }
-    for (int s = 0; s < kAhead; ++s) {
-      if (s < steps)
-        loadX(s);
-      kernels::cpAsyncCommit();
-    }
+    kernels::cpAsyncCommit();
+    const unsigned long long da = desc_base + (i % kStages) * kStageStep, db = da + kXStep;
+    kernels::pinRegisters(acc);
+    kernels::wgmmaFence();
+#pragma unroll
+    for (int kk = 0; kk < kChunkK / 16; ++kk) // 32 bytes a k16 step
+      wgmmaStep<T, kTok>(acc, da + kk * 2, db + kk * 2);
+    kernels::wgmmaCommit();
+    kernels::wgmmaWait<1>();
+    kernels::pinRegisters(acc);
+    ++segment_steps;
 
-    float acc[4 * kTok][4];
-#pragma unroll
-    for (int j = 0; j < 4 * kTok; ++j)
-      acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.0f;
-    for (int64_t s = 0; s < steps; ++s) {
-      kernels::cpAsyncWait<kAhead - 1>(); // step s, this thread's copies
-      kernels::fenceProxyAsyncShared();
-      __syncthreads(); // everyone's copies; every warp is past step s - 2's wgmma
-      if (s + kAhead < steps) {
-        loadW(s + kAhead);
-        loadX(s + kAhead);
-      }
-      kernels::cpAsyncCommit();
-      const unsigned long long da = desc_base + (s % kStages) * kStageStep, db = da + kXStep;
-      kernels::pinRegisters(acc);
-      kernels::wgmmaFence();
-#pragma unroll
-      for (int kk = 0; kk < kChunkK / 16; ++kk) // 32 bytes a k16 step
-        wgmmaStep<T, kTok>(acc, da + kk * 2, db + kk * 2);
-      kernels::wgmmaCommit();
-      kernels::wgmmaWait<1>();
-      kernels::pinRegisters(acc);
-    }
+    const int64_t u = range_begin + i;
+    const int chunk = static_cast<int>(u % chunks);
+    if (chunk != chunks - 1 && i != steps - 1)
+      continue;
+    // The segment of tile u / chunks ends here: finish it while the ring
+    // keeps streaming the next one.
     kernels::wgmmaWait<0>();
     kernels::pinRegisters(acc);
-
-    // A part of a shared tile goes to its slot as the fragments are held,
-    // one float4 a column tile j, coalesced: acc[j] of thread t at
-    // (j * kThreads + t) * 4. The tile's last part sums all parts in CTA
-    // order (its own from registers, the same value), every part's loads in
-    // flight at once, instead of a chain of round trips (device run 29).
-    constexpr int kJ = 4 * kTok;
-    constexpr int kElems = kTileRows * S::kRows;
-    bool store = steps == chunks;
+    const int64_t tile = u / chunks;
+    bool store = segment_steps == chunks;
     if (!store) {
-      const int64_t first = schedule.firstCta(tile, chunks);
-      const int64_t parts = schedule.parts(tile, chunks);
       float4 *mine = reinterpret_cast<float4 *>(partials + StreamK::slot(cta, tile) * kElems);
 #pragma unroll
       for (int j = 0; j < kJ; ++j)
         __stcg(mine + j * kThreads + tid, make_float4(acc[j][0], acc[j][1], acc[j][2], acc[j][3]));
       __threadfence();
       __syncthreads();
+      const int64_t first = schedule.firstCta(tile, chunks);
+      const int64_t parts = schedule.parts(tile, chunks);
       if (tid == 0)
-        *is_last = atomicAdd(&counters[tile], 1u) == static_cast<unsigned>(parts) - 1;
+        is_last = atomicAdd(&counters[tile], 1u) == static_cast<unsigned>(parts) - 1;
       __syncthreads();
-      store = *is_last != 0;
+      store = is_last != 0;
       if (store) {
         __threadfence();
-        float4 sum[kJ];
 #pragma unroll
         for (int j = 0; j < kJ; ++j)
-          sum[j] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-        for (int64_t part = 0; part < parts; ++part) { // in CTA order
-          float4 add[kJ];
-          if (first + part == cta) {
+          acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.0f;
+        for (int64_t p0 = 0; p0 < parts; p0 += kPartsInFlight) {
+          float4 add[kPartsInFlight][kJ];
 #pragma unroll
-            for (int j = 0; j < kJ; ++j)
-              add[j] = make_float4(acc[j][0], acc[j][1], acc[j][2], acc[j][3]);
-          } else {
+          for (int q = 0; q < kPartsInFlight; ++q) {
             const float4 *theirs = reinterpret_cast<const float4 *>(
-                partials + StreamK::slot(first + part, tile) * kElems);
+                partials + StreamK::slot(first + p0 + q, tile) * kElems);
 #pragma unroll
             for (int j = 0; j < kJ; ++j)
-              add[j] = __ldcg(theirs + j * kThreads + tid);
+              add[q][j] = p0 + q < parts ? __ldcg(theirs + j * kThreads + tid)
+                                         : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
           }
 #pragma unroll
-          for (int j = 0; j < kJ; ++j) {
-            sum[j].x += add[j].x;
-            sum[j].y += add[j].y;
-            sum[j].z += add[j].z;
-            sum[j].w += add[j].w;
-          }
-        }
+          for (int q = 0; q < kPartsInFlight; ++q) // in CTA order
 #pragma unroll
-        for (int j = 0; j < kJ; ++j) {
-          acc[j][0] = sum[j].x;
-          acc[j][1] = sum[j].y;
-          acc[j][2] = sum[j].z;
-          acc[j][3] = sum[j].w;
+            for (int j = 0; j < kJ; ++j) {
+              acc[j][0] += add[q][j].x;
+              acc[j][1] += add[q][j].y;
+              acc[j][2] += add[q][j].z;
+              acc[j][3] += add[q][j].w;
+            }
         }
         if (tid == 0)
           counters[tile] = 0; // ready for the next launch (and graph replays)
       }
     }
-    if (store) {
-      kernels::cpAsyncWait<0>();
-      __syncthreads(); // the stages are free: the accumulators go there
-      // Warp w holds tile rows 16w..16w+15 of each n8 column tile j, in the
-      // mma.sync m16n8 order.
-      const int warp = tid / 32, lane = tid % 32, group = lane / 4, quad = lane % 4;
+    if (store)
+      storeTile<kTok>(a, swiglu, tile, acc);
 #pragma unroll
-      for (int j = 0; j < kJ; ++j)
-#pragma unroll
-        for (int e = 0; e < 4; ++e)
-          tile_acc[(warp * 16 + group + (e >= 2 ? 8 : 0)) * S::kLd + j * 8 + quad * 2 + (e & 1)] =
-              acc[j][e];
-      __syncthreads();
-      if (swiglu)
-        storeTile<kTok, true>(a, tile, tile_acc);
-      else
-        storeTile<kTok, false>(a, tile, tile_acc);
-    }
-    __syncthreads(); // the next segment's copies reuse the stages
+    for (int j = 0; j < kJ; ++j)
+      acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.0f;
+    segment_steps = 0;
   }
+  kernels::cpAsyncWait<0>(); // nothing is pending; no copy outlives the CTA
 }
 
 /// The most partial slots a launch may need: one per (CTA, tile) pair that

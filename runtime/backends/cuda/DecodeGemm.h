@@ -13,8 +13,11 @@
 // part (deterministic). The epilogues are the GEMV's (bias, residual add,
 // SwiGLU, f32 out), applied once to the finished tile.
 // Opt-in (CudaExecutorOptions::decode_gemm): chained with itself at m = 32
-// it takes Llama-3-8B gate/up 66.6 us, down 42.3, o_proj 20.7 (device run
+// it took Llama-3-8B gate/up 66.6 us, down 42.3, o_proj 20.7 (device run
 // 30), ~2.9 TB/s a layer, slower than cuBLASLt inside the model's graph.
+// Since then (not yet run on a GPU): one cp.async ring across a CTA's tile
+// segments, the epilogue from registers (SwiGLU rows interleaved), the
+// shared tile's parts summed with several parts' loads in flight.
 //
 //===----------------------------------------------------------------------===//
 #ifndef TXC_RUNTIME_BACKENDS_CUDA_DECODEGEMM_H

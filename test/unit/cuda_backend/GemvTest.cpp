@@ -255,7 +255,8 @@ TEST(SkinnyGemmTest, MatchesTheReferenceForEveryEpilogue) {
 
 // The wgmma decode GEMM: batches of 1-64 rows (one and two N tiles),
 // weight rows past the last tile, K from one chunk to 14336 (tiles whole in
-// one CTA and shared by up to 56), each epilogue, both 16-bit types, the
+// one CTA and shared by up to 56), CTAs whose range runs through several
+// tiles (whole, or cut at both ends), each epilogue, both 16-bit types, the
 // logits in f32.
 TEST(DecodeGemmTest, MatchesTheReferenceForEveryEpilogue) {
   TXC_SKIP_WITHOUT_GPU();
@@ -271,6 +272,11 @@ TEST(DecodeGemmTest, MatchesTheReferenceForEveryEpilogue) {
       {bf, bf, 1, 64, 64, GemvEpilogue::kNone, false, false},
       {h, h, 33, 192, 768, GemvEpilogue::kResidualAdd, true, true},
       {h, h, 12, 128, 256, GemvEpilogue::kSwiglu, false, false},
+      // 64 CTAs of two whole tiles each (128 tiles of 2 chunks).
+      {bf, bf, 32, 8192, 128, GemvEpilogue::kNone, false, false},
+      {bf, bf, 24, 4096, 128, GemvEpilogue::kSwiglu, true, false},
+      // 48 CTAs of 4 steps over tiles of 3 chunks: cut mid-tile at both ends.
+      {bf, bf, 32, 4096, 192, GemvEpilogue::kResidualAdd, false, true},
   };
   for (GemvCase c : cases) {
     c.decode = true;

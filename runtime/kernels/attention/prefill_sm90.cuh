@@ -14,8 +14,9 @@
 // up per row by the producer, so any power-of-two page size works (TMA would
 // need whole tiles per page).
 //
-// Warpgroups 1 and 2 are consumers with kConsumerRegisters, 64 query rows
-// each (CTA tile kBlockM = 128 x kBlockN keys). Both GEMMs are wgmma:
+// Warpgroups 1..kConsumerWarpgroups are consumers with kConsumerRegisters,
+// 64 query rows each (CTA tile kBlockM = 128 or, with three consumers for
+// d64 as FA3 does, 192 x kBlockN keys). Both GEMMs are wgmma:
 // S = Q K^T with both operands in shared memory (K-major), O += P V with P
 // from registers (the fp32 S accumulator re-packed to 16 bits is exactly the
 // A fragment) and V read MN-major from the same tile layout (no transpose).
@@ -24,9 +25,9 @@
 //   issue S_i = Q K_i^T; issue O += P_{i-1} V_{i-1}; wait for S_i only;
 //   mask + online softmax of S_i while the P V wgmma runs; wait for it;
 //   rescale O, pack P_i.
-// (FA3's intra-warpgroup overlap.) The two consumers also take turns issuing
-// their GEMMs through two named barriers (FA3's ping-pong), so one
-// warpgroup's softmax runs under the other's GEMMs.
+// (FA3's intra-warpgroup overlap.) The consumers also take turns issuing
+// their GEMMs, round robin through one named barrier each (FA3's ping-pong
+// for two), so one warpgroup's softmax runs under the others' GEMMs.
 //
 // Grid: (query block, query head, sequence), blocks longest-first. A grid
 // with more query blocks than needed is harmless (extra CTAs exit).
@@ -40,12 +41,13 @@
 
 namespace txc::kernels {
 
-template <typename DType_, int kHeadDim_, int kPageSize_ = 0> struct PrefillSm90Traits {
+template <typename DType_, int kHeadDim_, int kPageSize_ = 0, int kConsumerWarpgroups_ = 2>
+struct PrefillSm90Traits {
   using DType = DType_;
   static constexpr bool kWarpSpecialized = true;
   static constexpr int kHeadDim = kHeadDim_;
   static constexpr int kPageSize = kPageSize_;
-  static constexpr int kConsumerWarpgroups = 2;
+  static constexpr int kConsumerWarpgroups = kConsumerWarpgroups_;
   static constexpr int kWarpgroupRows = 64; // the M of one wgmma
   static constexpr int kBlockM = kWarpgroupRows * kConsumerWarpgroups;
   // d256: the O accumulator alone is 128 registers per thread, so S stays at
@@ -55,9 +57,12 @@ template <typename DType_, int kHeadDim_, int kPageSize_ = 0> struct PrefillSm90
   static constexpr int kProducerThreads = 128;
   static constexpr int kThreads = kProducerThreads + 128 * kConsumerWarpgroups;
   static constexpr int kConsumerWarps = 4 * kConsumerWarpgroups;
-  // 128 x 40 + 256 x 232 = 64512 of the 65536 registers of an SM.
-  static constexpr int kProducerRegisters = 40;
-  static constexpr int kConsumerRegisters = 232;
+  // Two consumers: 128 x 40 + 256 x 232 = 64512 of the 65536 registers of
+  // an SM. Three (d64: O is 32 registers, S 64, P 32): 128 x 32 + 384 x 160
+  // = 65536, FA3's split; ptxas fits it without spills except with the
+  // soft-cap (~100 bytes).
+  static constexpr int kProducerRegisters = kConsumerWarpgroups == 2 ? 40 : 32;
+  static constexpr int kConsumerRegisters = kConsumerWarpgroups == 2 ? 232 : 160;
   static constexpr int kChunksPerRow = kHeadDim / 8; // 16-byte chunks
   static constexpr int kQElems = kBlockM * kHeadDim;
   static constexpr int kKVElems = kBlockN * kHeadDim;
@@ -70,6 +75,8 @@ template <typename DType_, int kHeadDim_, int kPageSize_ = 0> struct PrefillSm90
   static constexpr int kSmemBytes = kTileBytes + kBarriers * 8 + kOffsetSlots * kBlockN * 8;
 
   static_assert(sizeof(DType) == 2, "prefill supports 16-bit element types");
+  static_assert(kConsumerWarpgroups == 2 || (kConsumerWarpgroups == 3 && kHeadDim == 64),
+                "three consumer warpgroups fit the register file at head_dim 64 only");
   static_assert(kHeadDim == 64 || kHeadDim == 128 || kHeadDim == 256, "head_dim must be 64, 128 or 256");
   static_assert(kBlockN == 64 || kBlockN == 128, "S is m64n64 or m64n128");
   static_assert(kBlockN <= kProducerThreads, "one producer thread resolves each key row");
@@ -85,11 +92,12 @@ template <typename DType_, int kHeadDim_, int kPageSize_ = 0> struct PrefillSm90
 
 namespace sm90 {
 
-/// Named barrier ids (0 is __syncthreads): each consumer warpgroup's turn to
-/// issue GEMMs, and each consumer's own Q-tile barrier.
+/// Named barrier ids (0 is __syncthreads): each of the `consumers` consumer
+/// warpgroups' turn to issue GEMMs, each consumer's own Q-tile barrier, and
+/// the producer's.
 constexpr int kTurnBarrier0 = 1;
-constexpr int kQBarrier0 = 3;
-constexpr int kProducerBarrier = 5;
+__host__ __device__ constexpr int qBarrier(int consumers, int consumer) { return kTurnBarrier0 + consumers + consumer; }
+__host__ __device__ constexpr int producerBarrier(int consumers) { return kTurnBarrier0 + 2 * consumers; }
 
 /// S (+)= Q K^T for one k16 step, both operands K-major in shared memory.
 template <typename T, int kN>
@@ -216,7 +224,10 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
       // The offset reads are batched ahead of the copies: a cp.async writes
       // shared memory, so no read after it may be hoisted above it.
       constexpr int kRowsPerThread = BN / kRowsPerPass;
-      constexpr int kBatch = kRowsPerPass % 8 != 0 ? 4 : kRowsPerThread < 8 ? kRowsPerThread : 8; // within 40 registers
+      // Offsets batched within the producer's registers (8 at 40, 4 at 32).
+      constexpr int kBatch = kRowsPerPass % 8 != 0 || Traits::kProducerRegisters < 40 ? 4
+                             : kRowsPerThread < 8                                    ? kRowsPerThread
+                                                                                     : 8;
 #pragma unroll
       for (int i0 = 0; i0 < kRowsPerThread; i0 += kBatch) {
         long long rows[kBatch];
@@ -242,7 +253,7 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
     for (int step = 0; step < n_count; ++step) {
       // Offsets of this step visible to all; every thread is past step - 1,
       // so the slot written below (last read for V of step - 2) is free.
-      namedBarrierSync(sm90::kProducerBarrier, Traits::kProducerThreads);
+      namedBarrierSync(sm90::producerBarrier(Traits::kConsumerWarpgroups), Traits::kProducerThreads);
       const int stage = step % kStages;
       mbarrierWait(&empty_k[stage], ((step / kStages) & 1) ^ 1);
       loadTile(k_base, smem_k + stage * Traits::kKVElems, step);
@@ -287,12 +298,16 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
     cpAsyncCommit();
     cpAsyncWait<0>();
     fenceProxyAsyncShared(); // wgmma reads what cp.async wrote
-    namedBarrierSync(sm90::kQBarrier0 + consumer, 128);
+    namedBarrierSync(sm90::qBarrier(Traits::kConsumerWarpgroups, consumer), 128);
   }
   const unsigned q_addr = smemAddress(smem_wq);
-  const int my_turn = sm90::kTurnBarrier0 + consumer, other_turn = sm90::kTurnBarrier0 + (consumer ^ 1);
-  if (consumer == 1)
-    namedBarrierArrive(other_turn, 256); // consumer 0 issues first
+  // Round robin: each consumer issues after the one before it, consumer 0
+  // first. A barrier counts its waiter and the one arriver, 256 threads.
+  constexpr int kConsumers = Traits::kConsumerWarpgroups;
+  const int my_turn = sm90::kTurnBarrier0 + consumer;
+  const int next_turn = sm90::kTurnBarrier0 + (consumer + 1) % kConsumers;
+  if (consumer == kConsumers - 1)
+    namedBarrierArrive(sm90::kTurnBarrier0, 256); // consumer 0 issues first
 
   float o_acc[kOTiles][4];
   float s_acc[kSTiles][4];
@@ -420,7 +435,7 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
     pinRegisters(s_acc);
     wgmmaFence();
     issueQK(0);
-    namedBarrierArrive(other_turn, 256);
+    namedBarrierArrive(next_turn, 256);
     wgmmaWait<0>();
     pinRegisters(s_acc);
     releaseStage(&empty_k[0]);
@@ -439,7 +454,7 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
       wgmmaFence();
       issueQK(stage);
       issuePV(prev);
-      namedBarrierArrive(other_turn, 256);
+      namedBarrierArrive(next_turn, 256);
       wgmmaWait<1>(); // S_step is ready; P V of step - 1 still runs
       pinRegisters(s_acc);
       releaseStage(&empty_k[stage]);
@@ -460,13 +475,13 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
     pinRegisters(p_frag);
     wgmmaFence();
     issuePV(last);
-    namedBarrierArrive(other_turn, 256);
+    namedBarrierArrive(next_turn, 256);
     wgmmaWait<0>();
     pinRegisters(o_acc);
     releaseStage(&empty_v[last]);
   }
   if (consumer == 0)
-    namedBarrierSync(my_turn, 256); // consumes consumer 1's last hand-over
+    namedBarrierSync(my_turn, 256); // consumes the last consumer's last hand-over
 
   // Epilogue: normalize, write O (and the natural-log LSE).
   T *o_base = static_cast<T *>(params.o) + head * params.o_head_stride;

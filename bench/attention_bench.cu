@@ -12,7 +12,7 @@
 // Usage: attention_bench [--json FILE] [--skip-timing] [--decode-only] [--prefill-only]
 //                        [--prefill-compare]
 // --prefill-compare also checks and times the prefill kernel that is not the
-// default, and at head_dim 64 the three-consumer one (rows marked
+// default, and at head_dims 64 and 256 the one on FA3's tiles (rows marked
 // diagnostic, name suffixed with the kernel).
 //
 //===----------------------------------------------------------------------===//
@@ -552,7 +552,7 @@ void runPrefill(const PrefillCase &c, ElementType dtype, std::mt19937 &rng, Pref
 bool g_prefill_compare = false;
 
 /// The default prefill kernel, then (with --prefill-compare) the other one,
-/// and at head_dim 64 the three-consumer warp-specialized kernel.
+/// and at head_dims 64 and 256 the warp-specialized kernel on FA3's tiles.
 template <typename T> void runPrefillKernels(const PrefillCase &c, ElementType dtype, std::mt19937 &rng) {
   runPrefill<T>(c, dtype, rng);
   if (!g_prefill_compare)
@@ -560,8 +560,8 @@ template <typename T> void runPrefillKernels(const PrefillCase &c, ElementType d
   const bool ws_default = defaultPrefillKernel() == PrefillKernel::kWarpSpecialized;
   runPrefill<T>(c, dtype, rng, ws_default ? PrefillKernel::kSingleWarpgroup : PrefillKernel::kWarpSpecialized,
                 ws_default ? " [single-wg]" : " [warp-spec]");
-  if (c.head_dim == 64)
-    runPrefill<T>(c, dtype, rng, PrefillKernel::kWarpSpecialized3, " [3-wg]");
+  if (c.head_dim != 128)
+    runPrefill<T>(c, dtype, rng, PrefillKernel::kWarpSpecializedFa3Tiles, " [fa3-tiles]");
 }
 
 template <typename T> void runDecodeTyped(const DecodeCase &c, ElementType t, std::mt19937 &rng) { runDecode<T>(c, t, rng); }

@@ -23,9 +23,9 @@ enum class ElementType { kBf16, kFp16 };
 /// Which prefill kernel runs. kAuto is the library's verified default.
 enum class PrefillKernel {
   kAuto,
-  kWarpSpecialized,  // prefill_sm90.cuh: producer + 2 consumer warpgroups, both GEMMs on wgmma
-  kWarpSpecialized3, // the same with 3 consumers, 192-row tiles (FA3's d64); head_dim 64 only
-  kSingleWarpgroup,  // prefill.cuh: one warpgroup, QK^T on wgmma, PV on mma.sync
+  kWarpSpecialized,         // prefill_sm90.cuh: producer + 2 consumer warpgroups, both GEMMs on wgmma
+  kWarpSpecializedFa3Tiles, // the same with FA3's tile for d64 (192 x 128) and d256 (128 x 80)
+  kSingleWarpgroup,         // prefill.cuh: one warpgroup, QK^T on wgmma, PV on mma.sync
 };
 
 const char *elementTypeName(ElementType t);

@@ -174,12 +174,7 @@ template <typename T> Status launchPrefillTyped(const AttentionConfig &config, c
       };
       switch (kind) {
       case PrefillKernel::kWarpSpecialized: return launch(PrefillSm90Traits<T, decltype(dim)::value>{});
-      case PrefillKernel::kWarpSpecialized3:
-        if constexpr (decltype(dim)::value == 64)
-          return launch(PrefillSm90Traits<T, 64, 0, 3>{});
-        else
-          return Status::invalidArgument("prefill: three consumer warpgroups need head_dim 64, not " +
-                                         std::to_string(decltype(dim)::value));
+      case PrefillKernel::kWarpSpecializedFa3Tiles: return launch(PrefillFa3TileTraits<T, decltype(dim)::value>{});
       case PrefillKernel::kSingleWarpgroup: return launch(PrefillSingleWgTraits<T, decltype(dim)::value>{});
       case PrefillKernel::kAuto: break;
       }

@@ -41,7 +41,9 @@
 
 namespace txc::kernels {
 
-template <typename DType_, int kHeadDim_, int kPageSize_ = 0, int kConsumerWarpgroups_ = 2>
+/// kConsumerWarpgroups_ and kBlockN_ (0: the default for the head dim) give
+/// other tile shapes: PrefillFa3TileTraits below.
+template <typename DType_, int kHeadDim_, int kPageSize_ = 0, int kConsumerWarpgroups_ = 2, int kBlockN_ = 0>
 struct PrefillSm90Traits {
   using DType = DType_;
   static constexpr bool kWarpSpecialized = true;
@@ -52,7 +54,7 @@ struct PrefillSm90Traits {
   static constexpr int kBlockM = kWarpgroupRows * kConsumerWarpgroups;
   // d256: the O accumulator alone is 128 registers per thread, so S stays at
   // 64 keys (32 registers) to keep S, P and O under kConsumerRegisters.
-  static constexpr int kBlockN = kHeadDim <= 128 ? 128 : 64;
+  static constexpr int kBlockN = kBlockN_ != 0 ? kBlockN_ : kHeadDim <= 128 ? 128 : 64;
   static constexpr int kStages = 2;
   static constexpr int kProducerThreads = 128;
   static constexpr int kThreads = kProducerThreads + 128 * kConsumerWarpgroups;
@@ -78,7 +80,7 @@ struct PrefillSm90Traits {
   static_assert(kConsumerWarpgroups == 2 || (kConsumerWarpgroups == 3 && kHeadDim == 64),
                 "three consumer warpgroups fit the register file at head_dim 64 only");
   static_assert(kHeadDim == 64 || kHeadDim == 128 || kHeadDim == 256, "head_dim must be 64, 128 or 256");
-  static_assert(kBlockN == 64 || kBlockN == 128, "S is m64n64 or m64n128");
+  static_assert(kBlockN == 64 || kBlockN == 80 || kBlockN == 128, "S is m64n64, m64n80 or m64n128");
   static_assert(kBlockN <= kProducerThreads, "one producer thread resolves each key row");
   static_assert(kProducerThreads % kChunksPerRow == 0 && kBlockN % (kProducerThreads / kChunksPerRow) == 0,
                 "the producer covers a K/V tile in whole passes");
@@ -89,6 +91,14 @@ struct PrefillSm90Traits {
                 "register split over the SM's register file");
   static_assert(kSmemBytes <= 227 * 1024, "shared memory over the sm_90 limit");
 };
+
+/// The tile FlashAttention-3 uses for each head dim: d64 192 x 128 (three
+/// consumer warpgroups), d256 128 x 80 (a longer key step than our 64, so the
+/// per-step synchronization weighs less per FLOP); d128 is the default's
+/// 128 x 128. Selected by PrefillKernel::kWarpSpecializedFa3Tiles.
+template <typename DType, int kHeadDim>
+using PrefillFa3TileTraits =
+    PrefillSm90Traits<DType, kHeadDim, 0, kHeadDim == 64 ? 3 : 2, kHeadDim == 256 ? 80 : 0>;
 
 namespace sm90 {
 
@@ -108,8 +118,13 @@ __device__ __forceinline__ void wgmmaQK(float (&s)[kN / 8][4], unsigned long lon
       wgmmaSS_m64n128k16_bf16(s, desc_q, desc_k, accumulate);
     else
       wgmmaSS_m64n128k16_f16(s, desc_q, desc_k, accumulate);
+  } else if constexpr (kN == 80) {
+    if constexpr (ElementOps<T>::kIsBf16)
+      wgmmaSS_m64n80k16_bf16(s, desc_q, desc_k, accumulate);
+    else
+      wgmmaSS_m64n80k16_f16(s, desc_q, desc_k, accumulate);
   } else {
-    static_assert(kN == 64, "key block of 64 or 128");
+    static_assert(kN == 64, "key block of 64, 80 or 128");
     if constexpr (ElementOps<T>::kIsBf16)
       wgmmaSS_m64n64k16_bf16(s, desc_q, desc_k, accumulate);
     else

@@ -291,6 +291,7 @@ struct DecodeCase {
   bool pdl = false;         // with cuda_graph: launched with PDL, as the CUDA backend does
   bool early_kv = false;    // DecodeParams::kv_before_wait (older keys read before the wait)
   bool cluster_combine = false; // DecodeParams::cluster_combine (splits merged in a cluster)
+  int cluster_max_splits = kPortableClusterSplits; // DecodeParams::cluster_max_splits
 };
 
 constexpr int kGraphLaunches = 20;
@@ -341,6 +342,7 @@ template <typename T> void runDecode(const DecodeCase &c, ElementType dtype, std
     p.programmatic_launch = c.pdl;
     p.kv_before_wait = c.early_kv;
     p.cluster_combine = c.cluster_combine;
+    p.cluster_max_splits = c.cluster_max_splits;
     if (splits > 1) {
       p.maybe_partial_o = reinterpret_cast<float *>(workspace.as<char>() + ws.partial_o_offset);
       p.maybe_partial_lse = reinterpret_cast<float *>(workspace.as<char>() + ws.partial_lse_offset);
@@ -350,7 +352,8 @@ template <typename T> void runDecode(const DecodeCase &c, ElementType dtype, std
     return p;
   };
 
-  const bool in_cluster = c.cluster_combine && splits >= 2 && splits <= kMaxClusterSplits;
+  const bool in_cluster =
+      c.cluster_combine && splits >= 2 && splits <= std::min(c.cluster_max_splits, kMaxClusterSplits);
   const std::string name = c.name + " " + elementTypeName(dtype) + " splits=" + std::to_string(splits) +
                            (splits > 1 ? (in_cluster ? " cluster" : c.fused_combine ? " fused" : " combine-kernel")
                                        : "");
@@ -710,7 +713,7 @@ int main(int argc, char **argv) {
     // PDL, early K/V), at each split count: Llama-3-8B's GQA 32/8 and
     // Qwen3-0.6B's 16/8.
     for (int heads : {32, 16})
-      for (int splits : {1, 2, 4, 8})
+      for (int splits : {1, 2, 4, 8, 16})
         for (bool cluster : {false, true}) {
           if (cluster && splits == 1)
             continue;
@@ -722,19 +725,22 @@ int main(int argc, char **argv) {
           c.pdl = true;
           c.early_kv = true;
           c.cluster_combine = cluster;
+          c.cluster_max_splits = kMaxClusterSplits;
           c.forced_splits = splits;
           runDecode<__nv_bfloat16>(c, bf16, rng);
         }
-    // Batch 1 at 4k with 8 splits merged in a cluster, against the 32-split
-    // fused merge above.
-    {
-      DecodeCase c{"diag b1 L4096 graph+pdl+early-kv splits=8 cluster", 1, 32, 8, 128, 16, {}, 4096};
+    // Batch 1 at 4k with 8 splits merged in a cluster, and 16 in a
+    // non-portable cluster of 16, against the 32-split fused merge above.
+    for (int splits : {8, 16}) {
+      DecodeCase c{"diag b1 L4096 graph+pdl+early-kv splits=" + std::to_string(splits) + " cluster", 1, 32, 8, 128,
+                   16, {}, 4096};
       c.timed = true;
       c.cuda_graph = true;
       c.pdl = true;
       c.early_kv = true;
       c.cluster_combine = true;
-      c.forced_splits = 8;
+      c.cluster_max_splits = splits;
+      c.forced_splits = splits;
       runDecode<__nv_bfloat16>(c, bf16, rng);
     }
     for (int variant = 0; variant < 4; ++variant) {

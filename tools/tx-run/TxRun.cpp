@@ -104,10 +104,14 @@ Output:
                           thread-block cluster, not through global memory
                           (default on where a KV head serves at most 2 query
                           heads, else off: measured on the H200)
+  --attention-cluster-max-splits N
+                          (cuda) the cluster merge takes up to N splits, 2-16
+                          (default 8, the portable cluster size; above it a
+                          non-portable cluster)
   --[no-]rope-in-attention
                           (cuda) no decode rope kernel: the decode attention
                           applies q/k-norm and rotary and appends the newest
-                          K/V itself (default as the cluster merge)
+                          K/V itself (default on: measured on the H200)
   --fuse-rope             (cuda) finish rope/q-k-norm/KV append in the QKV
                           GEMV's epilogue instead of its own kernel (for
                           comparison; measured slower)
@@ -136,6 +140,7 @@ struct Options {
   bool fuse_rope = false;
   std::optional<bool> rope_in_attention; // unset: the backend's rule
   std::optional<bool> attention_cluster_combine;
+  int attention_cluster_max_splits = 8;
   int gemv_max_rows = 4;
   int decode_split_min_tokens = 0; // 0: the backend's rule
   bool tune_decode_attention = false;
@@ -254,6 +259,9 @@ Options parseArguments(int argc, char **argv) {
     } else if (arg == "--gemv-max-rows") {
       cudaOnly();
       options.gemv_max_rows = static_cast<int>(parseInteger(arg, value(), 1, 2));
+    } else if (arg == "--attention-cluster-max-splits") {
+      cudaOnly();
+      options.attention_cluster_max_splits = static_cast<int>(parseInteger(arg, value(), 2, 16));
     } else if (arg == "--decode-split-min-tokens") {
       cudaOnly();
       options.decode_split_min_tokens = static_cast<int>(parseInteger(arg, value(), 1, 1 << 20));
@@ -355,6 +363,7 @@ int main(int argc, char **argv) {
     cuda_options.fuse_rope = options.fuse_rope;
     cuda_options.rope_in_attention = options.rope_in_attention;
     cuda_options.attention_cluster_combine = options.attention_cluster_combine;
+    cuda_options.attention_cluster_max_splits = options.attention_cluster_max_splits;
     cuda_options.gemv_max_rows = options.gemv_max_rows;
     cuda_options.decode_split_min_tokens = options.decode_split_min_tokens;
     cuda_options.capture_graphs_at_start = options.capture_graphs;

@@ -91,6 +91,7 @@ Status CudaExecutor::State::attention(const LaunchAttributes &attributes, const 
       p.programmatic_launch = options.attention_pdl;
       p.kv_before_wait = options.attention_pdl && options.attention_early_kv;
       p.cluster_combine = decode_attention.cluster_combine;
+      p.cluster_max_splits = options.attention_cluster_max_splits;
       int splits = 1;
       // At most kMaxDecodeSplits (the workspace), and chunks of at least
       // decode_attention.split_min_tokens, which only matter below 1k tokens of

@@ -265,6 +265,11 @@ Status CudaExecutor::State::prepare() {
   }
   if (options.use_gemv && options.fuse_norms)
     fusable_norms = fusableNorms(*plan);
+  if (options.attention_cluster_max_splits < 2 ||
+      options.attention_cluster_max_splits > kernels::kMaxClusterSplits)
+    return invalidArgument(path + ": attention_cluster_max_splits " +
+                           std::to_string(options.attention_cluster_max_splits) + " is outside 2-" +
+                           std::to_string(kernels::kMaxClusterSplits));
   decode_attention = decodeAttentionSetup(options, max_heads, max_kv_heads);
   fusable_ropes = fusableRopes(*plan);
   bool writes_logits = false;

@@ -100,6 +100,11 @@ struct CudaExecutorOptions {
   /// a fence and a counter (bit-identical). Unset:
   /// decodeAttentionSetup decides.
   std::optional<bool> attention_cluster_combine;
+  /// The most splits the cluster merge takes, 2-16: 8 is the portable
+  /// cluster size; above it the launch allows a non-portable one (the H200
+  /// schedules 16). More splits merge through global memory. Not yet
+  /// measured above 8 (attention_bench's "splits=16 cluster" rows time it).
+  int attention_cluster_max_splits = 8;
   /// With warm_up: time every decode attention set-up the options leave
   /// open (rope fold, cluster merge, 8/16/32/64-token chunks) on the batch-1
   /// decode graph of a 256-token context at startup and keep the fastest,

@@ -6,6 +6,8 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include <algorithm>
+
 #include <string>
 
 #include "attention/attention.h"
@@ -86,8 +88,10 @@ template <typename T> Status launchPagedDecodeTyped(const AttentionConfig &confi
   // The cluster merge where the split count allows it; the fused or kernel
   // combine elsewhere.
   DecodeParams p = params;
-  p.cluster_combine = params.cluster_combine && params.num_splits >= 2 && params.num_splits <= kMaxClusterSplits;
+  p.cluster_combine = params.cluster_combine && params.num_splits >= 2 &&
+                     params.num_splits <= std::min(params.cluster_max_splits, kMaxClusterSplits);
   const unsigned cluster_x = p.cluster_combine ? static_cast<unsigned>(p.num_splits) : 1u;
+  const bool non_portable = cluster_x > static_cast<unsigned>(kPortableClusterSplits);
   const int group = p.num_qo_heads / p.num_kv_heads;
   if (p.maybe_rope_qkv != nullptr &&
       (group < kMinGroupForMmaDecode || p.rope_positions == nullptr || p.rope_slot_mapping == nullptr ||
@@ -105,13 +109,17 @@ template <typename T> Status launchPagedDecodeTyped(const AttentionConfig &confi
           auto kernel = pagedDecodeMmaKernel<Traits, decltype(variant)>;
           TXC_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                               Traits::kSmemBytes));
+          if (non_portable)
+            TXC_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
           TXC_CUDA_CHECK(launchKernelInClusters(kernel, grid, dim3(Traits::kThreads), Traits::kSmemBytes, stream,
                                                 p.programmatic_launch, cluster_x, p));
         } else {
           using Traits = DecodeTraits<T, kDim, kGroup>;
-          TXC_CUDA_CHECK(launchKernelInClusters(pagedDecodeKernel<Traits, decltype(variant)>, grid,
-                                                dim3(Traits::kThreads), 0, stream, p.programmatic_launch, cluster_x,
-                                                p));
+          auto kernel = pagedDecodeKernel<Traits, decltype(variant)>;
+          if (non_portable)
+            TXC_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
+          TXC_CUDA_CHECK(launchKernelInClusters(kernel, grid, dim3(Traits::kThreads), 0, stream,
+                                                p.programmatic_launch, cluster_x, p));
         }
         TXC_CUDA_CHECK(cudaGetLastError());
         if (p.num_splits > 1 && p.maybe_split_counters == nullptr && !p.cluster_combine) {

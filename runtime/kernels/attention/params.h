@@ -15,9 +15,11 @@ namespace txc::kernels {
 /// kernel (decode.cuh) spends. Shared by the launchers and the codegen.
 constexpr int kMinGroupForMmaDecode = 2;
 
-/// The most splits DecodeParams::cluster_combine merges in one cluster (the
-/// portable cluster size).
-constexpr int kMaxClusterSplits = 8;
+/// The most splits DecodeParams::cluster_combine merges in one cluster: 8 is
+/// the portable cluster size, the default of DecodeParams::
+/// cluster_max_splits; up to 16 where it opts into non-portable sizes.
+constexpr int kPortableClusterSplits = 8;
+constexpr int kMaxClusterSplits = 16;
 
 /// Where the keys and values of sequence b, kv head h, token t live.
 ///
@@ -71,11 +73,14 @@ struct DecodeParams {
   // When set, the last split to finish for a (sequence, kv head) merges the
   // partials itself and resets its counter, saving the combine launch.
   unsigned *maybe_split_counters = nullptr; // [batch, kv_heads], zero before first use
-  // With 2..kMaxClusterSplits splits: the splits of a (sequence, kv head)
+  // With 2..cluster_max_splits splits: the splits of a (sequence, kv head)
   // run as one thread-block cluster and merge through distributed shared
   // memory (no partials in global memory, no counter); the launcher sets the
   // cluster shape and clears this where the split count does not allow it.
   bool cluster_combine = false;
+  // At most kMaxClusterSplits; beyond kPortableClusterSplits the launcher
+  // allows a non-portable cluster size (the H100/H200 schedule 16).
+  int cluster_max_splits = kPortableClusterSplits;
   float *maybe_lse = nullptr;               // [batch, qo_heads], natural log
   // Launch with programmatic dependent launch: the kernel's blocks start
   // while the previous kernel drains and wait (pdlWait) before reading.

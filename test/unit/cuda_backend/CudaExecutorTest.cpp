@@ -208,6 +208,40 @@ TEST(CudaExecutorTest, RopeFoldedIntoAttentionMatchesTheRopeKernel) {
   }
 }
 
+// attention_cluster_max_splits: 9-16 splits merged in one non-portable
+// cluster against the same splits merged through global memory (the
+// combine is the same code, so the logits agree to the bit). One sequence,
+// chunks of one token and no graphs (a graph plans the splits for its
+// context bucket), so a 9-token prompt decodes through 9 to 16 splits.
+// Outside 2-16 the executor refuses it.
+TEST(CudaExecutorTest, ClusterMergeOfUpTo16SplitsMatchesTheGlobalMerge) {
+  TXC_SKIP_WITHOUT_GPU();
+  TinyModelOptions model = groupOfTwoModel(2);
+  std::string path = cpu::testing::tempPath("tiny-cuda-cluster16.txm");
+  ASSERT_TRUE(cpu::testing::writeTinyModel(path, model).isOk());
+  auto artifact = artifact::LoadedArtifact::load(path);
+  ASSERT_TRUE(artifact.isOk()) << artifact.status().toString();
+  CudaExecutorOptions portable;
+  portable.use_cuda_graphs = false;
+  portable.decode_split_min_tokens = 1;
+  portable.attention_cluster_combine = true;
+  CudaExecutorOptions wide = portable;
+  wide.attention_cluster_max_splits = 16;
+  const std::vector<std::vector<int32_t>> one{prompts()[2]};
+  Generation reference = generate(**artifact, portable, true, {}, one);
+  Generation with_wide = generate(**artifact, wide, true, {}, one);
+  EXPECT_EQ(with_wide.tokens, reference.tokens);
+  expectClose(with_wide, reference, 0.0, "splits merged in a cluster of up to 16");
+
+  CudaExecutorOptions too_wide = portable;
+  too_wide.attention_cluster_max_splits = 17;
+  auto refused = CudaExecutor::create(**artifact, too_wide);
+  ASSERT_FALSE(refused.isOk());
+  EXPECT_NE(refused.status().message().find("attention_cluster_max_splits 17 is outside 2-16"),
+            std::string::npos)
+      << refused.status().toString();
+}
+
 // tune_decode_attention: every open set-up timed on the batch-1 graph, the
 // fastest kept; what the options fix stays fixed; the tokens are the rule's
 // (the split count may change the logits' rounding, not the argmax here).

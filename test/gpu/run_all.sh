@@ -47,6 +47,11 @@ mode --flags=--no-attention-cluster-combine --atol 0 --batch 3
 python3 test/gpu/compare_modes.py "$B/tx-run" "$B/llama-3-8b.txm" --flags=--no-rope-in-attention --atol 0 \
   --batch 1 --new 8 -- --random-weights 1 2>&1 | tee -a "$OUT/modes.log" | tail -1
 [ "${PIPESTATUS[0]}" = 0 ] || fails=$((fails + 1))
+# Llama's 16 splits merged in a cluster of 16 against the global merge.
+python3 test/gpu/compare_modes.py "$B/tx-run" "$B/llama-3-8b.txm" \
+  "--flags=--attention-cluster-combine --attention-cluster-max-splits 16" --atol 0 \
+  --batch 1 --new 8 -- --random-weights 1 2>&1 | tee -a "$OUT/modes.log" | tail -1
+[ "${PIPESTATUS[0]}" = 0 ] || fails=$((fails + 1))
 mode --flags=--no-skinny-gemm --atol 0.15 --batch 5
 mode --flags=--no-attention-early-kv --atol 0 --batch 3
 mode --flags=--decode-gemm --atol 0.15 --batch 12
@@ -59,7 +64,7 @@ python3 test/gpu/compare_modes.py "$B/tx-run" "$B/llama-3-8b.txm" --flags=--no-a
 # the torch peers).
 if [ -x "$B/attention_bench" ]; then
   "$B/attention_bench" --decode-only --json "$OUT/attention-decode.json" 2>&1 | tee "$OUT/attention-decode.log" |
-    grep -E "FAIL|diag b1 L(4096|32768) cuda-graph|b1 L4096 |b1 L32768 |diag b1 L256|splits=8 cluster"
+    grep -E "FAIL|diag b1 L(4096|32768) cuda-graph|b1 L4096 |b1 L32768 |diag b1 L256|splits=(8|16) cluster"
   [ "${PIPESTATUS[0]}" = 0 ] || fails=$((fails + 1))
 fi
 fi # TIMINGS_ONLY
@@ -108,6 +113,7 @@ timing q06-b32-host-sampled "$Q" 32 64 "${sample[@]}" --host-sampling
 [ -f "$L" ] && timing l8b-b1-tuned "$L" 1 64 --tune-decode-attention
 [ -f "$L" ] && timing l8b-b1-rope-kernel "$L" 1 64 --no-rope-in-attention
 [ -f "$L" ] && timing l8b-b1-cluster-combine "$L" 1 64 --attention-cluster-combine
+[ -f "$L" ] && timing l8b-b1-cluster16 "$L" 1 64 --attention-cluster-combine --attention-cluster-max-splits 16
 [ -f "$L" ] && timing l8b-b32-graphs "$L" 32 32
 timing q06-b32-lazy-graphs "$Q" 32 64 --lazy-graphs
 for b in 4 8; do

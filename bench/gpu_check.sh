@@ -8,9 +8,11 @@ BIN_DIR=${1:-build-kernels/bin}
 OUT=${OUT:-/tmp/txc-out}
 mkdir -p "$OUT"
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv | tee "$OUT/gpu.txt"
-"$BIN_DIR/nvrtc_attention_test" 2>&1 | tee "$OUT/nvrtc.log"
+# Bounded, so that a hung kernel still leaves the rest of the device call
+# (the tool stops a call at 600 s) and the logs come back.
+timeout 120 "$BIN_DIR/nvrtc_attention_test" 2>&1 | tee "$OUT/nvrtc.log"
 nvrtc_rc=${PIPESTATUS[0]}
-"$BIN_DIR/attention_bench" --json "$OUT/ours.json" --prefill-compare 2>&1 | tee "$OUT/bench.log"
+timeout 360 "$BIN_DIR/attention_bench" --json "$OUT/ours.json" --prefill-compare 2>&1 | tee "$OUT/bench.log"
 bench_rc=${PIPESTATUS[0]}
 PYTHONUNBUFFERED=1 python3 bench/torch_attention_peers.py "$OUT/torch.json" 2>&1 | tee "$OUT/torch.log"
 python3 bench/summarize.py "$OUT/ours.json" "$OUT/torch.json" "${TXC_COMMIT:-unknown}" "$OUT"

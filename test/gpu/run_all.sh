@@ -18,7 +18,7 @@ fails=0
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv | tee "$OUT/gpu.txt"
 if [ "${TIMINGS_ONLY:-0}" != 1 ]; then
 "$B/EngineTests" --gtest_brief=1 2>&1 | tail -3 | tee "$OUT/engine-tests.log" || fails=$((fails + 1))
-"$B/CudaBackendTests" 2>&1 | tee "$OUT/cuda-backend-tests.log" | tail -15
+timeout 300 "$B/CudaBackendTests" 2>&1 | tee "$OUT/cuda-backend-tests.log" | tail -15
 [ "${PIPESTATUS[0]}" = 0 ] || fails=$((fails + 1))
 test/gpu/cuda_goldens.sh "$B" "$B" 2>&1 | tee "$OUT/goldens.log" | grep -E "^==|FAIL|failures|steps compared"
 [ "${PIPESTATUS[0]}" = 0 ] || fails=$((fails + 1))
@@ -63,13 +63,13 @@ python3 test/gpu/compare_modes.py "$B/tx-run" "$B/llama-3-8b.txm" --flags=--no-a
 # the batch-1 diagnostics (bench/gpu_check.sh runs the whole attention bench with
 # the torch peers).
 if [ -x "$B/attention_bench" ]; then
-  "$B/attention_bench" --decode-only --json "$OUT/attention-decode.json" 2>&1 | tee "$OUT/attention-decode.log" |
+  timeout 240 "$B/attention_bench" --decode-only --json "$OUT/attention-decode.json" 2>&1 | tee "$OUT/attention-decode.log" |
     grep -E "FAIL|diag b1 L(4096|32768) cuda-graph|b1 L4096 |b1 L32768 |diag b1 L256|splits=(8|16) cluster"
   [ "${PIPESTATUS[0]}" = 0 ] || fails=$((fails + 1))
 fi
 fi # TIMINGS_ONLY
 if [ "${SKIP_OPS_BENCH:-0}" != 1 ] && [ "${TIMINGS_ONLY:-0}" != 1 ]; then
-  "$B/decode_ops_bench" --json "$OUT/decode-ops.json" 2>&1 | tee "$OUT/decode-ops.log"
+  timeout 240 "$B/decode_ops_bench" --json "$OUT/decode-ops.json" 2>&1 | tee "$OUT/decode-ops.log"
   [ "${PIPESTATUS[0]}" = 0 ] || fails=$((fails + 1))
 fi
 

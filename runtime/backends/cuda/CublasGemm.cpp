@@ -56,8 +56,8 @@ StatusOr<CublasGemm::Plan *> CublasGemm::plan(const Key &key, DType in, DType ou
   if (it != plans_.end())
     return &it->second;
   Plan p;
-  TXC_RETURN_IF_ERROR(cublasStatus(cublasLtMatmulDescCreate(&p.op, CUBLAS_COMPUTE_32F, CUDA_R_32F),
-                                   "matmul desc"));
+  TXC_RETURN_IF_ERROR(
+      cublasStatus(cublasLtMatmulDescCreate(&p.op, CUBLAS_COMPUTE_32F, CUDA_R_32F), "matmul desc"));
   cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
   cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta));
   cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb));
@@ -121,9 +121,8 @@ Status CublasGemm::run(int64_t m, int64_t n, int64_t k, GemmOperand x, GemmOpera
                                    sizeof(bias.data));
   float alpha = 1.0f, beta = residual.data ? 1.0f : 0.0f;
   const void *c = residual.data ? residual.data : out;
-  return cublasStatus(cublasLtMatmul(lt_, p->op, &alpha, w.data, p->a, x.data, p->b, &beta, c,
-                                     p->c, out, p->d, &p->algo, workspace_, workspace_bytes_,
-                                     stream),
+  return cublasStatus(cublasLtMatmul(lt_, p->op, &alpha, w.data, p->a, x.data, p->b, &beta, c, p->c,
+                                     out, p->d, &p->algo, workspace_, workspace_bytes_, stream),
                       "cublasLtMatmul " + shape(m, k) + " x " + shape(n, k) + "^T");
 }
 

@@ -38,7 +38,7 @@ namespace {
 constexpr int kThreads = 128;       // one warpgroup
 constexpr int kTileRows = 64;       // weight rows a tile: the wgmma M
 constexpr int kChunkK = 64;         // K a stage: one 128-byte column block
-constexpr int kStages = 6;          //
+constexpr int kStages = 6;          // the cp.async ring
 constexpr int kAhead = kStages - 2; // chunks requested ahead of the one in use
 
 template <int kTok> struct Shape {
@@ -69,12 +69,13 @@ __device__ __forceinline__ void wgmmaStep(float (&acc)[4 * kTok][4], unsigned lo
   }
 }
 
-/// This thread's accumulators (wgmma's m64nN D fragment): warp w holds
-/// tile rows 16w + group and 16w + group + 8 (e >> 1) of column tiles j,
-/// columns (batch rows) 8j + 2 quad + (e & 1), as mma.sync's m16n8.
+/// Where this thread's accumulators acc[j][e] sit (wgmma's m64nN D fragment,
+/// mma.sync's m16n8 per warp): tile row 16 warp + group + 8 (e >> 1),
+/// column (batch row) 8j + 2 quad + (e & 1).
 struct Fragment {
   int warp, group, quad;
-  __device__ Fragment() : warp(threadIdx.x / 32), group(threadIdx.x % 32 / 4), quad(threadIdx.x % 4) {}
+  __device__ Fragment()
+      : warp(threadIdx.x / 32), group(threadIdx.x % 32 / 4), quad(threadIdx.x % 4) {}
   __device__ int row(int e) const { return warp * 16 + group + (e >> 1) * 8; }
   __device__ int token(int j, int e) const { return j * 8 + quad * 2 + (e & 1); }
 };

@@ -7,13 +7,15 @@
 # 64 MiB, the unpacked bundle with attention_bench is ~80). Then on the GPU
 # machine (carry BUILD/gpu-bundle.tgz):
 #   tar xzf BUILD/gpu-bundle.tgz -C BUILD && test/gpu/run_all.sh BUILD/gpu
+# or, for the attention kernels against the torch peers:
+#   tar xzf BUILD/gpu-bundle.tgz -C BUILD && bench/gpu_check.sh BUILD/gpu
 set -eu
 BUILD=${1:-build-cuda}
 OUT=$BUILD/gpu
 TXC=$BUILD/bin/txc
 F=test/fixtures
 mkdir -p "$OUT"
-for bin in tx-run CudaBackendTests EngineTests decode_ops_bench attention_bench; do
+for bin in tx-run CudaBackendTests EngineTests decode_ops_bench attention_bench nvrtc_attention_test; do
   cp "$BUILD/bin/$bin" "$OUT/"
 done
 # HF-golden fixtures, as the e2e lit tests compile them.

@@ -729,6 +729,19 @@ int main(int argc, char **argv) {
           c.forced_splits = splits;
           runDecode<__nv_bfloat16>(c, bf16, rng);
         }
+    // Batch 32 at the model checks' contexts (Llama-3-8B's GQA 32/8): the
+    // split heuristic gives one split here (256 CTAs fill a wave), so each
+    // CTA walks the whole context alone; 2 and 4 splits against it.
+    for (int splits : {1, 2, 4}) {
+      DecodeCase c{"diag b32 L256 h32/8 graph+pdl+early-kv splits=" + std::to_string(splits), 32, 32, 8, 128, 16,
+                   {}, 256};
+      c.timed = true;
+      c.cuda_graph = true;
+      c.pdl = true;
+      c.early_kv = true;
+      c.forced_splits = splits;
+      runDecode<__nv_bfloat16>(c, bf16, rng);
+    }
     // Batch 1 at 4k with 8 splits merged in a cluster, and 16 in a
     // non-portable cluster of 16, against the 32-split fused merge above.
     for (int splits : {8, 16}) {

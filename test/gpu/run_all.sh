@@ -55,6 +55,7 @@ python3 test/gpu/compare_modes.py "$B/tx-run" "$B/llama-3-8b.txm" \
 mode --flags=--no-skinny-gemm --atol 0.15 --batch 5
 mode --flags=--no-attention-early-kv --atol 0 --batch 3
 mode --flags=--decode-gemm --atol 0.15 --batch 12
+mode "--flags=--decode-min-splits 2" --atol 0.15 --batch 32 # splits change the rounding
 python3 test/gpu/compare_modes.py "$B/tx-run" "$B/llama-3-8b.txm" --flags=--no-attention-early-kv --atol 0 \
   --batch 2 --new 8 -- --random-weights 1 2>&1 | tee -a "$OUT/modes.log" | tail -1
 [ "${PIPESTATUS[0]}" = 0 ] || fails=$((fails + 1))
@@ -115,6 +116,7 @@ timing q06-b32-host-sampled "$Q" 32 64 "${sample[@]}" --host-sampling
 [ -f "$L" ] && timing l8b-b1-cluster-combine "$L" 1 64 --attention-cluster-combine
 [ -f "$L" ] && timing l8b-b1-cluster16 "$L" 1 64 --attention-cluster-combine --attention-cluster-max-splits 16
 [ -f "$L" ] && timing l8b-b32-graphs "$L" 32 32
+[ -f "$L" ] && timing l8b-b32-min-splits2 "$L" 32 32 --decode-min-splits 2
 timing q06-b32-lazy-graphs "$Q" 32 64 --lazy-graphs
 for b in 4 8; do
   timing "q06-b$b-skinny" "$Q" "$b" 64

@@ -81,6 +81,9 @@ Output:
                           (cuda) split-KV decode chunks of at least N tokens
                           (default 64 where a KV head serves at most 2 query
                           heads, else 16: measured on the H200)
+  --decode-min-splits N   (cuda) split-KV decode uses at least N splits (1-32)
+                          where the chunks stay --decode-split-min-tokens long,
+                          also when the batch alone fills the GPU (default 1)
   --no-attention-early-kv (cuda) decode attention reads every key after waiting
                           for the QKV kernel, not the older ones before it
                           (for comparison)
@@ -143,6 +146,7 @@ struct Options {
   int attention_cluster_max_splits = 8;
   int gemv_max_rows = 4;
   int decode_split_min_tokens = 0; // 0: the backend's rule
+  int decode_min_splits = 1;
   bool tune_decode_attention = false;
   bool decode_gemm = false;
   bool capture_graphs = true;
@@ -262,6 +266,9 @@ Options parseArguments(int argc, char **argv) {
     } else if (arg == "--attention-cluster-max-splits") {
       cudaOnly();
       options.attention_cluster_max_splits = static_cast<int>(parseInteger(arg, value(), 2, 16));
+    } else if (arg == "--decode-min-splits") {
+      cudaOnly();
+      options.decode_min_splits = static_cast<int>(parseInteger(arg, value(), 1, 32));
     } else if (arg == "--decode-split-min-tokens") {
       cudaOnly();
       options.decode_split_min_tokens = static_cast<int>(parseInteger(arg, value(), 1, 1 << 20));
@@ -366,6 +373,7 @@ int main(int argc, char **argv) {
     cuda_options.attention_cluster_max_splits = options.attention_cluster_max_splits;
     cuda_options.gemv_max_rows = options.gemv_max_rows;
     cuda_options.decode_split_min_tokens = options.decode_split_min_tokens;
+    cuda_options.decode_min_splits = options.decode_min_splits;
     cuda_options.capture_graphs_at_start = options.capture_graphs;
     cuda_options.tune_decode_attention = options.tune_decode_attention;
     cuda_options.decode_gemm = options.decode_gemm;

@@ -105,6 +105,11 @@ struct CudaExecutorOptions {
   /// schedules 16). More splits merge through global memory. Not yet
   /// measured above 8 (attention_bench's "splits=16 cluster" rows time it).
   int attention_cluster_max_splits = 8;
+  /// Split-KV decode uses at least this many splits where the chunks stay
+  /// split_min_tokens long, also when the batch alone fills a wave (the
+  /// split heuristic gives batch 32 of 8 KV heads one split, so each CTA
+  /// walks the whole context). 1-32; not yet measured above 1.
+  int decode_min_splits = 1;
   /// With warm_up: time every decode attention set-up the options leave
   /// open (rope fold, cluster merge, 8/16/32/64-token chunks) on the batch-1
   /// decode graph of a 256-token context at startup and keep the fastest,

@@ -29,7 +29,7 @@ Status decodeCtasPerSm(const AttentionConfig &config, int group_size, int *ctas_
 
 Status planDecodeSplits(const AttentionConfig &config, int batch, int num_qo_heads, int num_kv_heads,
                         int max_kv_len, int *num_splits, int min_tokens_per_split,
-                        int max_splits) {
+                        int max_splits, int min_splits) {
   if (num_kv_heads <= 0 || num_qo_heads % num_kv_heads != 0)
     return Status::invalidArgument("decode: bad head counts");
   DecodeSplitInputs in;
@@ -38,6 +38,7 @@ Status planDecodeSplits(const AttentionConfig &config, int batch, int num_qo_hea
   in.max_kv_len = max_kv_len;
   in.min_tokens_per_split = min_tokens_per_split;
   in.max_splits = max_splits;
+  in.min_splits = min_splits;
   int device = 0;
   TXC_CUDA_CHECK(cudaGetDevice(&device));
   TXC_CUDA_CHECK(cudaDeviceGetAttribute(&in.num_sms, cudaDevAttrMultiProcessorCount, device));

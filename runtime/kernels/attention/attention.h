@@ -53,13 +53,15 @@ DecodeWorkspaceLayout decodeWorkspaceLayout(int batch, int num_qo_heads, int num
 Status decodeCtasPerSm(const AttentionConfig &config, int group_size, int *ctas_per_sm);
 
 /// chooseDecodeSplits with the occupancy and SM count of the current device.
-/// The chunk floor and split cap default to DecodeSplitInputs'; a caller that
-/// caps the splits lower (a fixed workspace) may lower the floor with it, so
-/// short contexts still spread over several CTAs per head.
+/// The chunk floor, split cap and split floor default to DecodeSplitInputs';
+/// a caller that caps the splits lower (a fixed workspace) may lower the
+/// chunk floor with it, so short contexts still spread over several CTAs per
+/// head.
 Status planDecodeSplits(const AttentionConfig &config, int batch, int num_qo_heads, int num_kv_heads,
                         int max_kv_len, int *num_splits,
                         int min_tokens_per_split = DecodeSplitInputs{}.min_tokens_per_split,
-                        int max_splits = DecodeSplitInputs{}.max_splits);
+                        int max_splits = DecodeSplitInputs{}.max_splits,
+                        int min_splits = DecodeSplitInputs{}.min_splits);
 
 /// Paged decode. With num_splits > 1, params.maybe_partial_o/lse must be set;
 /// the merge runs in the same launch when params.maybe_split_counters is set,

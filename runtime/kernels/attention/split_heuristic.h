@@ -21,6 +21,10 @@ struct DecodeSplitInputs {
   int ctas_per_sm = 1;       // occupancy of the decode kernel
   int min_tokens_per_split = 128;
   int max_splits = 128;
+  // At least this many splits where the chunks stay min_tokens_per_split
+  // long, also when the grid already fills a wave (short contexts at larger
+  // batches, where each CTA's chain of key tiles is the latency).
+  int min_splits = 1;
 };
 
 /// Returns the number of splits (>= 1).

@@ -49,6 +49,25 @@ TEST(SplitHeuristic, MediumBatchSplitsToCoverResidentSlots) {
   EXPECT_LE(splits, in.max_splits);
 }
 
+TEST(SplitHeuristic, MinSplitsHoldsAtFullWavesWithinTheMinimumChunk) {
+  DecodeSplitInputs in = h200(32, 8, 256); // 256 CTAs: a near-full wave
+  in.min_tokens_per_split = 16;
+  EXPECT_EQ(chooseDecodeSplits(in), 1);
+  in.min_splits = 2;
+  EXPECT_EQ(chooseDecodeSplits(in), 2);
+  in.min_splits = 4;
+  EXPECT_EQ(chooseDecodeSplits(in), 4);
+  in.max_kv_len = 40; // chunks of 16 allow 2
+  EXPECT_EQ(chooseDecodeSplits(in), 2);
+  in.max_kv_len = 10; // not even one chunk of 16: no split
+  EXPECT_EQ(chooseDecodeSplits(in), 1);
+  // Below a full wave the fill rule still decides when it asks for more.
+  DecodeSplitInputs one = h200(1, 8, 4096);
+  const int filled = chooseDecodeSplits(one);
+  one.min_splits = 2;
+  EXPECT_EQ(chooseDecodeSplits(one), filled);
+}
+
 TEST(SplitHeuristic, DegenerateInputsStillGiveOneSplit) {
   EXPECT_EQ(chooseDecodeSplits(h200(0, 0, 0, 0)), 1);
 }

@@ -708,22 +708,26 @@ int main(int argc, char **argv) {
         c.early_kv = mode == 2;
         runDecode<__nv_bfloat16>(c, bf16, rng);
       }
+    // Timed as the decode step launches attention: replayed from a graph,
+    // with PDL and the older keys read before the wait.
+    auto asInTheStep = [](DecodeCase c) {
+      c.timed = true;
+      c.cuda_graph = true;
+      c.pdl = true;
+      c.early_kv = true;
+      return c;
+    };
     // The contexts of the model benchmarks' decode steps (128-token prompt,
-    // up to 128 new tokens), launched as the step launches them (graph,
-    // PDL, early K/V), at each split count: Llama-3-8B's GQA 32/8 and
-    // Qwen3-0.6B's 16/8.
+    // up to 128 new tokens), launched as the step launches them, at each
+    // split count: Llama-3-8B's GQA 32/8 and Qwen3-0.6B's 16/8.
     for (int heads : {32, 16})
       for (int splits : {1, 2, 4, 8, 16})
         for (bool cluster : {false, true}) {
           if (cluster && splits == 1)
             continue;
-          DecodeCase c{"diag b1 L256 h" + std::to_string(heads) + "/8 graph+pdl+early-kv splits=" +
-                           std::to_string(splits) + (cluster ? " cluster" : ""),
-                       1, heads, 8, 128, 16, {}, 256};
-          c.timed = true;
-          c.cuda_graph = true;
-          c.pdl = true;
-          c.early_kv = true;
+          DecodeCase c = asInTheStep({"diag b1 L256 h" + std::to_string(heads) + "/8 graph+pdl+early-kv splits=" +
+                                          std::to_string(splits) + (cluster ? " cluster" : ""),
+                                      1, heads, 8, 128, 16, {}, 256});
           c.cluster_combine = cluster;
           c.cluster_max_splits = kMaxClusterSplits;
           c.forced_splits = splits;
@@ -733,24 +737,16 @@ int main(int argc, char **argv) {
     // split heuristic gives one split here (256 CTAs fill a wave), so each
     // CTA walks the whole context alone; 2 and 4 splits against it.
     for (int splits : {1, 2, 4}) {
-      DecodeCase c{"diag b32 L256 h32/8 graph+pdl+early-kv splits=" + std::to_string(splits), 32, 32, 8, 128, 16,
-                   {}, 256};
-      c.timed = true;
-      c.cuda_graph = true;
-      c.pdl = true;
-      c.early_kv = true;
+      DecodeCase c = asInTheStep(
+          {"diag b32 L256 h32/8 graph+pdl+early-kv splits=" + std::to_string(splits), 32, 32, 8, 128, 16, {}, 256});
       c.forced_splits = splits;
       runDecode<__nv_bfloat16>(c, bf16, rng);
     }
     // Batch 1 at 4k with 8 splits merged in a cluster, and 16 in a
     // non-portable cluster of 16, against the 32-split fused merge above.
     for (int splits : {8, 16}) {
-      DecodeCase c{"diag b1 L4096 graph+pdl+early-kv splits=" + std::to_string(splits) + " cluster", 1, 32, 8, 128,
-                   16, {}, 4096};
-      c.timed = true;
-      c.cuda_graph = true;
-      c.pdl = true;
-      c.early_kv = true;
+      DecodeCase c = asInTheStep(
+          {"diag b1 L4096 graph+pdl+early-kv splits=" + std::to_string(splits) + " cluster", 1, 32, 8, 128, 16, {}, 4096});
       c.cluster_combine = true;
       c.cluster_max_splits = splits;
       c.forced_splits = splits;

@@ -380,74 +380,52 @@ int main(int argc, char **argv) {
     unsigned short *act = alloc(size_t(kStepRows) * model.inter, 3u);
     float *logits = nullptr;
     CHECK(cudaMalloc(&logits, size_t(kStepRows) * model.vocab * 4));
-    auto gemv = [&](const void *x, const void *w, int64_t n, int64_t k, GemvEpilogue e, bool norm,
-                    void *out, EType out_type) {
-      GemvArgs a;
-      a.x = x;
-      a.w = w;
-      a.m = 1;
-      a.n = n;
-      a.k = k;
-      a.epilogue = e;
-      a.out = out;
-      a.out_type = out_type;
-      a.residual = e == GemvEpilogue::kResidualAdd ? out : nullptr;
-      a.norm_weight = norm ? gamma : nullptr;
-      a.norm_eps = 1e-6f;
-      a.pdl = true;
-      CHECK(launchGemv(a, stream));
-    };
-    float ms = timeMs(
-        [&](int i) {
-          if (i > 0)
-            return; // one step per replay
-          for (int l = 0; l < model.layers; ++l) {
-            const std::vector<unsigned short *> &w = layer_w[l % copies];
-            gemv(h, w[0], ops[0].n, ops[0].k, ops[0].epilogue, true, qkv, EType::kBF16);
-            gemv(qkv, w[1], ops[1].n, ops[1].k, ops[1].epilogue, false, h, EType::kBF16);
-            gemv(h, w[2], ops[2].n, ops[2].k, ops[2].epilogue, true, act, EType::kBF16);
-            gemv(act, w[3], ops[3].n, ops[3].k, ops[3].epilogue, false, h, EType::kBF16);
-          }
-          gemv(h, head, model.vocab, model.hidden, GemvEpilogue::kNone, true, logits, EType::kF32);
-        },
-        stream, true);
-    // timeMs divides by kLaunches; the graph holds one step.
-    const size_t step_bytes = layer_bytes * model.layers + size_t(model.vocab) * model.hidden * 2;
-    row(std::string(model.name) + " step of GEMVs (graph)", 1, "graph+pdl", ms * kLaunches * 1000,
-        step_bytes / (ms * kLaunches * 1e6));
-    for (Kernel kernel : {Kernel::kCublas, Kernel::kDecode}) {
+    // One step's GEMMs in the model's order, m rows each, replayed from one
+    // graph; the GEMV (m = 1) takes the norms before qkv, gate/up and the
+    // lm_head fused. Returns the step's milliseconds.
+    auto timeStep = [&](Kernel kernel, int m) {
+      const bool fused_norms = kernel == Kernel::kGemv;
       auto gemm = [&](const void *x, const void *w, int64_t n, int64_t k, GemvEpilogue e,
-                      void *out, EType out_type) {
+                      bool norm, void *out, EType out_type) {
         GemvArgs a;
         a.x = x;
         a.w = w;
-        a.m = kStepRows;
+        a.m = m;
         a.n = n;
         a.k = k;
         a.epilogue = e;
         a.out = out;
         a.out_type = out_type;
         a.residual = e == GemvEpilogue::kResidualAdd ? out : nullptr;
+        a.norm_weight = fused_norms && norm ? gamma : nullptr;
+        a.norm_eps = 1e-6f;
         a.pdl = true;
         launch(kernel, a);
       };
-      float step_ms = timeMs(
-          [&](int i) {
-            if (i > 0)
-              return; // one step per replay
-            for (int l = 0; l < model.layers; ++l) {
-              const std::vector<unsigned short *> &w = layer_w[l % copies];
-              for (int o = 0; o < 4; ++o) {
-                const void *x = o == 0 || o == 2 ? h : o == 1 ? qkv : act;
-                void *out = o == 0 ? qkv : o == 2 ? act : h;
-                gemm(x, w[o], ops[o].n, ops[o].k, ops[o].epilogue, out, EType::kBF16);
-              }
-            }
-            gemm(h, head, model.vocab, model.hidden, GemvEpilogue::kNone, logits, EType::kF32);
-          },
-          stream, true);
-      row(std::string(model.name) + " step of GEMMs (graph)" + tag(kernel), kStepRows,
-          "graph+pdl", step_ms * kLaunches * 1000, step_bytes / (step_ms * kLaunches * 1e6));
+      const void *inputs[] = {h, qkv, h, act};
+      void *outputs[] = {qkv, h, act, h};
+      // timeMs divides by kLaunches; the graph holds one step.
+      return kLaunches * timeMs(
+                             [&](int i) {
+                               if (i > 0)
+                                 return; // one step per replay
+                               for (int l = 0; l < model.layers; ++l)
+                                 for (int o = 0; o < 4; ++o)
+                                   gemm(inputs[o], layer_w[l % copies][o], ops[o].n, ops[o].k,
+                                        ops[o].epilogue, ops[o].norm, outputs[o], EType::kBF16);
+                               gemm(h, head, model.vocab, model.hidden, GemvEpilogue::kNone, true,
+                                    logits, EType::kF32);
+                             },
+                             stream, true);
+    };
+    const size_t step_bytes = layer_bytes * model.layers + size_t(model.vocab) * model.hidden * 2;
+    const float gemv_ms = timeStep(Kernel::kGemv, 1);
+    row(std::string(model.name) + " step of GEMVs (graph)", 1, "graph+pdl", gemv_ms * 1000,
+        step_bytes / (gemv_ms * 1e6));
+    for (Kernel kernel : {Kernel::kCublas, Kernel::kDecode}) {
+      const float ms = timeStep(kernel, kStepRows);
+      row(std::string(model.name) + " step of GEMMs (graph)" + tag(kernel), kStepRows, "graph+pdl",
+          ms * 1000, step_bytes / (ms * 1e6));
     }
     for (auto *p : weights)
       CHECK(cudaFree(p));

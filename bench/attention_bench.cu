@@ -486,6 +486,10 @@ void runPrefill(const PrefillCase &c, ElementType dtype, std::mt19937 &rng, Pref
   p.variant.sm_scale_log2 = p.variant.sm_scale * 1.4426950408889634f;
   p.variant.softcap = c.softcap;
   p.variant.window_left = c.window_left;
+  // The persistent kernel's tile counter, as the executor passes it.
+  DeviceBuffer tile_counter(sizeof(int));
+  BENCH_CHECK_CUDA(cudaMemset(tile_counter.ptr, 0, sizeof(int)));
+  p.maybe_tile_counter = tile_counter.as<int>();
 
   BENCH_CHECK_CUDA(cudaMemset(o.ptr, 0xFF, q_elems * sizeof(T)));
   BENCH_CHECK_STATUS(launchPrefill(config, p, 0));
@@ -555,7 +559,7 @@ void runPrefill(const PrefillCase &c, ElementType dtype, std::mt19937 &rng, Pref
 bool g_prefill_compare = false;
 
 /// The default prefill kernel, then (with --prefill-compare) the other one,
-/// and at head_dims 64 and 256 the warp-specialized kernel on FA3's tiles.
+/// and at head_dims 64 and 256 the warp-specialized kernel on the two-consumer square tiles.
 template <typename T> void runPrefillKernels(const PrefillCase &c, ElementType dtype, std::mt19937 &rng) {
   runPrefill<T>(c, dtype, rng);
   if (!g_prefill_compare)
@@ -564,7 +568,7 @@ template <typename T> void runPrefillKernels(const PrefillCase &c, ElementType d
   runPrefill<T>(c, dtype, rng, ws_default ? PrefillKernel::kSingleWarpgroup : PrefillKernel::kWarpSpecialized,
                 ws_default ? " [single-wg]" : " [warp-spec]");
   if (c.head_dim != 128)
-    runPrefill<T>(c, dtype, rng, PrefillKernel::kWarpSpecializedFa3Tiles, " [fa3-tiles]");
+    runPrefill<T>(c, dtype, rng, PrefillKernel::kWarpSpecializedSquareTiles, " [square-tiles]");
 }
 
 template <typename T> void runDecodeTyped(const DecodeCase &c, ElementType t, std::mt19937 &rng) { runDecode<T>(c, t, rng); }

@@ -23,9 +23,10 @@ enum class ElementType { kBf16, kFp16 };
 /// Which prefill kernel runs. kAuto is the library's verified default.
 enum class PrefillKernel {
   kAuto,
-  kWarpSpecialized,         // prefill_sm90.cuh: producer + 2 consumer warpgroups, both GEMMs on wgmma
-  kWarpSpecializedFa3Tiles, // the same with FA3's tile for d64 (192 x 128) and d256 (128 x 80)
-  kSingleWarpgroup,         // prefill.cuh: one warpgroup, QK^T on wgmma, PV on mma.sync
+  kWarpSpecialized,            // prefill_sm90.cuh: producer + consumer warpgroups, both GEMMs on wgmma,
+                               // on FA3's tiles (d64 192 x 128, d128 128 x 128, d256 128 x 80)
+  kWarpSpecializedSquareTiles, // the same on 2 consumers and 128 x 128 (d256: 128 x 64) tiles
+  kSingleWarpgroup,            // prefill.cuh: one warpgroup, QK^T on wgmma, PV on mma.sync
 };
 
 const char *elementTypeName(ElementType t);

@@ -280,8 +280,10 @@ __global__ void __launch_bounds__(Traits::kThreads, 1) prefillKernel(const Prefi
 }
 
 /// Default prefill configuration (the one codegen names): the warp-specialized
-/// kernel. PrefillSingleWgTraits stays selectable (PrefillKernel::kSingleWarpgroup).
+/// kernel on FA3's tiles. The two-consumer square tiles
+/// (PrefillKernel::kWarpSpecializedSquareTiles) and PrefillSingleWgTraits
+/// (PrefillKernel::kSingleWarpgroup) stay selectable.
 template <typename DType, int kHeadDim, int kPageSize = 0>
-using PrefillTraits = PrefillSm90Traits<DType, kHeadDim, kPageSize>;
+using PrefillTraits = PrefillFa3TileTraits<DType, kHeadDim, kPageSize>;
 
 } // namespace txc::kernels

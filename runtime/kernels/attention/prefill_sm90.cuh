@@ -74,7 +74,10 @@ struct PrefillSm90Traits {
   // being issued, and the next one being resolved): one page-table lookup per
   // key per block, shared by the producer threads.
   static constexpr int kOffsetSlots = 3;
-  static constexpr int kSmemBytes = kTileBytes + kBarriers * 8 + kOffsetSlots * kBlockN * 8;
+  // The tile scheduler: two tile-index slots with a full and an empty
+  // mbarrier each.
+  static constexpr int kSchedulerBytes = 4 * 8 + 2 * 4;
+  static constexpr int kSmemBytes = kTileBytes + kBarriers * 8 + kOffsetSlots * kBlockN * 8 + kSchedulerBytes;
 
   static_assert(sizeof(DType) == 2, "prefill supports 16-bit element types");
   static_assert(kConsumerWarpgroups == 2 || (kConsumerWarpgroups == 3 && kHeadDim == 64),
@@ -93,12 +96,15 @@ struct PrefillSm90Traits {
 };
 
 /// The tile FlashAttention-3 uses for each head dim: d64 192 x 128 (three
-/// consumer warpgroups), d256 128 x 80 (a longer key step than our 64, so the
-/// per-step synchronization weighs less per FLOP); d128 is the default's
-/// 128 x 128. Selected by PrefillKernel::kWarpSpecializedFa3Tiles.
-template <typename DType, int kHeadDim>
+/// consumer warpgroups), d256 128 x 80 (a longer key step than 64, so the
+/// per-step synchronization weighs less per FLOP); d128 128 x 128. The
+/// default (PrefillTraits): device run 37 measured d64 L4096 full 414 -> 475
+/// TFLOP/s and causal 361 -> 393, d256 full 562 -> 585 and causal 477 -> 492
+/// against the two-consumer 128 x 128 / 128 x 64 tiles
+/// (PrefillKernel::kWarpSpecializedSquareTiles).
+template <typename DType, int kHeadDim, int kPageSize = 0>
 using PrefillFa3TileTraits =
-    PrefillSm90Traits<DType, kHeadDim, 0, kHeadDim == 64 ? 3 : 2, kHeadDim == 256 ? 80 : 0>;
+    PrefillSm90Traits<DType, kHeadDim, kPageSize, kHeadDim == 64 ? 3 : 2, kHeadDim == 256 ? 80 : 0>;
 
 namespace sm90 {
 
@@ -178,29 +184,87 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
   unsigned long long *empty_k = full_v + kStages;
   unsigned long long *empty_v = empty_k + kStages;
   long long *row_offsets = reinterpret_cast<long long *>(empty_v + kStages); // [kOffsetSlots][BN]
+  unsigned long long *tile_full = reinterpret_cast<unsigned long long *>(row_offsets + Traits::kOffsetSlots * BN);
+  unsigned long long *tile_empty = tile_full + 2;
+  int *tile_slots = reinterpret_cast<int *>(tile_empty + 2);
 
-  const int m_block = gridDim.x - 1 - blockIdx.x;
-  const int head = blockIdx.y, seq = blockIdx.z;
-  const int q_start = params.cu_seqlens_q[seq];
-  const int q_len = params.cu_seqlens_q[seq + 1] - q_start;
-  const int m0 = m_block * BM;
-  if (m0 >= q_len)
-    return;
+  // Persistent: tiles of (query block, head, sequence), query blocks fastest
+  // and each head's longest first, so the CTAs running at once share the K/V
+  // of a few heads in L2 (ordering the longest blocks of every head first
+  // read K/V from HBM once per tile and lost 10-15%, device run 38). CTA c
+  // starts at tile c; the producer draws each next tile from
+  // maybe_tile_counter, so the running tiles stay together however long
+  // each is (a fixed stride c, c + ctas, ... drifts apart on causal tiles,
+  // run 39), or without a counter takes c + ctas, c + 2 ctas, ... A grid
+  // of one tile per CTA (any grid at least that large) is the
+  // non-persistent launch.
+  const int m_blocks = ceilDiv(params.max_seqlen_q, BM);
+  const int num_tiles = m_blocks * params.num_qo_heads * params.batch;
+  const int cta = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
+  const int ctas = gridDim.x * gridDim.y * gridDim.z;
   const KVCacheView &kv = params.kv;
-  const int kv_len = kv.page_table != nullptr ? params.maybe_kv_lens[seq]
-                                              : kv.maybe_cu_seqlens_k[seq + 1] - kv.maybe_cu_seqlens_k[seq];
-  const int pos_offset = kv_len - q_len; // query row i sits at key position i + pos_offset
-  const int kv_head = head / (params.num_qo_heads / params.num_kv_heads);
-
-  const int m_last = min(m0 + BM, q_len) - 1;
-  const int key_lo = Variant::keyBegin(m0 + pos_offset, params.variant);
-  const int key_hi = max(0, Variant::keyEnd(m_last + pos_offset, kv_len));
-  const int n_first = key_lo / BN;
-  const int n_end = key_hi > key_lo ? ceilDiv(key_hi, BN) : n_first;
-  const int n_count = n_end - n_first; // step i handles key block n_end - 1 - i
+  const int group_size = params.num_qo_heads / params.num_kv_heads;
+  struct Tile {
+    int head, seq, q_start, q_len, m0, kv_len, pos_offset, kv_head, n_end, n_count;
+  };
+  // n_count = 0 both for tiles past their sequence's queries (skipped) and
+  // for rows that see no key (which still write zeros).
+  auto tileAt = [&](int t) {
+    Tile tile;
+    const int m_block = m_blocks - 1 - t % m_blocks;
+    const int rest = t / m_blocks;
+    tile.head = rest % params.num_qo_heads;
+    tile.seq = rest / params.num_qo_heads;
+    tile.q_start = params.cu_seqlens_q[tile.seq];
+    tile.q_len = params.cu_seqlens_q[tile.seq + 1] - tile.q_start;
+    tile.m0 = m_block * BM;
+    tile.kv_len = kv.page_table != nullptr ? params.maybe_kv_lens[tile.seq]
+                                           : kv.maybe_cu_seqlens_k[tile.seq + 1] - kv.maybe_cu_seqlens_k[tile.seq];
+    tile.pos_offset = tile.kv_len - tile.q_len; // query row i sits at key position i + pos_offset
+    tile.kv_head = tile.head / group_size;
+    const int m_last = min(tile.m0 + BM, tile.q_len) - 1;
+    const int key_lo = Variant::keyBegin(tile.m0 + tile.pos_offset, params.variant);
+    const int key_hi = max(0, Variant::keyEnd(m_last + tile.pos_offset, tile.kv_len));
+    const int n_first = key_lo / BN;
+    tile.n_end = key_hi > key_lo ? ceilDiv(key_hi, BN) : n_first;
+    tile.n_count = tile.m0 < tile.q_len ? tile.n_end - n_first : 0; // step i: key block n_end - 1 - i
+    return tile;
+  };
 
   const int tid = threadIdx.x;
   const int warpgroup = tid / 128;
+  // The k-th tile of this CTA goes through slot k % 2: the producer's
+  // thread 0 publishes it, every warp receives it once.
+  auto publishTile = [&](int k, int t) {
+    const int slot = k & 1;
+    mbarrierWait(&tile_empty[slot], ((k >> 1) & 1) ^ 1);
+    tile_slots[slot] = t;
+    mbarrierArrive(&tile_full[slot]);
+  };
+  auto receiveTile = [&](int k) {
+    const int slot = k & 1;
+    mbarrierWait(&tile_full[slot], (k >> 1) & 1);
+    const int t = tile_slots[slot];
+    __syncwarp();
+    if (tid % 32 == 0)
+      mbarrierArrive(&tile_empty[slot]);
+    return t;
+  };
+  // The tile after t comes in two halves: drawTicket issues the counter's
+  // atomic when a tile starts, and nextFromTicket, once the tile's loads
+  // are issued, turns the ticket into the next tile, so the atomic's round
+  // trip never stalls the loads (run 41 drew before the loads and lost up
+  // to 10%). Every CTA draws until it gets a tile past the end, so a launch
+  // draws max(num_tiles, ctas) times, and the last draw, which no other
+  // follows, leaves the counter at zero for the next launch.
+  auto drawTicket = [&](int t) {
+    return params.maybe_tile_counter != nullptr ? atomicAdd(params.maybe_tile_counter, 1) : t;
+  };
+  auto nextFromTicket = [&](int ticket) {
+    if (params.maybe_tile_counter != nullptr && ticket == max(num_tiles, ctas) - 1)
+      atomicExch(params.maybe_tile_counter, 0);
+    return ticket + ctas;
+  };
   if (tid == 0) {
 #pragma unroll
     for (int s = 0; s < kStages; ++s) {
@@ -208,6 +272,10 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
       mbarrierInit(&full_v[s], Traits::kProducerThreads);
       mbarrierInit(&empty_k[s], Traits::kConsumerWarps);
       mbarrierInit(&empty_v[s], Traits::kConsumerWarps);
+    }
+    for (int s = 0; s < 2; ++s) {
+      mbarrierInit(&tile_full[s], 1);
+      mbarrierInit(&tile_empty[s], Traits::kConsumerWarps + Traits::kProducerThreads / 32);
     }
     mbarrierInitFence();
   }
@@ -222,20 +290,22 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
     // one 64-bit add on top of the row's byte offset.
     const char *k_base = static_cast<const char *>(kv.k) + c * 16;
     const char *v_base = static_cast<const char *>(kv.v) + c * 16;
-    const long long head_offset = (long long)kv_head * kv.head_stride;
+    Tile tile{};
     // Thread tid resolves key row tid of a block (page-table read included)
     // to a byte offset shared by K and V; -1 marks keys past the sequence.
     // Issued a step ahead of its use, so the lookup latency hides behind the
     // waits for free stages.
     auto resolveRow = [&](int step) -> long long {
-      const int key = (n_end - 1 - step) * BN + tid;
-      return tid < BN && key < kv_len
-                 ? (kvRowOffset<Traits::kPageSize>(kv, seq, key) + head_offset) * (long long)sizeof(T)
+      const int key = (tile.n_end - 1 - step) * BN + tid;
+      return tid < BN && key < tile.kv_len
+                 ? (kvRowOffset<Traits::kPageSize>(kv, tile.seq, key) + (long long)tile.kv_head * kv.head_stride) *
+                       (long long)sizeof(T)
                  : -1;
     };
     const int first_row_offset = wgmmaTileOffset(BN, r0, c);
-    auto loadTile = [&](const char *base, T *tile, int step) {
-      const long long *offsets = row_offsets + (step % Traits::kOffsetSlots) * BN;
+    // g: the ring position, counted over all of this CTA's tiles.
+    auto loadTile = [&](const char *base, T *tile_smem, int g) {
+      const long long *offsets = row_offsets + (g % Traits::kOffsetSlots) * BN;
       // The offset reads are batched ahead of the copies: a cp.async writes
       // shared memory, so no read after it may be hoisted above it.
       constexpr int kRowsPerThread = BN / kRowsPerPass;
@@ -254,8 +324,8 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
           const int r = r0 + (i0 + j) * kRowsPerPass;
           // Passes of a multiple of 8 rows keep (r % 8), so the swizzled
           // offset only moves by whole rows.
-          T *dst = kRowsPerPass % 8 == 0 ? tile + first_row_offset + (i0 + j) * kRowsPerPass * 64
-                                         : tile + wgmmaTileOffset(BN, r, c);
+          T *dst = kRowsPerPass % 8 == 0 ? tile_smem + first_row_offset + (i0 + j) * kRowsPerPass * 64
+                                         : tile_smem + wgmmaTileOffset(BN, r, c);
           if (rows[j] >= 0)
             cpAsync16(dst, base + rows[j]);
           else
@@ -263,31 +333,53 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
         }
       }
     };
-    if (n_count > 0 && tid < BN)
-      row_offsets[tid] = resolveRow(0);
-    for (int step = 0; step < n_count; ++step) {
-      // Offsets of this step visible to all; every thread is past step - 1,
-      // so the slot written below (last read for V of step - 2) is free.
-      namedBarrierSync(sm90::producerBarrier(Traits::kConsumerWarpgroups), Traits::kProducerThreads);
-      const int stage = step % kStages;
-      mbarrierWait(&empty_k[stage], ((step / kStages) & 1) ^ 1);
-      loadTile(k_base, smem_k + stage * Traits::kKVElems, step);
-      cpAsyncMbarrierArrive(&full_k[stage]);
-      const long long next = step + 1 < n_count ? resolveRow(step + 1) : -1;
-      if (step > 0) {
-        const int prev = (step - 1) % kStages;
-        mbarrierWait(&empty_v[prev], (((step - 1) / kStages) & 1) ^ 1);
-        loadTile(v_base, smem_v + prev * Traits::kKVElems, step - 1);
-        cpAsyncMbarrierArrive(&full_v[prev]);
+    // The ring runs on across tiles: the next tile's K/V stream in while the
+    // consumers finish the last P V and the epilogue of the current one.
+    int g0 = 0; // ring position of this tile's step 0
+    if (tid == 0)
+      publishTile(0, cta);
+    for (int k = 0;; ++k) {
+      const int t = receiveTile(k);
+      if (t >= num_tiles)
+        break;
+      const int ticket = tid == 0 ? drawTicket(t) : 0;
+      tile = tileAt(t);
+      const int n_count = tile.n_count;
+      if (n_count == 0) {
+        if (tid == 0)
+          publishTile(k + 1, nextFromTicket(ticket));
+        continue;
       }
+      // Slot g0 was last read for V of step g0 - 3, which every thread is past.
       if (tid < BN)
-        row_offsets[((step + 1) % Traits::kOffsetSlots) * BN + tid] = next;
-    }
-    if (n_count > 0) {
-      const int last = (n_count - 1) % kStages;
-      mbarrierWait(&empty_v[last], (((n_count - 1) / kStages) & 1) ^ 1);
-      loadTile(v_base, smem_v + last * Traits::kKVElems, n_count - 1);
+        row_offsets[(g0 % Traits::kOffsetSlots) * BN + tid] = resolveRow(0);
+      for (int step = 0; step < n_count; ++step) {
+        // Offsets of this step visible to all; every thread is past step - 1,
+        // so the slot written below (last read for V of step - 2) is free.
+        namedBarrierSync(sm90::producerBarrier(Traits::kConsumerWarpgroups), Traits::kProducerThreads);
+        const int g = g0 + step;
+        const int stage = g % kStages;
+        mbarrierWait(&empty_k[stage], ((g / kStages) & 1) ^ 1);
+        loadTile(k_base, smem_k + stage * Traits::kKVElems, g);
+        cpAsyncMbarrierArrive(&full_k[stage]);
+        const long long next = step + 1 < n_count ? resolveRow(step + 1) : -1;
+        if (step > 0) {
+          const int prev = (g - 1) % kStages;
+          mbarrierWait(&empty_v[prev], (((g - 1) / kStages) & 1) ^ 1);
+          loadTile(v_base, smem_v + prev * Traits::kKVElems, g - 1);
+          cpAsyncMbarrierArrive(&full_v[prev]);
+        }
+        if (tid < BN)
+          row_offsets[((g + 1) % Traits::kOffsetSlots) * BN + tid] = next;
+      }
+      const int g_last = g0 + n_count - 1;
+      const int last = g_last % kStages;
+      mbarrierWait(&empty_v[last], ((g_last / kStages) & 1) ^ 1);
+      loadTile(v_base, smem_v + last * Traits::kKVElems, g_last);
       cpAsyncMbarrierArrive(&full_v[last]);
+      g0 += n_count;
+      if (tid == 0)
+        publishTile(k + 1, nextFromTicket(ticket));
     }
     cpAsyncWaitAll(); // no copy outlives its issuing thread
     return;
@@ -298,23 +390,34 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
   const int consumer = warpgroup - 1;
   const int t = tid % 128, warp = t / 32, lane = t % 32;
   const int group = lane / 4, quad = lane % 4;
-  const int wm0 = m0 + consumer * WM; // this warpgroup's first query row
 
-  // Q tile of this warpgroup: rows past the sequence are zero-filled.
+  // Q tile of this warpgroup: rows past the sequence are zero-filled. Issued
+  // for the next tile before this one's epilogue; waited for at its start.
   T *smem_wq = smem_q + consumer * WM * D;
-  {
-    const T *q_base = static_cast<const T *>(params.q) + head * params.q_head_stride;
+  auto loadQ = [&](const Tile &tile) {
+    const int wm0 = tile.m0 + consumer * WM;
+    const T *q_base = static_cast<const T *>(params.q) + tile.head * params.q_head_stride;
     for (int idx = t; idx < WM * CPR; idx += 128) {
       const int r = idx / CPR, c = idx % CPR;
-      const bool valid = wm0 + r < q_len;
-      const T *src = q_base + (valid ? (long long)(q_start + wm0 + r) * params.q_token_stride + c * 8 : 0);
+      const bool valid = wm0 + r < tile.q_len;
+      const T *src = q_base + (valid ? (long long)(tile.q_start + wm0 + r) * params.q_token_stride + c * 8 : 0);
       cpAsync16(smem_wq + wgmmaTileOffset(WM, r, c), src, valid);
     }
     cpAsyncCommit();
-    cpAsyncWait<0>();
-    fenceProxyAsyncShared(); // wgmma reads what cp.async wrote
-    namedBarrierSync(sm90::qBarrier(Traits::kConsumerWarpgroups, consumer), 128);
-  }
+  };
+  // This CTA's next tile that has query rows (the producer skips the others
+  // too, and those without keys); num_tiles when there is none.
+  int k_next = 0;
+  auto nextTile = [&]() {
+    for (;;) {
+      const int t_next = receiveTile(k_next++);
+      if (t_next >= num_tiles)
+        return num_tiles;
+      const Tile tile = tileAt(t_next);
+      if (tile.m0 < tile.q_len)
+        return t_next;
+    }
+  };
   const unsigned q_addr = smemAddress(smem_wq);
   // Round robin: each consumer issues after the one before it, consumer 0
   // first. A barrier counts its waiter and the one arriver, 256 threads.
@@ -327,19 +430,7 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
   float o_acc[kOTiles][4];
   float s_acc[kSTiles][4];
   unsigned p_frag[BN / 16][4];
-#pragma unroll
-  for (int j = 0; j < kOTiles; ++j)
-#pragma unroll
-    for (int e = 0; e < 4; ++e)
-      o_acc[j][e] = 0.f;
-#pragma unroll
-  for (int j = 0; j < kSTiles; ++j)
-#pragma unroll
-    for (int e = 0; e < 4; ++e)
-      s_acc[j][e] = 0.f;
-  float row_max[2] = {-INFINITY, -INFINITY}; // in raw-score units when !kSoftCap
-  float row_sum[2] = {0.f, 0.f};             // per-thread partial; quad-reduced at the end
-  float rescale[2] = {1.f, 1.f};
+  float row_max[2], row_sum[2], rescale[2];
   // Without a soft-cap the logit is score * scale with scale > 0, so the max
   // is taken on raw scores and the scale folds into exp2's argument (FFMA).
   const float score_scale = Variant::kSoftCap ? 1.f : params.variant.sm_scale_log2;
@@ -376,7 +467,8 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
 
   // Logits, masks and the online softmax of S for key block n_block: leaves
   // exp2 values in s_acc and the O rescale factor per row in rescale[].
-  auto softmax = [&](int n_block) {
+  auto softmax = [&](const Tile &tile, int n_block) {
+    const int wm0 = tile.m0 + consumer * WM, kv_len = tile.kv_len, pos_offset = tile.pos_offset;
     const int key0 = n_block * BN;
     const bool needs_mask =
         key0 + BN > kv_len || (Variant::kCausal && key0 + BN - 1 > wm0 + pos_offset) ||
@@ -442,82 +534,126 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
     }
   };
 
-  if (n_count > 0) {
-    // Step 0: S of the highest key block alone.
-    mbarrierWait(&full_k[0], 0);
-    fenceProxyAsyncShared();
-    namedBarrierSync(my_turn, 256);
-    pinRegisters(s_acc);
-    wgmmaFence();
-    issueQK(0);
-    namedBarrierArrive(next_turn, 256);
-    wgmmaWait<0>();
-    pinRegisters(s_acc);
-    releaseStage(&empty_k[0]);
-    softmax(n_end - 1);
-    rescaleOAndPackP();
+  int g0 = 0; // ring position of this tile's step 0 (the producer's count)
+  int t_cur = nextTile();
+  if (t_cur < num_tiles)
+    loadQ(tileAt(t_cur));
+  while (t_cur < num_tiles) {
+    const Tile tile = tileAt(t_cur);
+    const int n_count = tile.n_count, n_end = tile.n_end;
+#pragma unroll
+    for (int j = 0; j < kOTiles; ++j)
+#pragma unroll
+      for (int e = 0; e < 4; ++e)
+        o_acc[j][e] = 0.f;
+#pragma unroll
+    for (int j = 0; j < kSTiles; ++j)
+#pragma unroll
+      for (int e = 0; e < 4; ++e)
+        s_acc[j][e] = 0.f;
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      row_max[r] = -INFINITY; // in raw-score units when !kSoftCap
+      row_sum[r] = 0.f;       // per-thread partial; quad-reduced at the end
+      rescale[r] = 1.f;
+    }
+    cpAsyncWait<0>();
+    fenceProxyAsyncShared(); // wgmma reads what cp.async wrote
+    namedBarrierSync(sm90::qBarrier(Traits::kConsumerWarpgroups, consumer), 128);
 
-    for (int step = 1; step < n_count; ++step) {
-      const int stage = step % kStages, prev = (step - 1) % kStages;
-      mbarrierWait(&full_k[stage], (step / kStages) & 1);
-      mbarrierWait(&full_v[prev], ((step - 1) / kStages) & 1);
+    if (n_count > 0) {
+      // Step 0: S of the highest key block alone.
+      const int stage0 = g0 % kStages;
+      mbarrierWait(&full_k[stage0], (g0 / kStages) & 1);
       fenceProxyAsyncShared();
       namedBarrierSync(my_turn, 256);
       pinRegisters(s_acc);
+      wgmmaFence();
+      issueQK(stage0);
+      namedBarrierArrive(next_turn, 256);
+      wgmmaWait<0>();
+      pinRegisters(s_acc);
+      releaseStage(&empty_k[stage0]);
+      softmax(tile, n_end - 1);
+      rescaleOAndPackP();
+
+      for (int step = 1; step < n_count; ++step) {
+        const int g = g0 + step;
+        const int stage = g % kStages, prev = (g - 1) % kStages;
+        mbarrierWait(&full_k[stage], (g / kStages) & 1);
+        mbarrierWait(&full_v[prev], ((g - 1) / kStages) & 1);
+        fenceProxyAsyncShared();
+        namedBarrierSync(my_turn, 256);
+        pinRegisters(s_acc);
+        pinRegisters(o_acc);
+        pinRegisters(p_frag);
+        wgmmaFence();
+        issueQK(stage);
+        issuePV(prev);
+        namedBarrierArrive(next_turn, 256);
+        wgmmaWait<1>(); // S_step is ready; P V of step - 1 still runs
+        pinRegisters(s_acc);
+        releaseStage(&empty_k[stage]);
+        softmax(tile, n_end - 1 - step);
+        pinRegisters(s_acc); // the softmax stays ahead of the wait for P V
+        wgmmaWait<0>();
+        pinRegisters(o_acc);
+        pinRegisters(p_frag);
+        releaseStage(&empty_v[prev]);
+        rescaleOAndPackP();
+      }
+
+      const int g_last = g0 + n_count - 1;
+      const int last = g_last % kStages;
+      mbarrierWait(&full_v[last], (g_last / kStages) & 1);
+      fenceProxyAsyncShared();
+      namedBarrierSync(my_turn, 256);
       pinRegisters(o_acc);
       pinRegisters(p_frag);
       wgmmaFence();
-      issueQK(stage);
-      issuePV(prev);
+      issuePV(last);
       namedBarrierArrive(next_turn, 256);
-      wgmmaWait<1>(); // S_step is ready; P V of step - 1 still runs
-      pinRegisters(s_acc);
-      releaseStage(&empty_k[stage]);
-      softmax(n_end - 1 - step);
-      pinRegisters(s_acc); // the softmax stays ahead of the wait for P V
       wgmmaWait<0>();
       pinRegisters(o_acc);
-      pinRegisters(p_frag);
-      releaseStage(&empty_v[prev]);
-      rescaleOAndPackP();
+      releaseStage(&empty_v[last]);
+      g0 += n_count;
     }
 
-    const int last = (n_count - 1) % kStages;
-    mbarrierWait(&full_v[last], ((n_count - 1) / kStages) & 1);
-    fenceProxyAsyncShared();
-    namedBarrierSync(my_turn, 256);
-    pinRegisters(o_acc);
-    pinRegisters(p_frag);
-    wgmmaFence();
-    issuePV(last);
-    namedBarrierArrive(next_turn, 256);
-    wgmmaWait<0>();
-    pinRegisters(o_acc);
-    releaseStage(&empty_v[last]);
+    // Every warp of this warpgroup is past its last Q K^T: the next tile's Q
+    // may overwrite the tile while this one's O is written.
+    const int t_done = t_cur;
+    t_cur = nextTile();
+    namedBarrierSync(sm90::qBarrier(Traits::kConsumerWarpgroups, consumer), 128);
+    if (t_cur < num_tiles)
+      loadQ(tileAt(t_cur));
+
+    // Epilogue: normalize, write O (and the natural-log LSE). The tile is
+    // looked up again (L1 hits) rather than kept in registers through the
+    // main loop.
+    const Tile done = tileAt(t_done);
+    const int wm0 = done.m0 + consumer * WM; // this warpgroup's first query row
+    T *o_base = static_cast<T *>(params.o) + done.head * params.o_head_stride;
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      float sum = row_sum[r];
+      sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+      sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+      const float inv = sum > 0.f ? 1.f / sum : 0.f;
+      const int row = wm0 + warp * 16 + group + r * 8;
+      if (row >= done.q_len)
+        continue;
+      T *o_row = o_base + (long long)(done.q_start + row) * params.o_token_stride;
+#pragma unroll
+      for (int j = 0; j < kOTiles; ++j)
+        *reinterpret_cast<unsigned *>(o_row + j * 8 + quad * 2) =
+            Ops::fromFloat2(o_acc[j][2 * r] * inv, o_acc[j][2 * r + 1] * inv);
+      if (params.maybe_lse != nullptr && quad == 0)
+        params.maybe_lse[(long long)(done.q_start + row) * params.num_qo_heads + done.head] =
+            sum > 0.f ? (row_max[r] * score_scale + log2f(sum)) * kLn2 : -INFINITY;
+    }
   }
   if (consumer == 0)
     namedBarrierSync(my_turn, 256); // consumes the last consumer's last hand-over
-
-  // Epilogue: normalize, write O (and the natural-log LSE).
-  T *o_base = static_cast<T *>(params.o) + head * params.o_head_stride;
-#pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    float sum = row_sum[r];
-    sum += __shfl_xor_sync(0xffffffffu, sum, 1);
-    sum += __shfl_xor_sync(0xffffffffu, sum, 2);
-    const float inv = sum > 0.f ? 1.f / sum : 0.f;
-    const int row = wm0 + warp * 16 + group + r * 8;
-    if (row >= q_len)
-      continue;
-    T *o_row = o_base + (long long)(q_start + row) * params.o_token_stride;
-#pragma unroll
-    for (int j = 0; j < kOTiles; ++j)
-      *reinterpret_cast<unsigned *>(o_row + j * 8 + quad * 2) =
-          Ops::fromFloat2(o_acc[j][2 * r] * inv, o_acc[j][2 * r + 1] * inv);
-    if (params.maybe_lse != nullptr && quad == 0)
-      params.maybe_lse[(long long)(q_start + row) * params.num_qo_heads + head] =
-          sum > 0.f ? (row_max[r] * score_scale + log2f(sum)) * kLn2 : -INFINITY;
-  }
 }
 
 } // namespace txc::kernels

@@ -486,10 +486,6 @@ void runPrefill(const PrefillCase &c, ElementType dtype, std::mt19937 &rng, Pref
   p.variant.sm_scale_log2 = p.variant.sm_scale * 1.4426950408889634f;
   p.variant.softcap = c.softcap;
   p.variant.window_left = c.window_left;
-  // The persistent kernel's tile counter, as the executor passes it.
-  DeviceBuffer tile_counter(sizeof(int));
-  BENCH_CHECK_CUDA(cudaMemset(tile_counter.ptr, 0, sizeof(int)));
-  p.maybe_tile_counter = tile_counter.as<int>();
 
   BENCH_CHECK_CUDA(cudaMemset(o.ptr, 0xFF, q_elems * sizeof(T)));
   BENCH_CHECK_STATUS(launchPrefill(config, p, 0));

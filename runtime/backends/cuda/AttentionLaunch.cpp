@@ -150,7 +150,6 @@ Status CudaExecutor::State::attention(const LaunchAttributes &attributes, const 
       p.num_kv_heads = static_cast<int>(kv_heads);
       p.max_seqlen_q = max_new_tokens;
       p.variant = variant;
-      p.maybe_tile_counter = prefill_tile_counter;
       status = kernels::launchPrefill(config, p, stream);
     }
     if (status.isOk())

@@ -371,9 +371,6 @@ Status CudaExecutor::State::prepare() {
     TXC_ASSIGN_OR_RETURN(void *sc, allocate(counter_bytes, "split counters"));
     split_counters = static_cast<unsigned *>(sc);
     CU(cudaMemset(sc, 0, counter_bytes), path + ": clearing split counters");
-    TXC_ASSIGN_OR_RETURN(void *tc, allocate(sizeof(int), "the prefill tile counter"));
-    prefill_tile_counter = static_cast<int *>(tc);
-    CU(cudaMemset(tc, 0, sizeof(int)), path + ": clearing the prefill tile counter");
   }
   device_logits_rows = max_num_seqs;
   TXC_ASSIGN_OR_RETURN(

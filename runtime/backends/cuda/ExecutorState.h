@@ -152,7 +152,6 @@ struct CudaExecutor::State {
   unsigned char *decode_workspace = nullptr;
   uint64_t decode_workspace_bytes = 0;
   unsigned *split_counters = nullptr;
-  int *prefill_tile_counter = nullptr; // the persistent prefill's scheduler; at zero between launches
   int64_t max_heads = 0, max_kv_heads = 0, max_head_dim = 0;
   float *device_logits = nullptr;
   int64_t device_logits_rows = 0;

@@ -127,10 +127,6 @@ struct PrefillParams {
   int batch = 0, num_qo_heads = 0, num_kv_heads = 0;
   int max_seqlen_q = 0;
   VariantParams variant;
-  // The warp-specialized kernel's tile scheduler: zero before the first
-  // launch, and every launch leaves it at zero. With it every mask runs
-  // persistent (one CTA per SM); without it only full masks do.
-  int *maybe_tile_counter = nullptr;
 };
 
 } // namespace txc::kernels

@@ -74,10 +74,7 @@ struct PrefillSm90Traits {
   // being issued, and the next one being resolved): one page-table lookup per
   // key per block, shared by the producer threads.
   static constexpr int kOffsetSlots = 3;
-  // The tile scheduler: two tile-index slots with a full and an empty
-  // mbarrier each.
-  static constexpr int kSchedulerBytes = 4 * 8 + 2 * 4;
-  static constexpr int kSmemBytes = kTileBytes + kBarriers * 8 + kOffsetSlots * kBlockN * 8 + kSchedulerBytes;
+  static constexpr int kSmemBytes = kTileBytes + kBarriers * 8 + kOffsetSlots * kBlockN * 8;
 
   static_assert(sizeof(DType) == 2, "prefill supports 16-bit element types");
   static_assert(kConsumerWarpgroups == 2 || (kConsumerWarpgroups == 3 && kHeadDim == 64),
@@ -184,20 +181,18 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
   unsigned long long *empty_k = full_v + kStages;
   unsigned long long *empty_v = empty_k + kStages;
   long long *row_offsets = reinterpret_cast<long long *>(empty_v + kStages); // [kOffsetSlots][BN]
-  unsigned long long *tile_full = reinterpret_cast<unsigned long long *>(row_offsets + Traits::kOffsetSlots * BN);
-  unsigned long long *tile_empty = tile_full + 2;
-  int *tile_slots = reinterpret_cast<int *>(tile_empty + 2);
 
-  // Persistent: tiles of (query block, head, sequence), query blocks fastest
-  // and each head's longest first, so the CTAs running at once share the K/V
-  // of a few heads in L2 (ordering the longest blocks of every head first
-  // read K/V from HBM once per tile and lost 10-15%, device run 38). CTA c
-  // starts at tile c; the producer draws each next tile from
-  // maybe_tile_counter, so the running tiles stay together however long
-  // each is (a fixed stride c, c + ctas, ... drifts apart on causal tiles,
-  // run 39), or without a counter takes c + ctas, c + 2 ctas, ... A grid
-  // of one tile per CTA (any grid at least that large) is the
-  // non-persistent launch.
+  // Persistent: CTA c runs tiles c, c + ctas, ... of (query block, head,
+  // sequence), query blocks fastest and each head's longest first. The CTAs
+  // running at once then share the K/V of a few heads in L2; ordering the
+  // longest blocks of every head first instead read K/V from HBM once per
+  // tile and lost 10-15% (device run 38). A grid of one tile per CTA (any
+  // grid at least that large) is the non-persistent launch, which the
+  // launcher keeps for causal and windowed masks (launch_templates.cuh).
+  // A dynamic scheduler (the next tile drawn from a global counter, handed
+  // to the warps through shared-memory slots; commit a898f65) kept causal
+  // tiles together but measured slower everywhere (runs 41-42): its state
+  // pushed ptxas into spills, d128 from 4 to 56 bytes, d256 from 60 to 148.
   const int m_blocks = ceilDiv(params.max_seqlen_q, BM);
   const int num_tiles = m_blocks * params.num_qo_heads * params.batch;
   const int cta = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
@@ -233,38 +228,6 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
 
   const int tid = threadIdx.x;
   const int warpgroup = tid / 128;
-  // The k-th tile of this CTA goes through slot k % 2: the producer's
-  // thread 0 publishes it, every warp receives it once.
-  auto publishTile = [&](int k, int t) {
-    const int slot = k & 1;
-    mbarrierWait(&tile_empty[slot], ((k >> 1) & 1) ^ 1);
-    tile_slots[slot] = t;
-    mbarrierArrive(&tile_full[slot]);
-  };
-  auto receiveTile = [&](int k) {
-    const int slot = k & 1;
-    mbarrierWait(&tile_full[slot], (k >> 1) & 1);
-    const int t = tile_slots[slot];
-    __syncwarp();
-    if (tid % 32 == 0)
-      mbarrierArrive(&tile_empty[slot]);
-    return t;
-  };
-  // The tile after t comes in two halves: drawTicket issues the counter's
-  // atomic when a tile starts, and nextFromTicket, once the tile's loads
-  // are issued, turns the ticket into the next tile, so the atomic's round
-  // trip never stalls the loads (run 41 drew before the loads and lost up
-  // to 10%). Every CTA draws until it gets a tile past the end, so a launch
-  // draws max(num_tiles, ctas) times, and the last draw, which no other
-  // follows, leaves the counter at zero for the next launch.
-  auto drawTicket = [&](int t) {
-    return params.maybe_tile_counter != nullptr ? atomicAdd(params.maybe_tile_counter, 1) : t;
-  };
-  auto nextFromTicket = [&](int ticket) {
-    if (params.maybe_tile_counter != nullptr && ticket == max(num_tiles, ctas) - 1)
-      atomicExch(params.maybe_tile_counter, 0);
-    return ticket + ctas;
-  };
   if (tid == 0) {
 #pragma unroll
     for (int s = 0; s < kStages; ++s) {
@@ -272,10 +235,6 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
       mbarrierInit(&full_v[s], Traits::kProducerThreads);
       mbarrierInit(&empty_k[s], Traits::kConsumerWarps);
       mbarrierInit(&empty_v[s], Traits::kConsumerWarps);
-    }
-    for (int s = 0; s < 2; ++s) {
-      mbarrierInit(&tile_full[s], 1);
-      mbarrierInit(&tile_empty[s], Traits::kConsumerWarps + Traits::kProducerThreads / 32);
     }
     mbarrierInitFence();
   }
@@ -336,20 +295,11 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
     // The ring runs on across tiles: the next tile's K/V stream in while the
     // consumers finish the last P V and the epilogue of the current one.
     int g0 = 0; // ring position of this tile's step 0
-    if (tid == 0)
-      publishTile(0, cta);
-    for (int k = 0;; ++k) {
-      const int t = receiveTile(k);
-      if (t >= num_tiles)
-        break;
-      const int ticket = tid == 0 ? drawTicket(t) : 0;
+    for (int t = cta; t < num_tiles; t += ctas) {
       tile = tileAt(t);
       const int n_count = tile.n_count;
-      if (n_count == 0) {
-        if (tid == 0)
-          publishTile(k + 1, nextFromTicket(ticket));
+      if (n_count == 0)
         continue;
-      }
       // Slot g0 was last read for V of step g0 - 3, which every thread is past.
       if (tid < BN)
         row_offsets[(g0 % Traits::kOffsetSlots) * BN + tid] = resolveRow(0);
@@ -378,8 +328,6 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
       loadTile(v_base, smem_v + last * Traits::kKVElems, g_last);
       cpAsyncMbarrierArrive(&full_v[last]);
       g0 += n_count;
-      if (tid == 0)
-        publishTile(k + 1, nextFromTicket(ticket));
     }
     cpAsyncWaitAll(); // no copy outlives its issuing thread
     return;
@@ -405,18 +353,15 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
     }
     cpAsyncCommit();
   };
-  // This CTA's next tile that has query rows (the producer skips the others
-  // too, and those without keys); num_tiles when there is none.
-  int k_next = 0;
-  auto nextTile = [&]() {
-    for (;;) {
-      const int t_next = receiveTile(k_next++);
-      if (t_next >= num_tiles)
-        return num_tiles;
+  // This CTA's tiles that have query rows (the producer skips the others
+  // too, and those without keys).
+  auto nextTile = [&](int from) {
+    for (int t_next = from; t_next < num_tiles; t_next += ctas) {
       const Tile tile = tileAt(t_next);
       if (tile.m0 < tile.q_len)
         return t_next;
     }
+    return num_tiles;
   };
   const unsigned q_addr = smemAddress(smem_wq);
   // Round robin: each consumer issues after the one before it, consumer 0
@@ -535,7 +480,7 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
   };
 
   int g0 = 0; // ring position of this tile's step 0 (the producer's count)
-  int t_cur = nextTile();
+  int t_cur = nextTile(cta);
   if (t_cur < num_tiles)
     loadQ(tileAt(t_cur));
   while (t_cur < num_tiles) {
@@ -622,7 +567,7 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
     // Every warp of this warpgroup is past its last Q K^T: the next tile's Q
     // may overwrite the tile while this one's O is written.
     const int t_done = t_cur;
-    t_cur = nextTile();
+    t_cur = nextTile(t_cur + ctas);
     namedBarrierSync(sm90::qBarrier(Traits::kConsumerWarpgroups, consumer), 128);
     if (t_cur < num_tiles)
       loadQ(tileAt(t_cur));

@@ -177,14 +177,10 @@ template <typename T> Status launchPrefillTyped(const AttentionConfig &config, c
         TXC_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                             Traits::kSmemBytes));
         dim3 grid(ceilDiv(p.max_seqlen_q, Traits::kBlockM), p.num_qo_heads, p.batch);
-        if constexpr (Traits::kWarpSpecialized && !Variant::kCausal && !Variant::kWindow) {
+        if constexpr (Traits::kWarpSpecialized && kPrefillPersistent<Variant>) {
           // Persistent: one CTA per SM (the kernel fills an SM's registers)
           // walks the tiles, so a tile's K/V loads overlap the previous
-          // tile's last P V and epilogue. Only where every tile is equally
-          // long: with causal tiles the CTAs' static strides drift apart
-          // over many heads, so their K/V stop sharing L2 (device run 39:
-          // d128 causal L16384 631 -> 414 TFLOP/s); the hardware's block
-          // order keeps the running tiles together.
+          // tile's last P V and epilogue.
           int device = 0, sms = 0;
           TXC_CUDA_CHECK(cudaGetDevice(&device));
           TXC_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));

@@ -103,6 +103,14 @@ template <typename DType, int kHeadDim, int kPageSize = 0>
 using PrefillFa3TileTraits =
     PrefillSm90Traits<DType, kHeadDim, kPageSize, kHeadDim == 64 ? 3 : 2, kHeadDim == 256 ? 80 : 0>;
 
+/// Whether the warp-specialized kernel walks its tiles persistently, one CTA
+/// per SM: for full masks. Causal tiles differ in length, and on a fixed
+/// stride the CTAs drift apart over many heads whose K/V then no longer
+/// share L2 (bench/README.md, runs 38-42); there one tile per CTA, in the
+/// hardware's block order, is faster. The launcher sizes the grid by it, and
+/// the kernel compiles the single-tile case without the loop's state.
+template <class Variant> constexpr bool kPrefillPersistent = !Variant::kCausal && !Variant::kWindow;
+
 namespace sm90 {
 
 /// Named barrier ids (0 is __syncthreads): each of the `consumers` consumer
@@ -187,8 +195,8 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
   // running at once then share the K/V of a few heads in L2; ordering the
   // longest blocks of every head first instead read K/V from HBM once per
   // tile and lost 10-15% (device run 38). A grid of one tile per CTA (any
-  // grid at least that large) is the non-persistent launch, which the
-  // launcher keeps for causal and windowed masks (launch_templates.cuh).
+  // grid at least that large) is the non-persistent launch, which causal
+  // and windowed masks keep (kPrefillPersistent).
   // A dynamic scheduler (the next tile drawn from a global counter, handed
   // to the warps through shared-memory slots; commit a898f65) kept causal
   // tiles together but measured slower everywhere (runs 41-42): its state
@@ -197,6 +205,8 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
   const int num_tiles = m_blocks * params.num_qo_heads * params.batch;
   const int cta = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
   const int ctas = gridDim.x * gridDim.y * gridDim.z;
+  constexpr bool kPersistent = kPrefillPersistent<Variant>;
+  auto tileAfter = [&](int t) { return kPersistent ? t + ctas : num_tiles; };
   const KVCacheView &kv = params.kv;
   const int group_size = params.num_qo_heads / params.num_kv_heads;
   struct Tile {
@@ -295,7 +305,7 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
     // The ring runs on across tiles: the next tile's K/V stream in while the
     // consumers finish the last P V and the epilogue of the current one.
     int g0 = 0; // ring position of this tile's step 0
-    for (int t = cta; t < num_tiles; t += ctas) {
+    for (int t = cta; t < num_tiles; t = tileAfter(t)) {
       tile = tileAt(t);
       const int n_count = tile.n_count;
       if (n_count == 0)
@@ -356,7 +366,7 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
   // This CTA's tiles that have query rows (the producer skips the others
   // too, and those without keys).
   auto nextTile = [&](int from) {
-    for (int t_next = from; t_next < num_tiles; t_next += ctas) {
+    for (int t_next = from; t_next < num_tiles; t_next = tileAfter(t_next)) {
       const Tile tile = tileAt(t_next);
       if (tile.m0 < tile.q_len)
         return t_next;
@@ -567,10 +577,12 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
     // Every warp of this warpgroup is past its last Q K^T: the next tile's Q
     // may overwrite the tile while this one's O is written.
     const int t_done = t_cur;
-    t_cur = nextTile(t_cur + ctas);
-    namedBarrierSync(sm90::qBarrier(Traits::kConsumerWarpgroups, consumer), 128);
-    if (t_cur < num_tiles)
-      loadQ(tileAt(t_cur));
+    t_cur = nextTile(tileAfter(t_cur));
+    if constexpr (kPersistent) {
+      namedBarrierSync(sm90::qBarrier(Traits::kConsumerWarpgroups, consumer), 128);
+      if (t_cur < num_tiles)
+        loadQ(tileAt(t_cur));
+    }
 
     // Epilogue: normalize, write O (and the natural-log LSE). The tile is
     // looked up again (L1 hits) rather than kept in registers through the

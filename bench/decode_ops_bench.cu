@@ -5,7 +5,8 @@
 // the CUDA backend (Gemv.cu, m = 1 and 4), its tensor-core skinny GEMM
 // (SkinnyGemm.cu, m = 4 and 8), its wgmma decode GEMM (DecodeGemm.cu,
 // m = 32 and 64) and cuBLASLt as the executor calls it (CublasGemm.h,
-// m = 8, 32 and 64) are launched 200 times back to back,
+// m = 8, 32 and 64, with the heuristic's algorithm and tuned) are launched
+// 200 times back to back,
 // rotating over enough weight copies that every launch reads from DRAM
 // (L2 is 60 MB), and timed with CUDA events: plainly on a stream, and
 // replayed from a CUDA graph with programmatic dependent launch (how a
@@ -13,7 +14,7 @@
 // the floor of a GEMV in the chain; a device copy gives the bandwidth
 // ceiling. Median of 7 batches after a warm-up. Last, each model's step of
 // GEMVs in order, replayed from one graph, against the sum of its ops, and
-// its GEMMs at 32 rows on cuBLASLt and on the decode GEMM.
+// its GEMMs at 32 rows on cuBLASLt (heuristic, tuned) and on the decode GEMM.
 // --sweep times instead every GemvConfig at m = 1 (graph+pdl), for choosing
 // the defaults.
 //
@@ -146,11 +147,13 @@ int main(int argc, char **argv) {
   // and launchSwiglu), for the rows the executor leaves to it.
   void *cublas_workspace = nullptr;
   CHECK(cudaMalloc(&cublas_workspace, kCublasWorkspaceBytes));
-  CublasGemm cublas;
+  CublasGemm cublas, tuned_cublas; // the heuristic's algorithm; the fastest of its candidates
   CHECK_OK(cublas.init(cublas_workspace, kCublasWorkspaceBytes));
+  CHECK_OK(tuned_cublas.init(cublas_workspace, kCublasWorkspaceBytes));
+  tuned_cublas.setTuning(true);
   float *swiglu_acc = nullptr; // [64, 2 x 16384] at most
   CHECK(cudaMalloc(&swiglu_acc, size_t(64) * 32768 * 4));
-  enum class Kernel { kGemv, kSkinny, kDecode, kCublas };
+  enum class Kernel { kGemv, kSkinny, kDecode, kCublas, kCublasTuned };
   auto launch = [&](Kernel kernel, const GemvArgs &a) {
     switch (kernel) {
     case Kernel::kGemv:
@@ -162,17 +165,19 @@ int main(int argc, char **argv) {
     case Kernel::kDecode:
       CHECK(launchDecodeGemm(a, decode_workspace, stream));
       return;
-    case Kernel::kCublas: {
+    case Kernel::kCublas:
+    case Kernel::kCublasTuned: {
+      CublasGemm &lt = kernel == Kernel::kCublas ? cublas : tuned_cublas;
       const txc::DType in = txc::DType::kBF16;
       const txc::DType out = a.out_type == EType::kF32 ? txc::DType::kF32 : txc::DType::kBF16;
       if (a.epilogue == GemvEpilogue::kSwiglu) {
-        CHECK_OK(cublas.run(a.m, a.n, a.k, {a.x, in}, {a.w, in}, {}, {}, swiglu_acc,
-                            txc::DType::kF32, stream));
+        CHECK_OK(lt.run(a.m, a.n, a.k, {a.x, in}, {a.w, in}, {}, {}, swiglu_acc, txc::DType::kF32,
+                        stream));
         CHECK(launchSwiglu(swiglu_acc, a.m, a.n / 2, a.out, a.out_type, stream));
         return;
       }
       const GemmOperand residual = a.residual ? GemmOperand{a.residual, out} : GemmOperand{};
-      CHECK_OK(cublas.run(a.m, a.n, a.k, {a.x, in}, {a.w, in}, {}, residual, a.out, out, stream));
+      CHECK_OK(lt.run(a.m, a.n, a.k, {a.x, in}, {a.w, in}, {}, residual, a.out, out, stream));
       return;
     }
     }
@@ -185,6 +190,8 @@ int main(int argc, char **argv) {
       return " [decode]";
     case Kernel::kCublas:
       return " [cublas]";
+    case Kernel::kCublasTuned:
+      return " [cublas-tuned]";
     default:
       return "";
     }
@@ -302,11 +309,13 @@ int main(int argc, char **argv) {
             row(what, 1, "graph+pdl", ms * 1000, weight_bytes / (ms * 1e6));
           }
     }
+    // [cublas-tuned] comes after the stream row tuned its shape (tuning
+    // waits for an uncaptured call).
     const Kernel gemv = Kernel::kGemv, skinny = Kernel::kSkinny, decode = Kernel::kDecode,
-                 lt = Kernel::kCublas;
+                 lt = Kernel::kCublas, tuned = Kernel::kCublasTuned;
     for (Variant v : {Variant{1, gemv}, Variant{4, gemv}, Variant{4, skinny}, Variant{8, skinny},
-                      Variant{8, lt}, Variant{32, decode}, Variant{32, lt}, Variant{64, decode},
-                      Variant{64, lt}})
+                      Variant{8, lt}, Variant{8, tuned}, Variant{32, decode}, Variant{32, lt},
+                      Variant{32, tuned}, Variant{64, decode}, Variant{64, lt}, Variant{64, tuned}})
       for (bool graph : {false, true}) {
         if (sweep || (v.kernel != gemv && s.norm))
           continue;
@@ -334,8 +343,8 @@ int main(int argc, char **argv) {
   // in chains of themselves above, what a transition between different
   // GEMVs costs. Enough weight copies per op that L2 holds none of them.
   // Then the same step's GEMMs at 32 rows (no norm: batch 32 runs it on its
-  // own) on cuBLASLt and on the decode GEMM, the two kernels compared in the
-  // order the model runs them.
+  // own) on cuBLASLt (the heuristic's algorithms, then the tuned ones) and
+  // on the decode GEMM, compared in the order the model runs them.
   struct Model {
     const char *name;
     int layers;
@@ -404,17 +413,22 @@ int main(int argc, char **argv) {
       };
       const void *inputs[] = {h, qkv, h, act};
       void *outputs[] = {qkv, h, act, h};
+      auto step = [&] {
+        for (int l = 0; l < model.layers; ++l)
+          for (int o = 0; o < 4; ++o)
+            gemm(inputs[o], layer_w[l % copies][o], ops[o].n, ops[o].k, ops[o].epilogue,
+                 ops[o].norm, outputs[o], EType::kBF16);
+        gemm(h, head, model.vocab, model.hidden, GemvEpilogue::kNone, true, logits, EType::kF32);
+      };
+      if (kernel == Kernel::kCublasTuned) { // tuning waits for an uncaptured call
+        step();
+        CHECK(cudaStreamSynchronize(stream));
+      }
       // timeMs divides by kLaunches; the graph holds one step.
       return kLaunches * timeMs(
                              [&](int i) {
-                               if (i > 0)
-                                 return; // one step per replay
-                               for (int l = 0; l < model.layers; ++l)
-                                 for (int o = 0; o < 4; ++o)
-                                   gemm(inputs[o], layer_w[l % copies][o], ops[o].n, ops[o].k,
-                                        ops[o].epilogue, ops[o].norm, outputs[o], EType::kBF16);
-                               gemm(h, head, model.vocab, model.hidden, GemvEpilogue::kNone, true,
-                                    logits, EType::kF32);
+                               if (i == 0) // one step per replay
+                                 step();
                              },
                              stream, true);
     };
@@ -422,7 +436,7 @@ int main(int argc, char **argv) {
     const float gemv_ms = timeStep(Kernel::kGemv, 1);
     row(std::string(model.name) + " step of GEMVs (graph)", 1, "graph+pdl", gemv_ms * 1000,
         step_bytes / (gemv_ms * 1e6));
-    for (Kernel kernel : {Kernel::kCublas, Kernel::kDecode}) {
+    for (Kernel kernel : {Kernel::kCublas, Kernel::kCublasTuned, Kernel::kDecode}) {
       const float ms = timeStep(kernel, kStepRows);
       row(std::string(model.name) + " step of GEMMs (graph)" + tag(kernel), kStepRows, "graph+pdl",
           ms * 1000, step_bytes / (ms * 1e6));

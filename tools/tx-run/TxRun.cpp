@@ -97,6 +97,9 @@ Output:
                           (16 graph captures at startup) and keep the
                           fastest where it beats the default by over 1%;
                           --timing prints the choice
+  --tune-gemms            (cuda) time at startup the first algorithms
+                          cuBLASLt's heuristic offers for each decode-sized
+                          GEMM (at most 256 rows) and keep the fastest
   --decode-gemm           (cuda) decode GEMMs of up to 64 rows that the GEMV
                           and the skinny GEMM leave to cuBLASLt on the wgmma
                           decode GEMM instead (slower than cuBLASLt so far)
@@ -148,6 +151,7 @@ struct Options {
   int decode_split_min_tokens = 0; // 0: the backend's rule
   int decode_min_splits = 1;
   bool tune_decode_attention = false;
+  bool tune_gemms = false;
   bool decode_gemm = false;
   bool capture_graphs = true;
   bool skinny_gemm = true;
@@ -284,6 +288,9 @@ Options parseArguments(int argc, char **argv) {
     } else if (arg == "--tune-decode-attention") {
       cudaOnly();
       options.tune_decode_attention = true;
+    } else if (arg == "--tune-gemms") {
+      cudaOnly();
+      options.tune_gemms = true;
     } else if (arg == "--lazy-graphs") {
       cudaOnly();
       options.capture_graphs = false;
@@ -376,6 +383,7 @@ int main(int argc, char **argv) {
     cuda_options.decode_min_splits = options.decode_min_splits;
     cuda_options.capture_graphs_at_start = options.capture_graphs;
     cuda_options.tune_decode_attention = options.tune_decode_attention;
+    cuda_options.tune_gemms = options.tune_gemms;
     cuda_options.decode_gemm = options.decode_gemm;
     cuda_options.use_skinny_gemm = options.skinny_gemm;
     cuda_options.attention_early_kv = options.attention_early_kv;

@@ -308,6 +308,7 @@ Status CudaExecutor::State::prepare() {
   copy_scratch = static_cast<unsigned char *>(cs);
   TXC_ASSIGN_OR_RETURN(cublas_workspace, allocate(kCublasWorkspaceBytes, "cuBLASLt workspace"));
   TXC_RETURN_IF_ERROR(withContext(path, cublas.init(cublas_workspace, kCublasWorkspaceBytes)));
+  cublas.setTuning(options.tune_gemms);
   TXC_ASSIGN_OR_RETURN(void *rc, allocate(kGemvMaxRopeHeads * sizeof(unsigned), "rope counters"));
   rope_counters = static_cast<unsigned *>(rc);
   CU(cudaMemset(rc, 0, kGemvMaxRopeHeads * sizeof(unsigned)), path + ": clearing rope counters");

@@ -118,6 +118,12 @@ struct CudaExecutorOptions {
   /// ms), now the rule, and nothing for Qwen3-0.6B; startup pays 16 graph
   /// captures.
   bool tune_decode_attention = false;
+  /// cuBLASLt's decode-sized GEMMs (at most CublasGemm::kTuneMaxRows rows)
+  /// on the fastest of the heuristic's first algorithms, timed per shape at
+  /// startup, instead of its first: each decode graph's step runs once
+  /// uncaptured before its capture, and each shape is timed there. Not yet
+  /// measured on a GPU.
+  bool tune_gemms = false;
   /// Split-KV decode cuts a sequence's keys into chunks of at least this
   /// many tokens (every split costs a partial write and a merge); it only
   /// matters below ~1k tokens of context. 0: decodeAttentionSetup

@@ -194,6 +194,13 @@ Status CudaExecutor::State::runDecodeGraph(const engine::Batch &b) {
   auto it = decode_graphs.find(key);
   if (it == decode_graphs.end()) {
     graph_context = context;
+    if (options.tune_gemms) { // cuBLASLt times a shape only outside a capture
+      Status status = enqueueLaunches(padded);
+      Status sync = cudaStatus(cudaStreamSynchronize(stream), path + ": a step before capture");
+      TXC_RETURN_IF_ERROR(
+          withContext("the uncaptured step of batch " + std::to_string(bucket), status));
+      TXC_RETURN_IF_ERROR(sync);
+    }
     CU(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal),
        path + ": beginning the decode graph capture");
     Status captured = enqueueLaunches(padded);

@@ -555,7 +555,8 @@ void runPrefill(const PrefillCase &c, ElementType dtype, std::mt19937 &rng, Pref
 bool g_prefill_compare = false;
 
 /// The default prefill kernel, then (with --prefill-compare) the other one,
-/// and at head_dims 64 and 256 the warp-specialized kernel on the two-consumer square tiles.
+/// at head_dims 64 and 256 the warp-specialized kernel on the two-consumer square tiles, and
+/// full masks at d128 on 128 x 176 tiles.
 template <typename T> void runPrefillKernels(const PrefillCase &c, ElementType dtype, std::mt19937 &rng) {
   runPrefill<T>(c, dtype, rng);
   if (!g_prefill_compare)
@@ -565,6 +566,8 @@ template <typename T> void runPrefillKernels(const PrefillCase &c, ElementType d
                 ws_default ? " [single-wg]" : " [warp-spec]");
   if (c.head_dim != 128)
     runPrefill<T>(c, dtype, rng, PrefillKernel::kWarpSpecializedSquareTiles, " [square-tiles]");
+  if (c.head_dim == 128 && !c.causal && c.window_left < 0)
+    runPrefill<T>(c, dtype, rng, PrefillKernel::kWarpSpecializedWideTiles, " [wide-tiles]");
 }
 
 template <typename T> void runDecodeTyped(const DecodeCase &c, ElementType t, std::mt19937 &rng) { runDecode<T>(c, t, rng); }
@@ -666,6 +669,7 @@ int main(int argc, char **argv) {
       {"paged prefix causal gqa32/8 d128 p16", 32, 8, 128, {100, 1, 257}, {1100, 40, 300}, true, 16},
       {"paged prefix causal d64 p1", 8, 2, 64, {31, 130}, {63, 700}, true, 1},
       {"paged full d256 p64", 8, 8, 256, {90, 300}, {500, 300}, false, 64},
+      {"paged full gqa16/4 d128 p16", 16, 4, 128, {90, 400}, {500, 400}, false, 16},
       {"window 256 causal gqa16/4 d128", 16, 4, 128, {1000, 37}, {}, true, 0, 256},
       {"window 100 paged prefix d128 p16", 16, 4, 128, {300}, {900}, true, 16, 100},
       {"softcap 50 causal d128", 16, 4, 128, {400, 9}, {}, true, 0, -1, 50.f},
@@ -675,6 +679,7 @@ int main(int argc, char **argv) {
       runPrefillKernels<__nv_bfloat16>(c, bf16, rng);
   if (prefill) {
     runPrefillKernels<__half>(prefill_checks[0], fp16, rng);
+    runPrefillKernels<__half>(prefill_checks[1], fp16, rng);
     runPrefillKernels<__half>(prefill_checks[4], fp16, rng);
   }
 

@@ -191,10 +191,17 @@ template <typename T> Status launchPrefillTyped(const AttentionConfig &config, c
         TXC_CUDA_CHECK(cudaGetLastError());
         return Status::ok();
       };
+      constexpr int kDim = decltype(dim)::value;
       switch (kind) {
-      case PrefillKernel::kWarpSpecialized: return launch(PrefillTraits<T, decltype(dim)::value>{});
-      case PrefillKernel::kWarpSpecializedSquareTiles: return launch(PrefillSm90Traits<T, decltype(dim)::value>{});
-      case PrefillKernel::kSingleWarpgroup: return launch(PrefillSingleWgTraits<T, decltype(dim)::value>{});
+      case PrefillKernel::kWarpSpecialized: return launch(PrefillTraits<T, kDim>{});
+      case PrefillKernel::kWarpSpecializedSquareTiles: return launch(PrefillSm90Traits<T, kDim>{});
+      case PrefillKernel::kWarpSpecializedWideTiles:
+        // Not with the soft-cap: its extra registers spill ~400 bytes at 176.
+        if constexpr (kPrefillPersistent<decltype(variant)> && !decltype(variant)::kSoftCap)
+          return launch(PrefillWideTileTraits<T, kDim>{});
+        else
+          return launch(PrefillTraits<T, kDim>{});
+      case PrefillKernel::kSingleWarpgroup: return launch(PrefillSingleWgTraits<T, kDim>{});
       case PrefillKernel::kAuto: break;
       }
       return Status::invalidArgument("prefill: unknown prefill kernel " + std::to_string((int)kind));

@@ -80,8 +80,9 @@ struct PrefillSm90Traits {
   static_assert(kConsumerWarpgroups == 2 || (kConsumerWarpgroups == 3 && kHeadDim == 64),
                 "three consumer warpgroups fit the register file at head_dim 64 only");
   static_assert(kHeadDim == 64 || kHeadDim == 128 || kHeadDim == 256, "head_dim must be 64, 128 or 256");
-  static_assert(kBlockN == 64 || kBlockN == 80 || kBlockN == 128, "S is m64n64, m64n80 or m64n128");
-  static_assert(kBlockN <= kProducerThreads, "one producer thread resolves each key row");
+  static_assert(kBlockN == 64 || kBlockN == 80 || kBlockN == 128 || kBlockN == 176,
+                "S is m64n64, m64n80, m64n128 or m64n176");
+  static_assert(kBlockN <= 2 * kProducerThreads, "a producer thread resolves at most two key rows");
   static_assert(kProducerThreads % kChunksPerRow == 0 && kBlockN % (kProducerThreads / kChunksPerRow) == 0,
                 "the producer covers a K/V tile in whole passes");
   static_assert((kWarpgroupRows * kHeadDim * sizeof(DType)) % 1024 == 0 &&
@@ -102,6 +103,17 @@ struct PrefillSm90Traits {
 template <typename DType, int kHeadDim, int kPageSize = 0>
 using PrefillFa3TileTraits =
     PrefillSm90Traits<DType, kHeadDim, kPageSize, kHeadDim == 64 ? 3 : 2, kHeadDim == 256 ? 80 : 0>;
+
+/// FA3's wider key block for full masks at d128, 128 x 176 (S is 88
+/// registers a thread, P 44, O 64): fewer steps per query block, each
+/// step's waits and barriers covering 176 keys. The other head dims as
+/// PrefillFa3TileTraits. Selected by PrefillKernel::kWarpSpecializedWideTiles
+/// for full masks without the soft-cap (ptxas: no spills; with the soft-cap
+/// ~400 bytes), the other variants keeping PrefillTraits.
+template <typename DType, int kHeadDim, int kPageSize = 0>
+using PrefillWideTileTraits =
+    PrefillSm90Traits<DType, kHeadDim, kPageSize, kHeadDim == 64 ? 3 : 2,
+                      kHeadDim == 128 ? 176 : kHeadDim == 256 ? 80 : 0>;
 
 /// Whether the warp-specialized kernel walks its tiles persistently, one CTA
 /// per SM: for full masks. Causal tiles differ in length, and on a fixed
@@ -129,13 +141,18 @@ __device__ __forceinline__ void wgmmaQK(float (&s)[kN / 8][4], unsigned long lon
       wgmmaSS_m64n128k16_bf16(s, desc_q, desc_k, accumulate);
     else
       wgmmaSS_m64n128k16_f16(s, desc_q, desc_k, accumulate);
+  } else if constexpr (kN == 176) {
+    if constexpr (ElementOps<T>::kIsBf16)
+      wgmmaSS_m64n176k16_bf16(s, desc_q, desc_k, accumulate);
+    else
+      wgmmaSS_m64n176k16_f16(s, desc_q, desc_k, accumulate);
   } else if constexpr (kN == 80) {
     if constexpr (ElementOps<T>::kIsBf16)
       wgmmaSS_m64n80k16_bf16(s, desc_q, desc_k, accumulate);
     else
       wgmmaSS_m64n80k16_f16(s, desc_q, desc_k, accumulate);
   } else {
-    static_assert(kN == 64, "key block of 64, 80 or 128");
+    static_assert(kN == 64, "key block of 64, 80, 128 or 176");
     if constexpr (ElementOps<T>::kIsBf16)
       wgmmaSS_m64n64k16_bf16(s, desc_q, desc_k, accumulate);
     else
@@ -260,13 +277,14 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
     const char *k_base = static_cast<const char *>(kv.k) + c * 16;
     const char *v_base = static_cast<const char *>(kv.v) + c * 16;
     Tile tile{};
-    // Thread tid resolves key row tid of a block (page-table read included)
-    // to a byte offset shared by K and V; -1 marks keys past the sequence.
-    // Issued a step ahead of its use, so the lookup latency hides behind the
-    // waits for free stages.
-    auto resolveRow = [&](int step) -> long long {
-      const int key = (tile.n_end - 1 - step) * BN + tid;
-      return tid < BN && key < tile.kv_len
+    // Thread tid resolves key rows tid (and tid + 128 where BN > 128) of a
+    // block (page-table read included) to a byte offset shared by K and V;
+    // -1 marks keys past the sequence. Issued a step ahead of its use, so
+    // the lookup latency hides behind the waits for free stages.
+    constexpr int kResolves = (BN + Traits::kProducerThreads - 1) / Traits::kProducerThreads;
+    auto resolveRow = [&](int step, int row) -> long long {
+      const int key = (tile.n_end - 1 - step) * BN + row;
+      return row < BN && key < tile.kv_len
                  ? (kvRowOffset<Traits::kPageSize>(kv, tile.seq, key) + (long long)tile.kv_head * kv.head_stride) *
                        (long long)sizeof(T)
                  : -1;
@@ -282,14 +300,18 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
       constexpr int kBatch = kRowsPerPass % 8 != 0 || Traits::kProducerRegisters < 40 ? 4
                              : kRowsPerThread < 8                                    ? kRowsPerThread
                                                                                      : 8;
+      // (The last batch may be partial: 176-key blocks give 22 rows a thread.)
 #pragma unroll
       for (int i0 = 0; i0 < kRowsPerThread; i0 += kBatch) {
         long long rows[kBatch];
 #pragma unroll
         for (int j = 0; j < kBatch; ++j)
-          rows[j] = offsets[r0 + (i0 + j) * kRowsPerPass];
+          if (i0 + j < kRowsPerThread)
+            rows[j] = offsets[r0 + (i0 + j) * kRowsPerPass];
 #pragma unroll
         for (int j = 0; j < kBatch; ++j) {
+          if (i0 + j >= kRowsPerThread)
+            continue;
           const int r = r0 + (i0 + j) * kRowsPerPass;
           // Passes of a multiple of 8 rows keep (r % 8), so the swizzled
           // offset only moves by whole rows.
@@ -311,8 +333,12 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
       if (n_count == 0)
         continue;
       // Slot g0 was last read for V of step g0 - 3, which every thread is past.
-      if (tid < BN)
-        row_offsets[(g0 % Traits::kOffsetSlots) * BN + tid] = resolveRow(0);
+#pragma unroll
+      for (int i = 0; i < kResolves; ++i) {
+        const int row = tid + i * Traits::kProducerThreads;
+        if (row < BN)
+          row_offsets[(g0 % Traits::kOffsetSlots) * BN + row] = resolveRow(0, row);
+      }
       for (int step = 0; step < n_count; ++step) {
         // Offsets of this step visible to all; every thread is past step - 1,
         // so the slot written below (last read for V of step - 2) is free.
@@ -322,15 +348,22 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
         mbarrierWait(&empty_k[stage], ((g / kStages) & 1) ^ 1);
         loadTile(k_base, smem_k + stage * Traits::kKVElems, g);
         cpAsyncMbarrierArrive(&full_k[stage]);
-        const long long next = step + 1 < n_count ? resolveRow(step + 1) : -1;
+        long long next[kResolves];
+#pragma unroll
+        for (int i = 0; i < kResolves; ++i)
+          next[i] = step + 1 < n_count ? resolveRow(step + 1, tid + i * Traits::kProducerThreads) : -1;
         if (step > 0) {
           const int prev = (g - 1) % kStages;
           mbarrierWait(&empty_v[prev], (((g - 1) / kStages) & 1) ^ 1);
           loadTile(v_base, smem_v + prev * Traits::kKVElems, g - 1);
           cpAsyncMbarrierArrive(&full_v[prev]);
         }
-        if (tid < BN)
-          row_offsets[((g + 1) % Traits::kOffsetSlots) * BN + tid] = next;
+#pragma unroll
+        for (int i = 0; i < kResolves; ++i) {
+          const int row = tid + i * Traits::kProducerThreads;
+          if (row < BN)
+            row_offsets[((g + 1) % Traits::kOffsetSlots) * BN + row] = next[i];
+        }
       }
       const int g_last = g0 + n_count - 1;
       const int last = g_last % kStages;

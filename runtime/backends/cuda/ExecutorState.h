@@ -169,9 +169,10 @@ struct CudaExecutor::State {
   // Decode steps replay a CUDA graph per (batch bucket, context bucket); the
   // context bucket fixes the split-KV count the graph was captured with.
   std::map<std::pair<int32_t, int32_t>, cudaGraphExec_t> decode_graphs;
-  int32_t graph_max_batch = 0; // 0: no graphs
-  engine::Batch padded;        // the bucket-sized batch a graph runs
-  int32_t graph_context = 0;   // > 0 while running a graph: planning context
+  std::set<int32_t> gemm_tuned_buckets; // tune_gemms: batch buckets already run uncaptured
+  int32_t graph_max_batch = 0;          // 0: no graphs
+  engine::Batch padded;                 // the bucket-sized batch a graph runs
+  int32_t graph_context = 0;            // > 0 while running a graph: planning context
   // rms_norm launches whose result only the next launch's GEMM reads: for
   // decode-sized batches the GEMV applies the norm in its prologue and the
   // norm launch is skipped (fusableNorms).

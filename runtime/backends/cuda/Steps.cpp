@@ -194,9 +194,13 @@ Status CudaExecutor::State::runDecodeGraph(const engine::Batch &b) {
   auto it = decode_graphs.find(key);
   if (it == decode_graphs.end()) {
     graph_context = context;
-    if (options.tune_gemms) { // cuBLASLt times a shape only outside a capture
+    // cuBLASLt times a shape only outside a capture, and a bucket's GEMM
+    // shapes do not depend on the context: one uncaptured step per bucket.
+    if (options.tune_gemms && gemm_tuned_buckets.insert(bucket).second) {
       Status status = enqueueLaunches(padded);
       Status sync = cudaStatus(cudaStreamSynchronize(stream), path + ": a step before capture");
+      if (!status.isOk() || !sync.isOk())
+        graph_context = 0;
       TXC_RETURN_IF_ERROR(
           withContext("the uncaptured step of batch " + std::to_string(bucket), status));
       TXC_RETURN_IF_ERROR(sync);

@@ -52,20 +52,23 @@ template <int kTok> struct Shape {
   static constexpr int kSmemBytes = kStagesBytes + 1024 + 16;
 };
 
+/// acc (+)= one k16 step; accumulate = 0 starts a tile's sum, so the
+/// accumulators are never written outside wgmma (ptxas serializes every
+/// wgmma of a kernel that writes them on a divergent path: C7517/C7518).
 template <typename T, int kTok>
 __device__ __forceinline__ void wgmmaStep(float (&acc)[4 * kTok][4], unsigned long long a,
-                                          unsigned long long b) {
+                                          unsigned long long b, int accumulate) {
   constexpr bool kBf16 = std::is_same_v<T, __nv_bfloat16>;
   if constexpr (kTok == 1) {
     if constexpr (kBf16)
-      kernels::wgmmaSS_m64n32k16_bf16(acc, a, b, 1);
+      kernels::wgmmaSS_m64n32k16_bf16(acc, a, b, accumulate);
     else
-      kernels::wgmmaSS_m64n32k16_f16(acc, a, b, 1);
+      kernels::wgmmaSS_m64n32k16_f16(acc, a, b, accumulate);
   } else {
     if constexpr (kBf16)
-      kernels::wgmmaSS_m64n64k16_bf16(acc, a, b, 1);
+      kernels::wgmmaSS_m64n64k16_bf16(acc, a, b, accumulate);
     else
-      kernels::wgmmaSS_m64n64k16_f16(acc, a, b, 1);
+      kernels::wgmmaSS_m64n64k16_f16(acc, a, b, accumulate);
   }
 }
 
@@ -228,44 +231,55 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
   for (int j = 0; j < kJ; ++j)
     acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.0f;
-  int segment_steps = 0; // of the current tile, so far
-  for (int i = 0; i < steps; ++i) {
-    // Every iteration commits one cp.async group, empty or not, so "step i
-    // landed" is always "at most kAhead - 1 groups pending".
-    kernels::cpAsyncWait<kAhead - 1>(); // step i, this thread's copies
-    kernels::fenceProxyAsyncShared();
-    __syncthreads(); // everyone's copies; every warp is past step i - 2's wgmma
-    if (i + kAhead < steps) {
-      loadW(i + kAhead); // into step i - 2's stage
-      loadX(i + kAhead);
-    }
-    kernels::cpAsyncCommit();
-    const unsigned long long da = desc_base + (i % kStages) * kStageStep, db = da + kXStep;
-    kernels::pinRegisters(acc);
-    kernels::wgmmaFence();
+  // A segment: this CTA's consecutive steps of one tile. The step loop
+  // runs inside the segment loop, so the accumulators are read after it on
+  // a path every thread takes (a `continue` out of one flat loop made ptxas
+  // serialize every wgmma: C7517/C7518).
+  for (int i = 0; i < steps;) {
+    const int64_t u0 = range_begin + i;
+    const int segment_steps = static_cast<int>(
+        min(static_cast<int64_t>(chunks - u0 % chunks), static_cast<int64_t>(steps - i)));
+    for (int s = 0; s < segment_steps; ++s, ++i) {
+      // Every iteration commits one cp.async group, empty or not, so "step i
+      // landed" is always "at most kAhead - 1 groups pending".
+      kernels::cpAsyncWait<kAhead - 1>(); // step i, this thread's copies
+      kernels::fenceProxyAsyncShared();
+      __syncthreads(); // everyone's copies; every warp is past step i - 2's wgmma
+      if (i + kAhead < steps) {
+        loadW(i + kAhead); // into step i - 2's stage
+        loadX(i + kAhead);
+      }
+      kernels::cpAsyncCommit();
+      const unsigned long long da = desc_base + (i % kStages) * kStageStep, db = da + kXStep;
+      kernels::pinRegisters(acc);
+      kernels::wgmmaFence();
 #pragma unroll
-    for (int kk = 0; kk < kChunkK / 16; ++kk) // 32 bytes a k16 step
-      wgmmaStep<T, kTok>(acc, da + kk * 2, db + kk * 2);
-    kernels::wgmmaCommit();
-    kernels::wgmmaWait<1>();
-    kernels::pinRegisters(acc);
-    ++segment_steps;
-
-    const int64_t u = range_begin + i;
-    const int chunk = static_cast<int>(u % chunks);
-    if (chunk != chunks - 1 && i != steps - 1)
-      continue;
-    // The segment of tile u / chunks ends here: finish it while the ring
+      for (int kk = 0; kk < kChunkK / 16; ++kk) // 32 bytes a k16 step
+        wgmmaStep<T, kTok>(acc, da + kk * 2, db + kk * 2, kk > 0 || s > 0);
+      kernels::wgmmaCommit();
+      kernels::wgmmaWait<1>();
+      kernels::pinRegisters(acc);
+    }
+    // The segment of tile u0 / chunks ends here: finish it while the ring
     // keeps streaming the next one.
     kernels::wgmmaWait<0>();
     kernels::pinRegisters(acc);
-    const int64_t tile = u / chunks;
+    // The segment's sum leaves the accumulators here, on the CTA-uniform
+    // path; what follows branches on the last-part flag and touches only
+    // the copy.
+    float sum[kJ][4];
+#pragma unroll
+    for (int j = 0; j < kJ; ++j)
+#pragma unroll
+      for (int e = 0; e < 4; ++e)
+        sum[j][e] = acc[j][e];
+    const int64_t tile = u0 / chunks;
     bool store = segment_steps == chunks;
     if (!store) {
       float4 *mine = reinterpret_cast<float4 *>(partials + StreamK::slot(cta, tile) * kElems);
 #pragma unroll
       for (int j = 0; j < kJ; ++j)
-        __stcg(mine + j * kThreads + tid, make_float4(acc[j][0], acc[j][1], acc[j][2], acc[j][3]));
+        __stcg(mine + j * kThreads + tid, make_float4(sum[j][0], sum[j][1], sum[j][2], sum[j][3]));
       __threadfence();
       __syncthreads();
       const int64_t first = schedule.firstCta(tile, chunks);
@@ -278,7 +292,7 @@ __global__ void __launch_bounds__(kThreads)
         __threadfence();
 #pragma unroll
         for (int j = 0; j < kJ; ++j)
-          acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.0f;
+          sum[j][0] = sum[j][1] = sum[j][2] = sum[j][3] = 0.0f;
         for (int64_t p0 = 0; p0 < parts; p0 += kPartsInFlight) {
           float4 add[kPartsInFlight][kJ];
 #pragma unroll
@@ -294,10 +308,10 @@ __global__ void __launch_bounds__(kThreads)
           for (int q = 0; q < kPartsInFlight; ++q) // in CTA order
 #pragma unroll
             for (int j = 0; j < kJ; ++j) {
-              acc[j][0] += add[q][j].x;
-              acc[j][1] += add[q][j].y;
-              acc[j][2] += add[q][j].z;
-              acc[j][3] += add[q][j].w;
+              sum[j][0] += add[q][j].x;
+              sum[j][1] += add[q][j].y;
+              sum[j][2] += add[q][j].z;
+              sum[j][3] += add[q][j].w;
             }
         }
         if (tid == 0)
@@ -305,11 +319,7 @@ __global__ void __launch_bounds__(kThreads)
       }
     }
     if (store)
-      storeTile<kTok>(a, swiglu, tile, acc);
-#pragma unroll
-    for (int j = 0; j < kJ; ++j)
-      acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.0f;
-    segment_steps = 0;
+      storeTile<kTok>(a, swiglu, tile, sum);
   }
   kernels::cpAsyncWait<0>(); // nothing is pending; no copy outlives the CTA
 }

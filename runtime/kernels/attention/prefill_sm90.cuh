@@ -3,7 +3,7 @@
 // FlashAttention-3-style forward kernel over a ragged, paged batch (same
 // PrefillParams, Variant and results as prefill.cuh).
 //
-// CTA = 3 warpgroups. Warpgroup 0 is the producer: it drops to
+// CTA = 1 + kConsumerWarpgroups warpgroups. Warpgroup 0 is the producer: it drops to
 // kProducerRegisters with setmaxnreg and gathers K and V tiles from the paged
 // cache (or a packed ragged tensor) with cp.async into a kStages-deep ring of
 // 128B-swizzled shared-memory tiles; each tile has a "full" mbarrier (the
@@ -29,8 +29,12 @@
 // their GEMMs, round robin through one named barrier each (FA3's ping-pong
 // for two), so one warpgroup's softmax runs under the others' GEMMs.
 //
-// Grid: (query block, query head, sequence), blocks longest-first. A grid
-// with more query blocks than needed is harmless (extra CTAs exit).
+// Tiles: (query block, query head, sequence), each head's longest blocks
+// first. Full masks run persistent (kPrefillPersistent): one CTA per SM
+// walks the tiles on a fixed stride, the producer's ring running on into the
+// next tile and the next Q loading under the epilogue. Causal and windowed
+// masks launch one CTA per tile. Either way a grid with more CTAs than tiles
+// is harmless (the extra CTAs exit).
 //
 //===----------------------------------------------------------------------===//
 #pragma once

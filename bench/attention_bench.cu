@@ -556,7 +556,7 @@ bool g_prefill_compare = false;
 
 /// The default prefill kernel, then (with --prefill-compare) the other one,
 /// at head_dims 64 and 256 the warp-specialized kernel on the two-consumer square tiles, and
-/// full masks at d128 on 128 x 176 tiles.
+/// full masks at d128 on 128 x 176 tiles, and causal masks with a CTA running mirrored pairs of tiles.
 template <typename T> void runPrefillKernels(const PrefillCase &c, ElementType dtype, std::mt19937 &rng) {
   runPrefill<T>(c, dtype, rng);
   if (!g_prefill_compare)
@@ -568,6 +568,8 @@ template <typename T> void runPrefillKernels(const PrefillCase &c, ElementType d
     runPrefill<T>(c, dtype, rng, PrefillKernel::kWarpSpecializedSquareTiles, " [square-tiles]");
   if (c.head_dim == 128 && !c.causal && c.window_left < 0)
     runPrefill<T>(c, dtype, rng, PrefillKernel::kWarpSpecializedWideTiles, " [wide-tiles]");
+  if (c.causal && c.window_left < 0)
+    runPrefill<T>(c, dtype, rng, PrefillKernel::kWarpSpecializedPairedCausal, " [paired]");
 }
 
 template <typename T> void runDecodeTyped(const DecodeCase &c, ElementType t, std::mt19937 &rng) { runDecode<T>(c, t, rng); }

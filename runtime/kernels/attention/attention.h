@@ -23,11 +23,12 @@ enum class ElementType { kBf16, kFp16 };
 /// Which prefill kernel runs. kAuto is the library's verified default.
 enum class PrefillKernel {
   kAuto,
-  kWarpSpecialized,            // prefill_sm90.cuh: producer + consumer warpgroups, both GEMMs on wgmma,
-                               // on FA3's tiles (d64 192 x 128, d128 128 x 128, d256 128 x 80)
-  kWarpSpecializedSquareTiles, // the same on 2 consumers and 128 x 128 (d256: 128 x 64) tiles
-  kWarpSpecializedWideTiles,   // the default, but full masks at d128 on 128 x 176 tiles
-  kSingleWarpgroup,            // prefill.cuh: one warpgroup, QK^T on wgmma, PV on mma.sync
+  kWarpSpecialized,             // prefill_sm90.cuh: producer + consumer warpgroups, both GEMMs on wgmma,
+                                // on FA3's tiles (d64 192 x 128, d128 128 x 128, d256 128 x 80)
+  kWarpSpecializedSquareTiles,  // the same on 2 consumers and 128 x 128 (d256: 128 x 64) tiles
+  kWarpSpecializedWideTiles,    // the default, but full masks at d128 on 128 x 176 tiles
+  kWarpSpecializedPairedCausal, // the default, but a CTA runs two causal tiles of mirrored lengths
+  kSingleWarpgroup,             // prefill.cuh: one warpgroup, QK^T on wgmma, PV on mma.sync
 };
 
 const char *elementTypeName(ElementType t);

@@ -177,15 +177,20 @@ template <typename T> Status launchPrefillTyped(const AttentionConfig &config, c
         TXC_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                             Traits::kSmemBytes));
         dim3 grid(ceilDiv(p.max_seqlen_q, Traits::kBlockM), p.num_qo_heads, p.batch);
-        if constexpr (Traits::kWarpSpecialized && kPrefillPersistent<Variant>) {
-          // Persistent: one CTA per SM (the kernel fills an SM's registers)
-          // walks the tiles, so a tile's K/V loads overlap the previous
-          // tile's last P V and epilogue.
-          int device = 0, sms = 0;
-          TXC_CUDA_CHECK(cudaGetDevice(&device));
-          TXC_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+        if constexpr (Traits::kWarpSpecialized) {
           const long long tiles = (long long)grid.x * grid.y * grid.z;
-          grid = dim3((unsigned)std::min<long long>(tiles, sms));
+          constexpr PrefillWalk kWalk = prefillWalk<Traits, Variant>();
+          if constexpr (kWalk == PrefillWalk::kPersistent) {
+            // One CTA per SM (the kernel fills an SM's registers) walks the
+            // tiles, so a tile's K/V loads overlap the previous tile's last
+            // P V and epilogue.
+            int device = 0, sms = 0;
+            TXC_CUDA_CHECK(cudaGetDevice(&device));
+            TXC_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+            grid = dim3((unsigned)std::min<long long>(tiles, sms));
+          } else if constexpr (kWalk == PrefillWalk::kMirroredPair) {
+            grid = dim3((unsigned)((tiles + 1) / 2));
+          }
         }
         kernel<<<grid, Traits::kThreads, Traits::kSmemBytes, stream>>>(p);
         TXC_CUDA_CHECK(cudaGetLastError());
@@ -197,8 +202,13 @@ template <typename T> Status launchPrefillTyped(const AttentionConfig &config, c
       case PrefillKernel::kWarpSpecializedSquareTiles: return launch(PrefillSm90Traits<T, kDim>{});
       case PrefillKernel::kWarpSpecializedWideTiles:
         // Not with the soft-cap: its extra registers spill ~400 bytes at 176.
-        if constexpr (kPrefillPersistent<decltype(variant)> && !decltype(variant)::kSoftCap)
+        if constexpr (kPrefillFullMask<decltype(variant)> && !decltype(variant)::kSoftCap)
           return launch(PrefillWideTileTraits<T, kDim>{});
+        else
+          return launch(PrefillTraits<T, kDim>{});
+      case PrefillKernel::kWarpSpecializedPairedCausal:
+        if constexpr (decltype(variant)::kCausal && !decltype(variant)::kWindow)
+          return launch(PrefillPairedCausalTraits<T, kDim>{});
         else
           return launch(PrefillTraits<T, kDim>{});
       case PrefillKernel::kSingleWarpgroup: return launch(PrefillSingleWgTraits<T, kDim>{});

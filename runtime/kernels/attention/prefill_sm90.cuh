@@ -30,7 +30,7 @@
 // for two), so one warpgroup's softmax runs under the others' GEMMs.
 //
 // Tiles: (query block, query head, sequence), each head's longest blocks
-// first. Full masks run persistent (kPrefillPersistent): one CTA per SM
+// first. Full masks run persistent (prefillWalk): one CTA per SM
 // walks the tiles on a fixed stride, the producer's ring running on into the
 // next tile and the next Q loading under the epilogue. Causal and windowed
 // masks launch one CTA per tile. Either way a grid with more CTAs than tiles
@@ -46,11 +46,14 @@
 namespace txc::kernels {
 
 /// kConsumerWarpgroups_ and kBlockN_ (0: the default for the head dim) give
-/// other tile shapes: PrefillFa3TileTraits below.
-template <typename DType_, int kHeadDim_, int kPageSize_ = 0, int kConsumerWarpgroups_ = 2, int kBlockN_ = 0>
+/// other tile shapes: PrefillFa3TileTraits below. kPairCausalTiles_: a CTA
+/// runs two causal tiles of mirrored lengths (prefillWalk).
+template <typename DType_, int kHeadDim_, int kPageSize_ = 0, int kConsumerWarpgroups_ = 2, int kBlockN_ = 0,
+          bool kPairCausalTiles_ = false>
 struct PrefillSm90Traits {
   using DType = DType_;
   static constexpr bool kWarpSpecialized = true;
+  static constexpr bool kPairCausalTiles = kPairCausalTiles_;
   static constexpr int kHeadDim = kHeadDim_;
   static constexpr int kPageSize = kPageSize_;
   static constexpr int kConsumerWarpgroups = kConsumerWarpgroups_;
@@ -108,6 +111,12 @@ template <typename DType, int kHeadDim, int kPageSize = 0>
 using PrefillFa3TileTraits =
     PrefillSm90Traits<DType, kHeadDim, kPageSize, kHeadDim == 64 ? 3 : 2, kHeadDim == 256 ? 80 : 0>;
 
+/// FA3's tiles with causal masks walked in mirrored pairs (prefillWalk).
+/// Selected by PrefillKernel::kWarpSpecializedPairedCausal.
+template <typename DType, int kHeadDim, int kPageSize = 0>
+using PrefillPairedCausalTraits =
+    PrefillSm90Traits<DType, kHeadDim, kPageSize, kHeadDim == 64 ? 3 : 2, kHeadDim == 256 ? 80 : 0, true>;
+
 /// FA3's wider key block for full masks at d128, 128 x 176 (S is 88
 /// registers a thread, P 44, O 64): fewer steps per query block, each
 /// step's waits and barriers covering 176 keys. The other head dims as
@@ -119,13 +128,27 @@ using PrefillWideTileTraits =
     PrefillSm90Traits<DType, kHeadDim, kPageSize, kHeadDim == 64 ? 3 : 2,
                       kHeadDim == 128 ? 176 : kHeadDim == 256 ? 80 : 0>;
 
-/// Whether the warp-specialized kernel walks its tiles persistently, one CTA
-/// per SM: for full masks. Causal tiles differ in length, and on a fixed
-/// stride the CTAs drift apart over many heads whose K/V then no longer
-/// share L2 (bench/README.md, runs 38-42); there one tile per CTA, in the
-/// hardware's block order, is faster. The launcher sizes the grid by it, and
-/// the kernel compiles the single-tile case without the loop's state.
-template <class Variant> constexpr bool kPrefillPersistent = !Variant::kCausal && !Variant::kWindow;
+/// How the warp-specialized kernel's CTAs walk the tiles; the launcher sizes
+/// the grid by it.
+/// - kPersistent (full masks): one CTA per SM on a fixed stride.
+/// - kOneTile (causal and windowed masks): causal tiles differ in length, and
+///   on a fixed stride the CTAs drift apart over many heads whose K/V then
+///   no longer share L2 (bench/README.md, runs 38-42); one tile per CTA in
+///   the hardware's block order is faster. Compiled without the loop's state.
+/// - kMirroredPair (causal, with Traits::kPairCausalTiles): each CTA runs a
+///   query block and its mirror (the longest with the shortest, ...), so
+///   every CTA has the same work and the second tile's K/V load under the
+///   first one's epilogue, in the hardware's block order.
+enum class PrefillWalk { kOneTile, kMirroredPair, kPersistent };
+template <class Variant> constexpr bool kPrefillFullMask = !Variant::kCausal && !Variant::kWindow;
+template <class Traits, class Variant> __host__ __device__ constexpr PrefillWalk prefillWalk() {
+  if constexpr (kPrefillFullMask<Variant>)
+    return PrefillWalk::kPersistent;
+  else if constexpr (Variant::kCausal && !Variant::kWindow && Traits::kPairCausalTiles)
+    return PrefillWalk::kMirroredPair;
+  else
+    return PrefillWalk::kOneTile;
+}
 
 namespace sm90 {
 
@@ -217,7 +240,7 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
   // longest blocks of every head first instead read K/V from HBM once per
   // tile and lost 10-15% (device run 38). A grid of one tile per CTA (any
   // grid at least that large) is the non-persistent launch, which causal
-  // and windowed masks keep (kPrefillPersistent).
+  // and windowed masks keep (prefillWalk).
   // A dynamic scheduler (the next tile drawn from a global counter, handed
   // to the warps through shared-memory slots; commit a898f65) kept causal
   // tiles together but measured slower everywhere (runs 41-42): its state
@@ -226,8 +249,17 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
   const int num_tiles = m_blocks * params.num_qo_heads * params.batch;
   const int cta = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
   const int ctas = gridDim.x * gridDim.y * gridDim.z;
-  constexpr bool kPersistent = kPrefillPersistent<Variant>;
-  auto tileAfter = [&](int t) { return kPersistent ? t + ctas : num_tiles; };
+  constexpr PrefillWalk kWalk = prefillWalk<Traits, Variant>();
+  constexpr bool kPersistent = kWalk != PrefillWalk::kOneTile; // a CTA may run several tiles
+  const int first_tile = kWalk == PrefillWalk::kMirroredPair ? 2 * cta : cta;
+  auto tileAfter = [&](int t) {
+    if constexpr (kWalk == PrefillWalk::kPersistent)
+      return t + ctas;
+    else if constexpr (kWalk == PrefillWalk::kMirroredPair)
+      return t % 2 == 0 ? t + 1 : num_tiles;
+    else
+      return num_tiles;
+  };
   const KVCacheView &kv = params.kv;
   const int group_size = params.num_qo_heads / params.num_kv_heads;
   struct Tile {
@@ -237,7 +269,11 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
   // for rows that see no key (which still write zeros).
   auto tileAt = [&](int t) {
     Tile tile;
-    const int m_block = m_blocks - 1 - t % m_blocks;
+    // Each head's blocks longest first; paired, longest and shortest
+    // alternating (M-1, 0, M-2, 1, ...), so tiles 2c and 2c + 1 mirror.
+    const int q = t % m_blocks;
+    const int m_block =
+        kWalk == PrefillWalk::kMirroredPair && q % 2 == 1 ? q / 2 : m_blocks - 1 - (kWalk == PrefillWalk::kMirroredPair ? q / 2 : q);
     const int rest = t / m_blocks;
     tile.head = rest % params.num_qo_heads;
     tile.seq = rest / params.num_qo_heads;
@@ -331,7 +367,7 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
     // The ring runs on across tiles: the next tile's K/V stream in while the
     // consumers finish the last P V and the epilogue of the current one.
     int g0 = 0; // ring position of this tile's step 0
-    for (int t = cta; t < num_tiles; t = tileAfter(t)) {
+    for (int t = first_tile; t < num_tiles; t = tileAfter(t)) {
       tile = tileAt(t);
       const int n_count = tile.n_count;
       if (n_count == 0)
@@ -527,7 +563,7 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
   };
 
   int g0 = 0; // ring position of this tile's step 0 (the producer's count)
-  int t_cur = nextTile(cta);
+  int t_cur = nextTile(first_tile);
   if (t_cur < num_tiles)
     loadQ(tileAt(t_cur));
   while (t_cur < num_tiles) {

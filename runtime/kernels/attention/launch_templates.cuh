@@ -189,7 +189,7 @@ template <typename T> Status launchPrefillTyped(const AttentionConfig &config, c
             TXC_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
             grid = dim3((unsigned)std::min<long long>(tiles, sms));
           } else if constexpr (kWalk == PrefillWalk::kMirroredPair) {
-            grid = dim3((unsigned)((tiles + 1) / 2));
+            grid = dim3((unsigned)prefillCtasFor(kWalk, (int)tiles));
           }
         }
         kernel<<<grid, Traits::kThreads, Traits::kSmemBytes, stream>>>(p);

@@ -40,6 +40,7 @@
 #pragma once
 
 #include "attention/sm90_pipeline.cuh"
+#include "attention/tile_order.h"
 #include "attention/variant.cuh"
 #include "attention/wgmma.cuh"
 
@@ -128,18 +129,8 @@ using PrefillWideTileTraits =
     PrefillSm90Traits<DType, kHeadDim, kPageSize, kHeadDim == 64 ? 3 : 2,
                       kHeadDim == 128 ? 176 : kHeadDim == 256 ? 80 : 0>;
 
-/// How the warp-specialized kernel's CTAs walk the tiles; the launcher sizes
-/// the grid by it.
-/// - kPersistent (full masks): one CTA per SM on a fixed stride.
-/// - kOneTile (causal and windowed masks): causal tiles differ in length, and
-///   on a fixed stride the CTAs drift apart over many heads whose K/V then
-///   no longer share L2 (bench/README.md, runs 38-42); one tile per CTA in
-///   the hardware's block order is faster. Compiled without the loop's state.
-/// - kMirroredPair (causal, with Traits::kPairCausalTiles): each CTA runs a
-///   query block and its mirror (the longest with the shortest, ...), so
-///   every CTA has the same work and the second tile's K/V load under the
-///   first one's epilogue, in the hardware's block order.
-enum class PrefillWalk { kOneTile, kMirroredPair, kPersistent };
+/// How the warp-specialized kernel's CTAs walk the tiles (tile_order.h); the
+/// launcher sizes the grid by it.
 template <class Variant> constexpr bool kPrefillFullMask = !Variant::kCausal && !Variant::kWindow;
 template <class Traits, class Variant> __host__ __device__ constexpr PrefillWalk prefillWalk() {
   if constexpr (kPrefillFullMask<Variant>)
@@ -251,15 +242,8 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
   const int ctas = gridDim.x * gridDim.y * gridDim.z;
   constexpr PrefillWalk kWalk = prefillWalk<Traits, Variant>();
   constexpr bool kPersistent = kWalk != PrefillWalk::kOneTile; // a CTA may run several tiles
-  const int first_tile = kWalk == PrefillWalk::kMirroredPair ? 2 * cta : cta;
-  auto tileAfter = [&](int t) {
-    if constexpr (kWalk == PrefillWalk::kPersistent)
-      return t + ctas;
-    else if constexpr (kWalk == PrefillWalk::kMirroredPair)
-      return t % 2 == 0 ? t + 1 : num_tiles;
-    else
-      return num_tiles;
-  };
+  const int first_tile = prefillFirstTile(kWalk, cta);
+  auto tileAfter = [&](int t) { return prefillTileAfter(kWalk, t, ctas, num_tiles); };
   const KVCacheView &kv = params.kv;
   const int group_size = params.num_qo_heads / params.num_kv_heads;
   struct Tile {
@@ -269,11 +253,7 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
   // for rows that see no key (which still write zeros).
   auto tileAt = [&](int t) {
     Tile tile;
-    // Each head's blocks longest first; paired, longest and shortest
-    // alternating (M-1, 0, M-2, 1, ...), so tiles 2c and 2c + 1 mirror.
-    const int q = t % m_blocks;
-    const int m_block =
-        kWalk == PrefillWalk::kMirroredPair && q % 2 == 1 ? q / 2 : m_blocks - 1 - (kWalk == PrefillWalk::kMirroredPair ? q / 2 : q);
+    const int m_block = prefillQueryBlock(kWalk, t, m_blocks);
     const int rest = t / m_blocks;
     tile.head = rest % params.num_qo_heads;
     tile.seq = rest / params.num_qo_heads;

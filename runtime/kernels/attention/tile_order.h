@@ -1,0 +1,61 @@
+//===- tile_order.h - How the prefill kernel's CTAs walk their tiles ------===//
+//
+// A tile is (query block, query head, sequence); tile t belongs to the
+// (head, sequence) t / m_blocks, whose m_blocks tiles are consecutive, so the
+// CTAs running at once share that head's K/V in L2. Plain host and device
+// code: the warp-specialized prefill kernel and its launcher use it, CPU
+// unit tests check it (test/unit/codegen/PrefillTileOrderTest.cpp).
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#if defined(__CUDACC__)
+#define TXC_TILE_ORDER_FN __host__ __device__ constexpr
+#else
+#define TXC_TILE_ORDER_FN constexpr
+#endif
+
+namespace txc::kernels {
+
+/// - kPersistent (full masks): one CTA per SM on a fixed stride.
+/// - kOneTile (causal and windowed masks): causal tiles differ in length, and
+///   on a fixed stride the CTAs drift apart over many heads whose K/V then
+///   no longer share L2 (bench/README.md, runs 38-42); one tile per CTA in
+///   the hardware's block order is faster.
+/// - kMirroredPair (causal, opt-in): each CTA runs a query block and its
+///   mirror (the longest with the shortest, ...), so every CTA has the same
+///   work and its second tile's K/V load under the first one's epilogue,
+///   still in the hardware's block order.
+enum class PrefillWalk { kOneTile, kMirroredPair, kPersistent };
+
+/// The query block of tile t: each head's longest first (causal diagonal
+/// work first); paired, longest and shortest alternating (M-1, 0, M-2, 1,
+/// ...), so tiles 2c and 2c + 1 are mirrors.
+TXC_TILE_ORDER_FN int prefillQueryBlock(PrefillWalk walk, int t, int m_blocks) {
+  const int q = t % m_blocks;
+  if (walk == PrefillWalk::kMirroredPair)
+    return q % 2 == 1 ? q / 2 : m_blocks - 1 - q / 2;
+  return m_blocks - 1 - q;
+}
+
+/// The first tile of CTA `cta`.
+TXC_TILE_ORDER_FN int prefillFirstTile(PrefillWalk walk, int cta) {
+  return walk == PrefillWalk::kMirroredPair ? 2 * cta : cta;
+}
+
+/// The tile CTA runs after t, of `ctas` CTAs; num_tiles or more: none.
+TXC_TILE_ORDER_FN int prefillTileAfter(PrefillWalk walk, int t, int ctas, int num_tiles) {
+  return walk == PrefillWalk::kPersistent     ? t + ctas
+         : walk == PrefillWalk::kMirroredPair ? (t % 2 == 0 ? t + 1 : num_tiles)
+                                              : num_tiles;
+}
+
+/// The CTAs a launch of num_tiles tiles needs (persistent: at most one per
+/// SM; the launcher caps it).
+TXC_TILE_ORDER_FN int prefillCtasFor(PrefillWalk walk, int num_tiles) {
+  return walk == PrefillWalk::kMirroredPair ? (num_tiles + 1) / 2 : num_tiles;
+}
+
+} // namespace txc::kernels
+
+#undef TXC_TILE_ORDER_FN

@@ -1,0 +1,82 @@
+//===- PrefillTileOrderTest.cpp - How prefill CTAs walk their tiles -------===//
+//
+// Host-only: for query-block counts from 1 to 64 and several head counts,
+// every walk must visit each tile exactly once, keep each (head, sequence)'s
+// tiles consecutive, put each head's longest query block first, and (the
+// mirrored pairs) give every CTA of a head the same causal work.
+//
+//===----------------------------------------------------------------------===//
+#include "attention/tile_order.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+namespace txc::kernels {
+namespace {
+
+std::vector<int> visits(PrefillWalk walk, int num_tiles, int ctas) {
+  std::vector<int> count(num_tiles, 0);
+  for (int cta = 0; cta < ctas; ++cta)
+    for (int t = prefillFirstTile(walk, cta); t < num_tiles;
+         t = prefillTileAfter(walk, t, ctas, num_tiles))
+      ++count[t];
+  return count;
+}
+
+TEST(PrefillTileOrderTest, EveryWalkRunsEachTileOnce) {
+  for (int m_blocks = 1; m_blocks <= 64; ++m_blocks)
+    for (int heads : {1, 3, 32}) {
+      const int num_tiles = m_blocks * heads;
+      struct Launch {
+        PrefillWalk walk;
+        int ctas;
+      };
+      for (Launch l :
+           {Launch{PrefillWalk::kOneTile, num_tiles},
+            Launch{PrefillWalk::kOneTile, 2 * num_tiles}, // a larger grid: extras exit
+            Launch{PrefillWalk::kMirroredPair,
+                   prefillCtasFor(PrefillWalk::kMirroredPair, num_tiles)},
+            Launch{PrefillWalk::kPersistent, 1}, Launch{PrefillWalk::kPersistent, 7},
+            Launch{PrefillWalk::kPersistent, 132}, Launch{PrefillWalk::kPersistent, num_tiles}}) {
+        const std::vector<int> count = visits(l.walk, num_tiles, l.ctas);
+        for (int t = 0; t < num_tiles; ++t)
+          ASSERT_EQ(count[t], 1) << "walk " << static_cast<int>(l.walk) << " ctas " << l.ctas
+                                 << " m_blocks " << m_blocks << " heads " << heads << " tile " << t;
+      }
+    }
+}
+
+TEST(PrefillTileOrderTest, EachHeadsQueryBlocksOnceLongestFirst) {
+  for (PrefillWalk walk : {PrefillWalk::kOneTile, PrefillWalk::kMirroredPair})
+    for (int m_blocks = 1; m_blocks <= 64; ++m_blocks)
+      for (int head = 0; head < 3; ++head) {
+        std::vector<int> seen(m_blocks, 0);
+        for (int q = 0; q < m_blocks; ++q) {
+          const int block = prefillQueryBlock(walk, head * m_blocks + q, m_blocks);
+          ASSERT_GE(block, 0);
+          ASSERT_LT(block, m_blocks);
+          ++seen[block];
+        }
+        for (int b = 0; b < m_blocks; ++b)
+          ASSERT_EQ(seen[b], 1) << "walk " << static_cast<int>(walk) << " m_blocks " << m_blocks;
+        EXPECT_EQ(prefillQueryBlock(walk, head * m_blocks, m_blocks), m_blocks - 1);
+      }
+}
+
+TEST(PrefillTileOrderTest, MirroredPairsCarryEqualCausalWork) {
+  // A causal query block b sees b + 1 key blocks (equal q and kv lengths):
+  // each pair inside one head sums to m_blocks + 1.
+  for (int m_blocks = 2; m_blocks <= 64; m_blocks += 2)
+    for (int c = 0; c < m_blocks / 2; ++c) {
+      const int first = prefillQueryBlock(PrefillWalk::kMirroredPair, 2 * c, m_blocks);
+      const int second = prefillQueryBlock(PrefillWalk::kMirroredPair, 2 * c + 1, m_blocks);
+      EXPECT_EQ((first + 1) + (second + 1), m_blocks + 1)
+          << "m_blocks " << m_blocks << " cta " << c;
+      EXPECT_GT(first, second) << "the longer tile first";
+    }
+}
+
+} // namespace
+} // namespace txc::kernels

@@ -11,7 +11,7 @@
 // same per-n8-tile register order as mma.sync m16n8, so softmax code written
 // for mma.sync fragments works on it unchanged, and an fp32 accumulator
 // converted to 16-bit pairs is already the register A operand of the next
-// wgmma (RS form). The SS m64n{32,64,128}k16 and RS m64n{64,128,256}k16
+// wgmma (RS form). The SS m64n{32,64,80,128,176}k16 and RS m64n{64,128,256}k16
 // wrappers below are generated (one operand list per accumulator register).
 //
 //===----------------------------------------------------------------------===//

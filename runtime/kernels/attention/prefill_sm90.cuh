@@ -225,23 +225,13 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
   unsigned long long *empty_v = empty_k + kStages;
   long long *row_offsets = reinterpret_cast<long long *>(empty_v + kStages); // [kOffsetSlots][BN]
 
-  // Persistent: CTA c runs tiles c, c + ctas, ... of (query block, head,
-  // sequence), query blocks fastest and each head's longest first. The CTAs
-  // running at once then share the K/V of a few heads in L2; ordering the
-  // longest blocks of every head first instead read K/V from HBM once per
-  // tile and lost 10-15% (device run 38). A grid of one tile per CTA (any
-  // grid at least that large) is the non-persistent launch, which causal
-  // and windowed masks keep (prefillWalk).
-  // A dynamic scheduler (the next tile drawn from a global counter, handed
-  // to the warps through shared-memory slots; commit a898f65) kept causal
-  // tiles together but measured slower everywhere (runs 41-42): its state
-  // pushed ptxas into spills, d128 from 4 to 56 bytes, d256 from 60 to 148.
+  // The tiles this CTA runs and their order: attention/tile_order.h.
   const int m_blocks = ceilDiv(params.max_seqlen_q, BM);
   const int num_tiles = m_blocks * params.num_qo_heads * params.batch;
   const int cta = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
   const int ctas = gridDim.x * gridDim.y * gridDim.z;
   constexpr PrefillWalk kWalk = prefillWalk<Traits, Variant>();
-  constexpr bool kPersistent = kWalk != PrefillWalk::kOneTile; // a CTA may run several tiles
+  constexpr bool kSeveralTiles = kWalk != PrefillWalk::kOneTile;
   const int first_tile = prefillFirstTile(kWalk, cta);
   auto tileAfter = [&](int t) { return prefillTileAfter(kWalk, t, ctas, num_tiles); };
   const KVCacheView &kv = params.kv;
@@ -631,7 +621,7 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
     // may overwrite the tile while this one's O is written.
     const int t_done = t_cur;
     t_cur = nextTile(tileAfter(t_cur));
-    if constexpr (kPersistent) {
+    if constexpr (kSeveralTiles) {
       namedBarrierSync(sm90::qBarrier(Traits::kConsumerWarpgroups, consumer), 128);
       if (t_cur < num_tiles)
         loadQ(tileAt(t_cur));

@@ -8,12 +8,12 @@
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/backends/cuda/CublasGemm.h"
+#include "runtime/backends/cpu/Tensor.h"
 
 #include "GpuTest.h"
 
 #include <cmath>
 #include <cstdint>
-#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
@@ -21,19 +21,8 @@
 namespace txc::cuda {
 namespace {
 
-uint16_t toBf16(float v) { // round to nearest even
-  uint32_t bits;
-  std::memcpy(&bits, &v, 4);
-  bits += 0x7fff + ((bits >> 16) & 1);
-  return static_cast<uint16_t>(bits >> 16);
-}
-
-float fromBf16(uint16_t v) {
-  uint32_t bits = static_cast<uint32_t>(v) << 16;
-  float f;
-  std::memcpy(&f, &bits, 4);
-  return f;
-}
+using cpu::bf16BitsToFloat;
+using cpu::floatToBF16Bits;
 
 struct Operands {
   int64_t m, n, k;
@@ -45,11 +34,11 @@ Operands makeOperands(int64_t m, int64_t n, int64_t k, unsigned seed) {
   std::uniform_real_distribution<float> u(-1.0f, 1.0f);
   Operands o{m, n, k, {}, {}, {}};
   for (int64_t i = 0; i < m * k; ++i)
-    o.x.push_back(toBf16(u(rng)));
+    o.x.push_back(floatToBF16Bits(u(rng)));
   for (int64_t i = 0; i < n * k; ++i)
-    o.w.push_back(toBf16(u(rng) / std::sqrt(static_cast<float>(k))));
+    o.w.push_back(floatToBF16Bits(u(rng) / std::sqrt(static_cast<float>(k))));
   for (int64_t i = 0; i < m * n; ++i)
-    o.residual.push_back(toBf16(u(rng)));
+    o.residual.push_back(floatToBF16Bits(u(rng)));
   return o;
 }
 
@@ -57,9 +46,10 @@ std::vector<double> reference(const Operands &o, bool with_residual) {
   std::vector<double> out(o.m * o.n);
   for (int64_t r = 0; r < o.m; ++r)
     for (int64_t c = 0; c < o.n; ++c) {
-      double acc = with_residual ? fromBf16(o.residual[r * o.n + c]) : 0.0;
+      double acc = with_residual ? bf16BitsToFloat(o.residual[r * o.n + c]) : 0.0;
       for (int64_t i = 0; i < o.k; ++i)
-        acc += static_cast<double>(fromBf16(o.x[r * o.k + i])) * fromBf16(o.w[c * o.k + i]);
+        acc += static_cast<double>(bf16BitsToFloat(o.x[r * o.k + i])) *
+               bf16BitsToFloat(o.w[c * o.k + i]);
       out[r * o.n + c] = acc;
     }
   return out;
@@ -94,7 +84,7 @@ protected:
       if (out_dtype == DType::kF32) {
         std::vector<float> r(o.residual.size());
         for (size_t i = 0; i < r.size(); ++i)
-          r[i] = fromBf16(o.residual[i]);
+          r[i] = bf16BitsToFloat(o.residual[i]);
         cudaMemcpy(out, r.data(), r.size() * 4, cudaMemcpyHostToDevice);
       } else {
         cudaMemcpy(out, o.residual.data(), o.residual.size() * 2, cudaMemcpyHostToDevice);
@@ -132,7 +122,7 @@ protected:
       std::vector<uint16_t> bf(result.size());
       cudaMemcpy(bf.data(), out, bf.size() * 2, cudaMemcpyDeviceToHost);
       for (size_t i = 0; i < bf.size(); ++i)
-        result[i] = fromBf16(bf[i]);
+        result[i] = bf16BitsToFloat(bf[i]);
     }
     cudaFree(x);
     cudaFree(w);

@@ -34,6 +34,14 @@ std::vector<std::vector<int32_t>> prompts() {
   return {{1, 5, 9}, {7}, {3, 14, 15, 9, 26, 5, 35, 8, 9}, {60, 61, 62}, {12, 33}};
 }
 
+/// `model` written to the temp file `name` and loaded.
+StatusOr<std::unique_ptr<artifact::LoadedArtifact>> tinyArtifact(const TinyModelOptions &model,
+                                                                 const std::string &name) {
+  const std::string path = cpu::testing::tempPath(name);
+  TXC_RETURN_IF_ERROR(cpu::testing::writeTinyModel(path, model));
+  return artifact::LoadedArtifact::load(path);
+}
+
 /// Runs every prompt together, greedy, 8 new tokens each; with
 /// `keep_logits` through a LogitsRecorder (host sampling), else with
 /// device greedy sampling.
@@ -95,9 +103,7 @@ TEST(CudaExecutorTest, GraphsGemvAndDeviceGreedyAgreeWithPlainLaunches) {
   TinyModelOptions model;
   model.dtype = DType::kBF16;
   model.qk_norm = true;
-  std::string path = cpu::testing::tempPath("tiny-cuda.txm");
-  ASSERT_TRUE(cpu::testing::writeTinyModel(path, model).isOk());
-  auto artifact = artifact::LoadedArtifact::load(path);
+  auto artifact = tinyArtifact(model, "tiny-cuda.txm");
   ASSERT_TRUE(artifact.isOk()) << artifact.status().toString();
 
   CudaExecutorOptions plain;
@@ -192,9 +198,7 @@ TinyModelOptions groupOfTwoModel(int layers) {
 TEST(CudaExecutorTest, RopeFoldedIntoAttentionMatchesTheRopeKernel) {
   TXC_SKIP_WITHOUT_GPU();
   TinyModelOptions model = groupOfTwoModel(3);
-  std::string path = cpu::testing::tempPath("tiny-cuda-rope-in-attention.txm");
-  ASSERT_TRUE(cpu::testing::writeTinyModel(path, model).isOk());
-  auto artifact = artifact::LoadedArtifact::load(path);
+  auto artifact = tinyArtifact(model, "tiny-cuda-rope-in-attention.txm");
   ASSERT_TRUE(artifact.isOk()) << artifact.status().toString();
   CudaExecutorOptions rope_kernel;
   rope_kernel.rope_in_attention = false;
@@ -217,9 +221,7 @@ TEST(CudaExecutorTest, RopeFoldedIntoAttentionMatchesTheRopeKernel) {
 TEST(CudaExecutorTest, ClusterMergeOfUpTo16SplitsMatchesTheGlobalMerge) {
   TXC_SKIP_WITHOUT_GPU();
   TinyModelOptions model = groupOfTwoModel(2);
-  std::string path = cpu::testing::tempPath("tiny-cuda-cluster16.txm");
-  ASSERT_TRUE(cpu::testing::writeTinyModel(path, model).isOk());
-  auto artifact = artifact::LoadedArtifact::load(path);
+  auto artifact = tinyArtifact(model, "tiny-cuda-cluster16.txm");
   ASSERT_TRUE(artifact.isOk()) << artifact.status().toString();
   CudaExecutorOptions portable;
   portable.use_cuda_graphs = false;
@@ -248,9 +250,7 @@ TEST(CudaExecutorTest, ClusterMergeOfUpTo16SplitsMatchesTheGlobalMerge) {
 TEST(CudaExecutorTest, DecodeAttentionTuningKeepsTheFastestSetup) {
   TXC_SKIP_WITHOUT_GPU();
   TinyModelOptions model = groupOfTwoModel(2);
-  std::string path = cpu::testing::tempPath("tiny-cuda-tuning.txm");
-  ASSERT_TRUE(cpu::testing::writeTinyModel(path, model).isOk());
-  auto artifact = artifact::LoadedArtifact::load(path);
+  auto artifact = tinyArtifact(model, "tiny-cuda-tuning.txm");
   ASSERT_TRUE(artifact.isOk()) << artifact.status().toString();
   CudaExecutorOptions rule;
   Generation reference = generate(**artifact, rule, true);
@@ -309,9 +309,7 @@ TEST(CudaExecutorTest, OutOfGpuMemoryIsAClearErrorAndLeavesTheGpuUsable) {
   TXC_SKIP_WITHOUT_GPU();
   TinyModelOptions model;
   model.dtype = DType::kBF16;
-  std::string path = cpu::testing::tempPath("tiny-cuda-oom.txm");
-  ASSERT_TRUE(cpu::testing::writeTinyModel(path, model).isOk());
-  auto artifact = artifact::LoadedArtifact::load(path);
+  auto artifact = tinyArtifact(model, "tiny-cuda-oom.txm");
   ASSERT_TRUE(artifact.isOk()) << artifact.status().toString();
   CudaExecutorOptions huge;
   huge.num_kv_pages = 1 << 30; // 256 GiB of cache per layer

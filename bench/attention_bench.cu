@@ -211,6 +211,7 @@ KVCache makeKVCache(const std::vector<int> &lens, int kv_heads, int head_dim, in
     rows = std::max(cu[batch], 1);
     c.cu_seqlens_k = upload(cu);
     c.view.maybe_cu_seqlens_k = c.cu_seqlens_k.as<int>();
+    c.view.num_tokens = rows;
     c.view.token_stride = (long long)kv_heads * head_dim;
     c.view.head_stride = head_dim;
   }
@@ -450,7 +451,7 @@ struct PrefillCase {
 
 template <typename T>
 void runPrefill(const PrefillCase &c, ElementType dtype, std::mt19937 &rng, PrefillKernel kernel = PrefillKernel::kAuto,
-                const std::string &suffix = "") {
+                const std::string &suffix = "", bool kv_tma = true) {
   const std::vector<int> &q_lens = c.q_lens;
   const std::vector<int> kv_lens = c.kv_lens.empty() ? c.q_lens : c.kv_lens;
   const int batch = (int)q_lens.size();
@@ -461,6 +462,7 @@ void runPrefill(const PrefillCase &c, ElementType dtype, std::mt19937 &rng, Pref
   const int max_q = *std::max_element(q_lens.begin(), q_lens.end());
   const int max_kv = *std::max_element(kv_lens.begin(), kv_lens.end());
   AttentionConfig config{dtype, c.head_dim, c.causal, kernel};
+  config.prefill_kv_tma = kv_tma;
 
   KVCache cache = makeKVCache<T>(kv_lens, c.kv_heads, c.head_dim, c.page_size, rng);
   const long long q_elems = (long long)total_q * c.qo_heads * c.head_dim;
@@ -556,7 +558,8 @@ bool g_prefill_compare = false;
 
 /// The default prefill kernel, then (with --prefill-compare) the other one,
 /// at head_dims 64 and 256 the warp-specialized kernel on the two-consumer square tiles, and
-/// full masks at d128 on 128 x 176 tiles, and causal masks with a CTA running mirrored pairs of tiles.
+/// full masks at d128 on 128 x 176 tiles, causal masks one tile per CTA (the default pairs them), and
+/// contiguous K/V gathered with cp.async (the default loads them with TMA).
 template <typename T> void runPrefillKernels(const PrefillCase &c, ElementType dtype, std::mt19937 &rng) {
   runPrefill<T>(c, dtype, rng);
   if (!g_prefill_compare)
@@ -569,7 +572,9 @@ template <typename T> void runPrefillKernels(const PrefillCase &c, ElementType d
   if (c.head_dim == 128 && !c.causal && c.window_left < 0)
     runPrefill<T>(c, dtype, rng, PrefillKernel::kWarpSpecializedWideTiles, " [wide-tiles]");
   if (c.causal && c.window_left < 0)
-    runPrefill<T>(c, dtype, rng, PrefillKernel::kWarpSpecializedPairedCausal, " [paired]");
+    runPrefill<T>(c, dtype, rng, PrefillKernel::kWarpSpecializedOneTileCausal, " [one-tile]");
+  if (c.page_size == 0)
+    runPrefill<T>(c, dtype, rng, PrefillKernel::kAuto, " [cp.async]", /*kv_tma=*/false);
 }
 
 template <typename T> void runDecodeTyped(const DecodeCase &c, ElementType t, std::mt19937 &rng) { runDecode<T>(c, t, rng); }

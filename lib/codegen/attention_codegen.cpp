@@ -82,7 +82,10 @@ std::string specializationSource(const AttentionKernelSpec &s) {
   src += "#include \"" + names.header + "\"\n\n";
   src += "using TxcTraits = " + names.traits + ";\n";
   src += "using TxcVariant = " + variantName(s) + ";\n";
-  src += "template __global__ void " + names.kernel + "<TxcTraits, TxcVariant>(const " + params + ");\n\n";
+  // Prefill's params are __grid_constant__ (its TMA descriptors are read in place).
+  const std::string param_decl = s.kind == AttentionKernelKind::kDecode ? "const " + params
+                                                                        : "const __grid_constant__ " + params;
+  src += "template __global__ void " + names.kernel + "<TxcTraits, TxcVariant>(" + param_decl + ");\n\n";
   src += "// Launch shape, read by the runtime from the loaded module.\n";
   src += "extern \"C\" __constant__ int txc_kernel_threads = TxcTraits::kThreads;\n";
   src += std::string("extern \"C\" __constant__ int txc_kernel_smem_bytes = ") +

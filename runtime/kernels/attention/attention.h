@@ -24,10 +24,11 @@ enum class ElementType { kBf16, kFp16 };
 enum class PrefillKernel {
   kAuto,
   kWarpSpecialized,             // prefill_sm90.cuh: producer + consumer warpgroups, both GEMMs on wgmma,
-                                // on FA3's tiles (d64 192 x 128, d128 128 x 128, d256 128 x 80)
+                                // on FA3's tiles (d64 192 x 128, d128 128 x 128, d256 128 x 80),
+                                // causal tiles in mirrored pairs
   kWarpSpecializedSquareTiles,  // the same on 2 consumers and 128 x 128 (d256: 128 x 64) tiles
   kWarpSpecializedWideTiles,    // the default, but full masks at d128 on 128 x 176 tiles
-  kWarpSpecializedPairedCausal, // the default, but a CTA runs two causal tiles of mirrored lengths
+  kWarpSpecializedOneTileCausal, // the default, but causal masks one tile per CTA (not mirrored pairs)
   kSingleWarpgroup,             // prefill.cuh: one warpgroup, QK^T on wgmma, PV on mma.sync
 };
 
@@ -40,6 +41,9 @@ struct AttentionConfig {
   int head_dim = 128;
   bool causal = false;
   PrefillKernel prefill_kernel = PrefillKernel::kAuto;
+  /// The warp-specialized prefill loads contiguous K/V with TMA; off: its
+  /// producer gathers them with cp.async as it does paged K/V (comparison).
+  bool prefill_kv_tma = true;
 };
 
 /// The kernel kAuto stands for.

@@ -15,6 +15,7 @@
 #include "attention/decode_mma.cuh"
 #include "attention/pdl_launch.h"
 #include "attention/prefill.cuh"
+#include "attention/tma_descriptor.h"
 
 namespace txc::kernels::detail {
 
@@ -159,8 +160,10 @@ template <typename T> Status launchPrefillTyped(const AttentionConfig &config, c
   if (p.batch <= 0 || p.num_kv_heads <= 0 || p.num_qo_heads % p.num_kv_heads != 0)
     return Status::invalidArgument("prefill: bad head counts " + std::to_string(p.num_qo_heads) + "/" +
                                    std::to_string(p.num_kv_heads));
-  if (p.kv.page_table == nullptr ? p.kv.maybe_cu_seqlens_k == nullptr : p.maybe_kv_lens == nullptr)
-    return Status::invalidArgument("prefill: paged K/V need maybe_kv_lens; contiguous K/V need cu_seqlens_k");
+  if (p.kv.page_table == nullptr ? p.kv.maybe_cu_seqlens_k == nullptr || p.kv.num_tokens <= 0
+                                 : p.maybe_kv_lens == nullptr)
+    return Status::invalidArgument(
+        "prefill: paged K/V need maybe_kv_lens; contiguous K/V need cu_seqlens_k and num_tokens (their rows)");
   if (p.kv.page_table != nullptr && (p.kv.page_size <= 0 || (1 << p.kv.page_size_log2) != p.kv.page_size))
     return Status::invalidArgument("prefill: page size " + std::to_string(p.kv.page_size) +
                                    " is not a power of two matching page_size_log2");
@@ -174,6 +177,19 @@ template <typename T> Status launchPrefillTyped(const AttentionConfig &config, c
         using Traits = decltype(traits);
         using Variant = decltype(variant);
         auto kernel = prefillKernel<Traits, Variant>;
+        PrefillParams kp = p;
+        kp.kv_by_tma = false;
+        if constexpr (Traits::kWarpSpecialized) {
+          if (p.kv.page_table == nullptr && config.prefill_kv_tma) { // contiguous: TMA boxes of a key block
+            kp.kv_by_tma = true;
+            TXC_RETURN_IF_ERROR(encodeKVTileDescriptor(&kp.tma_k, p.kv.k, Traits::kHeadDim, p.num_kv_heads,
+                                                       p.kv.head_stride, p.kv.token_stride, p.kv.num_tokens,
+                                                       Traits::kBlockN, "K"));
+            TXC_RETURN_IF_ERROR(encodeKVTileDescriptor(&kp.tma_v, p.kv.v, Traits::kHeadDim, p.num_kv_heads,
+                                                       p.kv.head_stride, p.kv.token_stride, p.kv.num_tokens,
+                                                       Traits::kBlockN, "V"));
+          }
+        }
         TXC_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                             Traits::kSmemBytes));
         dim3 grid(ceilDiv(p.max_seqlen_q, Traits::kBlockM), p.num_qo_heads, p.batch);
@@ -192,7 +208,7 @@ template <typename T> Status launchPrefillTyped(const AttentionConfig &config, c
             grid = dim3((unsigned)prefillCtasFor(kWalk, (int)tiles));
           }
         }
-        kernel<<<grid, Traits::kThreads, Traits::kSmemBytes, stream>>>(p);
+        kernel<<<grid, Traits::kThreads, Traits::kSmemBytes, stream>>>(kp);
         TXC_CUDA_CHECK(cudaGetLastError());
         return Status::ok();
       };
@@ -206,11 +222,7 @@ template <typename T> Status launchPrefillTyped(const AttentionConfig &config, c
           return launch(PrefillWideTileTraits<T, kDim>{});
         else
           return launch(PrefillTraits<T, kDim>{});
-      case PrefillKernel::kWarpSpecializedPairedCausal:
-        if constexpr (decltype(variant)::kCausal && !decltype(variant)::kWindow)
-          return launch(PrefillPairedCausalTraits<T, kDim>{});
-        else
-          return launch(PrefillTraits<T, kDim>{});
+      case PrefillKernel::kWarpSpecializedOneTileCausal: return launch(PrefillOneTileCausalTraits<T, kDim>{});
       case PrefillKernel::kSingleWarpgroup: return launch(PrefillSingleWgTraits<T, kDim>{});
       case PrefillKernel::kAuto: break;
       }

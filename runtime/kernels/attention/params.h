@@ -43,6 +43,13 @@ struct KVCacheView {
   int page_size = 0;       // a power of two; used when the kernel's kPageSize is 0
   int page_size_log2 = 0;  // log2(page_size)
   const int *maybe_cu_seqlens_k = nullptr; // contiguous layout only
+  long long num_tokens = 0; // contiguous layout: rows of k and v (the prefill's TMA reads rows past it as zeros)
+};
+
+/// A TMA descriptor: CUtensorMap's 128 opaque bytes, encoded on the host
+/// (tma_descriptor.h), kept opaque here so kernel sources need no cuda.h.
+struct alignas(64) TmaDescriptor {
+  unsigned long long opaque[16];
 };
 
 /// Per-variant scalars. Which ones are read is decided by the Variant type.
@@ -127,6 +134,11 @@ struct PrefillParams {
   int batch = 0, num_qo_heads = 0, num_kv_heads = 0;
   int max_seqlen_q = 0;
   VariantParams variant;
+  // Filled by launchPrefill, not by callers: for contiguous K/V the
+  // warp-specialized kernel loads K and V tiles with TMA through these
+  // (one descriptor each, a box per 64 columns of a key block).
+  bool kv_by_tma = false;
+  TmaDescriptor tma_k, tma_v;
 };
 
 } // namespace txc::kernels

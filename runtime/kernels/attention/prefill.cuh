@@ -271,8 +271,9 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSi
 
 /// The prefill kernel the launchers and the NVRTC codegen instantiate; the
 /// Traits type picks the body (warp-specialized or single warpgroup).
+/// __grid_constant__: the TMA descriptors in params are read in place.
 template <class Traits, class Variant>
-__global__ void __launch_bounds__(Traits::kThreads, 1) prefillKernel(const PrefillParams params) {
+__global__ void __launch_bounds__(Traits::kThreads, 1) prefillKernel(const __grid_constant__ PrefillParams params) {
   if constexpr (Traits::kWarpSpecialized)
     prefillSm90Body<Traits, Variant>(params);
   else

@@ -4,15 +4,15 @@
 // PrefillParams, Variant and results as prefill.cuh).
 //
 // CTA = 1 + kConsumerWarpgroups warpgroups. Warpgroup 0 is the producer: it drops to
-// kProducerRegisters with setmaxnreg and gathers K and V tiles from the paged
-// cache (or a packed ragged tensor) with cp.async into a kStages-deep ring of
-// 128B-swizzled shared-memory tiles; each tile has a "full" mbarrier (the
-// producer's 128 cp.async arrivals) and an "empty" one (one arrival per
-// consumer warp once its wgmmas have read the tile). K and V have separate
-// rings, and V trails K by one key block, because the consumers read V of
-// block i-1 in the same step as K of block i. Page-table entries are looked
-// up per row by the producer, so any power-of-two page size works (TMA would
-// need whole tiles per page).
+// kProducerRegisters with setmaxnreg and fills a kStages-deep ring of
+// 128B-swizzled shared-memory K and V tiles: from a packed ragged tensor with
+// TMA (one thread, a box per 64 columns; the full mbarrier counts the bytes),
+// from the paged cache with cp.async (all 128 threads gather rows, looking up
+// the page table per row, so any power-of-two page size works; the full
+// mbarrier counts the 128 cp.async arrivals). Each tile also has an "empty"
+// mbarrier (one arrival per consumer warp once its wgmmas have read the
+// tile). K and V have separate rings, and V trails K by one key block,
+// because the consumers read V of block i-1 in the same step as K of block i.
 //
 // Warpgroups 1..kConsumerWarpgroups are consumers with kConsumerRegisters,
 // 64 query rows each (CTA tile kBlockM = 128 or, with three consumers for
@@ -32,8 +32,8 @@
 // Tiles: (query block, query head, sequence), each head's longest blocks
 // first. Full masks run persistent (prefillWalk): one CTA per SM
 // walks the tiles on a fixed stride, the producer's ring running on into the
-// next tile and the next Q loading under the epilogue. Causal and windowed
-// masks launch one CTA per tile. Either way a grid with more CTAs than tiles
+// next tile and the next Q loading under the epilogue. Causal masks run a
+// query block and its mirror per CTA; windowed masks one CTA per tile. Either way a grid with more CTAs than tiles
 // is harmless (the extra CTAs exit).
 //
 //===----------------------------------------------------------------------===//
@@ -48,9 +48,11 @@ namespace txc::kernels {
 
 /// kConsumerWarpgroups_ and kBlockN_ (0: the default for the head dim) give
 /// other tile shapes: PrefillFa3TileTraits below. kPairCausalTiles_: a CTA
-/// runs two causal tiles of mirrored lengths (prefillWalk).
+/// runs two causal tiles of mirrored lengths (prefillWalk); device run 44
+/// measured it +3..+13% over one tile per CTA (d128 L1024 325 -> 342,
+/// L4096 505 -> 534 TFLOP/s, d256 482 -> 544, d64 383 -> 394; L16384 even).
 template <typename DType_, int kHeadDim_, int kPageSize_ = 0, int kConsumerWarpgroups_ = 2, int kBlockN_ = 0,
-          bool kPairCausalTiles_ = false>
+          bool kPairCausalTiles_ = true>
 struct PrefillSm90Traits {
   using DType = DType_;
   static constexpr bool kWarpSpecialized = true;
@@ -112,11 +114,11 @@ template <typename DType, int kHeadDim, int kPageSize = 0>
 using PrefillFa3TileTraits =
     PrefillSm90Traits<DType, kHeadDim, kPageSize, kHeadDim == 64 ? 3 : 2, kHeadDim == 256 ? 80 : 0>;
 
-/// FA3's tiles with causal masks walked in mirrored pairs (prefillWalk).
-/// Selected by PrefillKernel::kWarpSpecializedPairedCausal.
+/// FA3's tiles with causal masks one tile per CTA, as before device run 44
+/// (for comparison). Selected by PrefillKernel::kWarpSpecializedOneTileCausal.
 template <typename DType, int kHeadDim, int kPageSize = 0>
-using PrefillPairedCausalTraits =
-    PrefillSm90Traits<DType, kHeadDim, kPageSize, kHeadDim == 64 ? 3 : 2, kHeadDim == 256 ? 80 : 0, true>;
+using PrefillOneTileCausalTraits =
+    PrefillSm90Traits<DType, kHeadDim, kPageSize, kHeadDim == 64 ? 3 : 2, kHeadDim == 256 ? 80 : 0, false>;
 
 /// FA3's wider key block for full masks at d128, 128 x 176 (S is 88
 /// registers a thread, P 44, O 64): fewer steps per query block, each
@@ -266,10 +268,13 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
   const int tid = threadIdx.x;
   const int warpgroup = tid / 128;
   if (tid == 0) {
+    // A stage fills with one expect-tx arrival (TMA) or one cp.async arrival
+    // per producer thread.
+    const unsigned fill_arrivals = params.kv_by_tma ? 1 : Traits::kProducerThreads;
 #pragma unroll
     for (int s = 0; s < kStages; ++s) {
-      mbarrierInit(&full_k[s], Traits::kProducerThreads);
-      mbarrierInit(&full_v[s], Traits::kProducerThreads);
+      mbarrierInit(&full_k[s], fill_arrivals);
+      mbarrierInit(&full_v[s], fill_arrivals);
       mbarrierInit(&empty_k[s], Traits::kConsumerWarps);
       mbarrierInit(&empty_v[s], Traits::kConsumerWarps);
     }
@@ -280,6 +285,49 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
   if (warpgroup == 0) {
     // ---------------------------------------------------------------- producer
     warpgroupRegistersDown<Traits::kProducerRegisters>();
+    if (params.kv_by_tma) {
+      // Contiguous K/V: one thread loads a key block of K or V as a TMA box
+      // per 64 columns (the descriptor's 128-byte swizzle is the wgmma
+      // layout), its bytes counted on the stage's full barrier. Rows past
+      // the sequence are the next sequence's keys, or zeros past the
+      // tensor; the consumers mask them either way.
+      if (tid != 0)
+        return;
+      tmaPrefetchDescriptor(&params.tma_k);
+      tmaPrefetchDescriptor(&params.tma_v);
+      auto loadBlock = [&](const TmaDescriptor &desc, T *tile_smem, unsigned long long *full, int token0, int kv_head) {
+        mbarrierArriveExpectTx(full, Traits::kKVElems * sizeof(T));
+#pragma unroll
+        for (int blk = 0; blk < D / 64; ++blk)
+          tmaLoad3d(tile_smem + blk * BN * 64, &desc, blk * 64, kv_head, token0, full);
+      };
+      int g0 = 0; // ring position of this tile's step 0, over all of this CTA's tiles
+      for (int t = first_tile; t < num_tiles; t = tileAfter(t)) {
+        const Tile tile = tileAt(t);
+        if (tile.n_count == 0)
+          continue;
+        const int seq_token0 = kv.maybe_cu_seqlens_k[tile.seq];
+        auto blockToken0 = [&](int step) { return seq_token0 + (tile.n_end - 1 - step) * BN; };
+        for (int step = 0; step < tile.n_count; ++step) {
+          const int g = g0 + step, stage = g % kStages;
+          mbarrierWait(&empty_k[stage], ((g / kStages) & 1) ^ 1);
+          loadBlock(params.tma_k, smem_k + stage * Traits::kKVElems, &full_k[stage], blockToken0(step), tile.kv_head);
+          if (step > 0) {
+            const int prev = (g - 1) % kStages;
+            mbarrierWait(&empty_v[prev], (((g - 1) / kStages) & 1) ^ 1);
+            loadBlock(params.tma_v, smem_v + prev * Traits::kKVElems, &full_v[prev], blockToken0(step - 1),
+                      tile.kv_head);
+          }
+        }
+        const int g_last = g0 + tile.n_count - 1, last = g_last % kStages;
+        mbarrierWait(&empty_v[last], ((g_last / kStages) & 1) ^ 1);
+        loadBlock(params.tma_v, smem_v + last * Traits::kKVElems, &full_v[last], blockToken0(tile.n_count - 1),
+                  tile.kv_head);
+        g0 += tile.n_count;
+      }
+      return;
+    }
+    // Paged K/V: the producer warpgroup gathers rows with cp.async.
     constexpr int kRowsPerPass = Traits::kProducerThreads / CPR;
     const int c = tid % CPR, r0 = tid / CPR;
     // This thread's 16-byte chunk of any row: byte pointers, so a copy costs

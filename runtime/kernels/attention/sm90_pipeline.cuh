@@ -49,6 +49,31 @@ __device__ __forceinline__ void cpAsyncMbarrierArrive(unsigned long long *bar) {
 
 __device__ __forceinline__ void cpAsyncWaitAll() { asm volatile("cp.async.wait_all;\n" ::: "memory"); }
 
+/// One arrival on `bar` that also expects `bytes` more of asynchronous
+/// (TMA) transactions before its phase completes.
+__device__ __forceinline__ void mbarrierArriveExpectTx(unsigned long long *bar, unsigned bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(smemAddress(bar)), "r"(bytes)
+               : "memory");
+}
+
+/// Brings a TMA descriptor (a __grid_constant__ kernel parameter) into the
+/// descriptor cache ahead of its first use.
+__device__ __forceinline__ void tmaPrefetchDescriptor(const void *desc) {
+  asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<unsigned long long>(desc)) : "memory");
+}
+
+/// TMA: the box of a rank-3 tensor at coordinates (x, y, z), innermost
+/// first, copied to shared memory at `dst` (laid out and swizzled as the
+/// descriptor says); its bytes count as transactions on `bar`. Coordinates
+/// past the tensor read as zeros.
+__device__ __forceinline__ void tmaLoad3d(void *dst, const void *desc, int x, int y, int z, unsigned long long *bar) {
+  asm volatile(
+      "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], [%5];\n" ::
+          "r"(smemAddress(dst)),
+      "l"(reinterpret_cast<unsigned long long>(desc)), "r"(x), "r"(y), "r"(z), "r"(smemAddress(bar))
+      : "memory");
+}
+
 __device__ __forceinline__ void namedBarrierSync(int id, int threads) {
   asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
 }

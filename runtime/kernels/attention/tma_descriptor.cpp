@@ -1,0 +1,68 @@
+//===- tma_descriptor.cpp - TMA descriptors for the prefill's K/V tiles ---===//
+#include "attention/tma_descriptor.h"
+
+#include <cuda.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <cstring>
+#include <string>
+
+namespace txc::kernels {
+
+// TMA needs 64-byte aligned descriptors; cuda.h aligns CUtensorMap to 128,
+// more than a kernel parameter needs, so the bytes are copied over.
+static_assert(sizeof(TmaDescriptor) == sizeof(CUtensorMap), "TmaDescriptor must hold a CUtensorMap's bytes");
+
+namespace {
+
+using EncodeTiled = CUresult (*)(CUtensorMap *, CUtensorMapDataType, cuuint32_t, void *, const cuuint64_t *,
+                                 const cuuint64_t *, const cuuint32_t *, const cuuint32_t *, CUtensorMapInterleave,
+                                 CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
+
+Status encoder(EncodeTiled *fn) {
+  static EncodeTiled cached = nullptr;
+  if (cached == nullptr) {
+    void *entry = nullptr;
+    cudaDriverEntryPointQueryResult found{};
+    const cudaError_t error =
+        cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &entry, 12000, cudaEnableDefault, &found);
+    if (error != cudaSuccess || found != cudaDriverEntryPointSuccess || entry == nullptr)
+      return Status::unsupported("prefill: the CUDA driver has no cuTensorMapEncodeTiled (TMA needs CUDA 12+)");
+    cached = reinterpret_cast<EncodeTiled>(entry);
+  }
+  *fn = cached;
+  return Status::ok();
+}
+
+} // namespace
+
+Status encodeKVTileDescriptor(TmaDescriptor *desc, const void *base, int head_dim, int kv_heads,
+                              long long head_stride, long long token_stride, long long num_tokens,
+                              int block_rows, const char *what) {
+  const std::string name = std::string("prefill: TMA descriptor of ") + what;
+  if (reinterpret_cast<std::uintptr_t>(base) % 16 != 0 || head_stride % 8 != 0 || token_stride % 8 != 0)
+    return Status::invalidArgument(name + ": the base and strides must be 16-byte aligned");
+  if (num_tokens <= 0 || head_dim % 64 != 0 || block_rows <= 0 || block_rows > 256)
+    return Status::invalidArgument(name + ": " + std::to_string(num_tokens) + " tokens, head_dim " +
+                                   std::to_string(head_dim) + ", " + std::to_string(block_rows) +
+                                   "-row blocks (needs tokens > 0, head_dim a multiple of 64, blocks of 1-256)");
+  EncodeTiled encode = nullptr;
+  TXC_RETURN_IF_ERROR(encoder(&encode));
+  // Innermost first: columns, heads, tokens; strides in bytes (dim 0 is dense).
+  const cuuint64_t dims[3] = {(cuuint64_t)head_dim, (cuuint64_t)kv_heads, (cuuint64_t)num_tokens};
+  const cuuint64_t strides[2] = {(cuuint64_t)head_stride * 2, (cuuint64_t)token_stride * 2};
+  const cuuint32_t box[3] = {64, 1, (cuuint32_t)block_rows}; // 64 columns = the 128-byte swizzle span
+  const cuuint32_t element_strides[3] = {1, 1, 1};
+  CUtensorMap map;
+  const CUresult result = encode(&map, CU_TENSOR_MAP_DATA_TYPE_UINT16, 3,
+                                 const_cast<void *>(base), dims, strides, box, element_strides,
+                                 CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                                 CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (result != CUDA_SUCCESS)
+    return Status::invalidArgument(name + ": cuTensorMapEncodeTiled failed with CUresult " + std::to_string(result));
+  std::memcpy(desc, &map, sizeof(map));
+  return Status::ok();
+}
+
+} // namespace txc::kernels

@@ -80,15 +80,6 @@ StatusOr<CublasGemm::Plan *> CublasGemm::plan(const Key &key, DType in, DType ou
   cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws,
                                        sizeof(ws));
   const bool tune = tuning_ && key.m <= kTuneMaxRows;
-  if (tune) {
-    // Candidates that sum split-K partials in the result's type (bf16) are
-    // faster by a rounding per split: device run 44 saw one pass at 2.3%
-    // relative error where fp32 sums stay under 0.8%. Tuning may pick the
-    // speed of an algorithm, never its precision.
-    uint32_t fp32_sums = CUBLASLT_REDUCTION_SCHEME_NONE | CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE;
-    cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK,
-                                         &fp32_sums, sizeof(fp32_sums));
-  }
   cublasLtMatmulHeuristicResult_t results[kTuneCandidates];
   int found = 0;
   cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(

@@ -42,17 +42,24 @@ Operands makeOperands(int64_t m, int64_t n, int64_t k, unsigned seed) {
   return o;
 }
 
-std::vector<double> reference(const Operands &o, bool with_residual) {
-  std::vector<double> out(o.m * o.n);
+/// The exact result, and the product alone (what a rounding of x w^T before
+/// the residual add would round).
+struct Reference {
+  std::vector<double> out, product;
+};
+
+Reference reference(const Operands &o, bool with_residual) {
+  Reference ref{std::vector<double>(o.m * o.n), std::vector<double>(o.m * o.n)};
   for (int64_t r = 0; r < o.m; ++r)
     for (int64_t c = 0; c < o.n; ++c) {
-      double acc = with_residual ? bf16BitsToFloat(o.residual[r * o.n + c]) : 0.0;
+      double acc = 0.0;
       for (int64_t i = 0; i < o.k; ++i)
         acc += static_cast<double>(bf16BitsToFloat(o.x[r * o.k + i])) *
                bf16BitsToFloat(o.w[c * o.k + i]);
-      out[r * o.n + c] = acc;
+      ref.product[r * o.n + c] = acc;
+      ref.out[r * o.n + c] = acc + (with_residual ? bf16BitsToFloat(o.residual[r * o.n + c]) : 0.0);
     }
-  return out;
+  return ref;
 }
 
 class CublasGemmTest : public ::testing::Test {
@@ -134,17 +141,32 @@ protected:
   cudaStream_t stream_ = nullptr;
 };
 
-void expectClose(const std::vector<float> &got, const std::vector<double> &want, DType out_dtype,
+void expectClose(const std::vector<float> &got, const Reference &want, DType out_dtype,
                  const std::string &what) {
-  // bf16 results: half an ulp of rounding (2^-9 relative) plus fp32
-  // accumulation; f32 results: the accumulation order alone.
-  const double rel = out_dtype == DType::kF32 ? 1e-4 : 8e-3;
-  double worst = 0;
+  // f32 results: the accumulation order alone (relative 1e-4). bf16 results:
+  // half an ulp (2^-8 relative) of the result, plus half an ulp of the
+  // product where a residual is added: device run 46 found every one of the
+  // heuristic's 8 algorithms at 16 x 256 x 1024 (split-K or not) off by the
+  // same 0.0227 of |result| + 0.05, which one rounding of the result cannot
+  // give and a rounding of the product before the add can. Plus fp32
+  // accumulation.
+  size_t worst = 0;
+  double worst_excess = -1.0;
   for (size_t i = 0; i < got.size(); ++i) {
     ASSERT_TRUE(std::isfinite(got[i])) << what << " element " << i;
-    worst = std::max(worst, std::abs(got[i] - want[i]) / (std::abs(want[i]) + 0.05));
+    const double out = want.out[i], product = want.product[i];
+    const double bound = out_dtype == DType::kF32
+                             ? 1e-4 * (std::abs(out) + 0.05)
+                             : std::ldexp(std::abs(out) + std::abs(product), -8) * 1.01 + 1e-4;
+    const double excess = std::abs(got[i] - out) / bound;
+    if (excess > worst_excess) {
+      worst_excess = excess;
+      worst = i;
+    }
   }
-  EXPECT_LT(worst, rel) << what;
+  EXPECT_LE(worst_excess, 1.0) << what << ": element " << worst << " is " << got[worst]
+                               << ", the reference " << want.out[worst] << " (product "
+                               << want.product[worst] << ")";
 }
 
 TEST_F(CublasGemmTest, HeuristicAndTunedAlgorithmsMatchTheReference) {
@@ -160,7 +182,7 @@ TEST_F(CublasGemmTest, HeuristicAndTunedAlgorithmsMatchTheReference) {
                              std::to_string(c.k) + (c.residual ? " +residual" : "") +
                              (c.out == DType::kF32 ? " f32" : " bf16");
     const Operands o = makeOperands(c.m, c.n, c.k, static_cast<unsigned>(c.m * 31 + c.n));
-    const std::vector<double> want = reference(o, c.residual);
+    const Reference want = reference(o, c.residual);
     for (bool tuning : {false, true}) {
       CublasGemm gemm;
       ASSERT_TRUE(gemm.init(workspace_, kCublasWorkspaceBytes).isOk());
@@ -173,7 +195,7 @@ TEST_F(CublasGemmTest, HeuristicAndTunedAlgorithmsMatchTheReference) {
 
 TEST_F(CublasGemmTest, TuningWaitsForACallOutsideACapture) {
   const Operands o = makeOperands(16, 256, 1024, 7u);
-  const std::vector<double> want = reference(o, true);
+  const Reference want = reference(o, true);
   CublasGemm gemm;
   ASSERT_TRUE(gemm.init(workspace_, kCublasWorkspaceBytes).isOk());
   gemm.setTuning(true);

@@ -204,6 +204,7 @@ KVCache makeKVCache(const std::vector<int> &lens, int kv_heads, int head_dim, in
     c.view.token_stride = head_dim;
     c.view.head_stride = (long long)page_size * head_dim;
     c.view.page_stride = (long long)kv_heads * page_size * head_dim;
+    c.view.num_pages = std::max(total_pages, 1);
   } else {
     std::vector<int> cu(batch + 1, 0);
     for (int b = 0; b < batch; ++b)
@@ -558,7 +559,7 @@ bool g_prefill_compare = false;
 
 /// The default prefill kernel, then (with --prefill-compare) the other one,
 /// at head_dims 64 and 256 the warp-specialized kernel on the two-consumer square tiles, and
-/// full masks at d128 on 128 x 176 tiles, causal masks one tile per CTA (the default pairs them), and
+/// full masks at d128 on 128 x 176 tiles, causal masks one tile or one pair per CTA (the default walks pairs persistently), and
 /// contiguous K/V gathered with cp.async (the default loads them with TMA).
 template <typename T> void runPrefillKernels(const PrefillCase &c, ElementType dtype, std::mt19937 &rng) {
   runPrefill<T>(c, dtype, rng);
@@ -573,8 +574,9 @@ template <typename T> void runPrefillKernels(const PrefillCase &c, ElementType d
     runPrefill<T>(c, dtype, rng, PrefillKernel::kWarpSpecializedWideTiles, " [wide-tiles]");
   if (c.causal && c.window_left < 0)
     runPrefill<T>(c, dtype, rng, PrefillKernel::kWarpSpecializedOneTileCausal, " [one-tile]");
-  if (c.page_size == 0)
-    runPrefill<T>(c, dtype, rng, PrefillKernel::kAuto, " [cp.async]", /*kv_tma=*/false);
+  if (c.causal && c.window_left < 0)
+    runPrefill<T>(c, dtype, rng, PrefillKernel::kWarpSpecializedPairPerCta, " [pair-per-cta]");
+  runPrefill<T>(c, dtype, rng, PrefillKernel::kAuto, " [cp.async]", /*kv_tma=*/false);
 }
 
 template <typename T> void runDecodeTyped(const DecodeCase &c, ElementType t, std::mt19937 &rng) { runDecode<T>(c, t, rng); }

@@ -65,6 +65,7 @@ Status CudaExecutor::State::attention(const LaunchAttributes &attributes, const 
     kv.head_stride = head_dim;
     kv.token_stride = kv_cols;
     kv.page_size = page_size;
+    kv.num_pages = num_pages; // the pool, zeroed when allocated (KVCacheView::num_pages)
     kv.page_size_log2 = 0;
     while ((1 << kv.page_size_log2) < page_size)
       ++kv.page_size_log2;

@@ -29,6 +29,7 @@ enum class PrefillKernel {
   kWarpSpecializedSquareTiles,  // the same on 2 consumers and 128 x 128 (d256: 128 x 64) tiles
   kWarpSpecializedWideTiles,    // the default, but full masks at d128 on 128 x 176 tiles
   kWarpSpecializedOneTileCausal, // the default, but causal masks one tile per CTA (not mirrored pairs)
+  kWarpSpecializedPairPerCta,    // the default, but one causal pair per CTA (not persistent)
   kSingleWarpgroup,             // prefill.cuh: one warpgroup, QK^T on wgmma, PV on mma.sync
 };
 
@@ -41,8 +42,8 @@ struct AttentionConfig {
   int head_dim = 128;
   bool causal = false;
   PrefillKernel prefill_kernel = PrefillKernel::kAuto;
-  /// The warp-specialized prefill loads contiguous K/V with TMA; off: its
-  /// producer gathers them with cp.async as it does paged K/V (comparison).
+  /// The warp-specialized prefill loads K/V with TMA (pages of 8 tokens or
+  /// more); off: its producer gathers rows with cp.async (comparison).
   bool prefill_kv_tma = true;
 };
 

@@ -161,9 +161,9 @@ template <typename T> Status launchPrefillTyped(const AttentionConfig &config, c
     return Status::invalidArgument("prefill: bad head counts " + std::to_string(p.num_qo_heads) + "/" +
                                    std::to_string(p.num_kv_heads));
   if (p.kv.page_table == nullptr ? p.kv.maybe_cu_seqlens_k == nullptr || p.kv.num_tokens <= 0
-                                 : p.maybe_kv_lens == nullptr)
-    return Status::invalidArgument(
-        "prefill: paged K/V need maybe_kv_lens; contiguous K/V need cu_seqlens_k and num_tokens (their rows)");
+                                 : p.maybe_kv_lens == nullptr || p.kv.num_pages <= 0)
+    return Status::invalidArgument("prefill: paged K/V need maybe_kv_lens and num_pages (the pool's); contiguous "
+                                   "K/V need cu_seqlens_k and num_tokens (their rows)");
   if (p.kv.page_table != nullptr && (p.kv.page_size <= 0 || (1 << p.kv.page_size_log2) != p.kv.page_size))
     return Status::invalidArgument("prefill: page size " + std::to_string(p.kv.page_size) +
                                    " is not a power of two matching page_size_log2");
@@ -173,21 +173,37 @@ template <typename T> Status launchPrefillTyped(const AttentionConfig &config, c
       config.prefill_kernel == PrefillKernel::kAuto ? defaultPrefillKernel() : config.prefill_kernel;
   return withHeadDim(config.head_dim, [&](auto dim) {
     return withVariant(config.causal, p.variant.window_left >= 0, p.variant.softcap > 0.f, [&](auto variant) {
-      auto launch = [&](auto traits) -> Status {
+      // persistent_pairs: causal pairs walked by one CTA per SM, not one a CTA.
+      auto launch = [&](auto traits, bool persistent_pairs = true) -> Status {
         using Traits = decltype(traits);
         using Variant = decltype(variant);
         auto kernel = prefillKernel<Traits, Variant>;
         PrefillParams kp = p;
         kp.kv_by_tma = false;
         if constexpr (Traits::kWarpSpecialized) {
-          if (p.kv.page_table == nullptr && config.prefill_kv_tma) { // contiguous: TMA boxes of a key block
+          const bool paged = p.kv.page_table != nullptr;
+          // A box covers a key block's rows, or as many of them as lie in
+          // one page: the largest power of two dividing kBlockN, at most a
+          // page (pages under 8 rows would break the 1024-byte swizzle
+          // alignment of the boxes: cp.async).
+          int box_rows = Traits::kBlockN;
+          if (paged)
+            box_rows = std::min(Traits::kBlockN & -Traits::kBlockN, p.kv.page_size);
+          if (config.prefill_kv_tma && box_rows >= 8) {
+            KVTensorShape shape;
+            shape.head_dim = Traits::kHeadDim;
+            shape.kv_heads = p.num_kv_heads;
+            shape.rows = paged ? p.kv.page_size : p.kv.num_tokens;
+            shape.pages = paged ? p.kv.num_pages : 1;
+            shape.row_stride = p.kv.token_stride;
+            shape.head_stride = p.kv.head_stride;
+            shape.page_stride = p.kv.page_stride;
+            shape.base = p.kv.k;
+            TXC_RETURN_IF_ERROR(encodeKVTileDescriptor(&kp.tma_k, shape, box_rows, "K"));
+            shape.base = p.kv.v;
+            TXC_RETURN_IF_ERROR(encodeKVTileDescriptor(&kp.tma_v, shape, box_rows, "V"));
             kp.kv_by_tma = true;
-            TXC_RETURN_IF_ERROR(encodeKVTileDescriptor(&kp.tma_k, p.kv.k, Traits::kHeadDim, p.num_kv_heads,
-                                                       p.kv.head_stride, p.kv.token_stride, p.kv.num_tokens,
-                                                       Traits::kBlockN, "K"));
-            TXC_RETURN_IF_ERROR(encodeKVTileDescriptor(&kp.tma_v, p.kv.v, Traits::kHeadDim, p.num_kv_heads,
-                                                       p.kv.head_stride, p.kv.token_stride, p.kv.num_tokens,
-                                                       Traits::kBlockN, "V"));
+            kp.kv_tma_box_rows = box_rows;
           }
         }
         TXC_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
@@ -196,16 +212,18 @@ template <typename T> Status launchPrefillTyped(const AttentionConfig &config, c
         if constexpr (Traits::kWarpSpecialized) {
           const long long tiles = (long long)grid.x * grid.y * grid.z;
           constexpr PrefillWalk kWalk = prefillWalk<Traits, Variant>();
-          if constexpr (kWalk == PrefillWalk::kPersistent) {
-            // One CTA per SM (the kernel fills an SM's registers) walks the
-            // tiles, so a tile's K/V loads overlap the previous tile's last
-            // P V and epilogue.
-            int device = 0, sms = 0;
-            TXC_CUDA_CHECK(cudaGetDevice(&device));
-            TXC_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-            grid = dim3((unsigned)std::min<long long>(tiles, sms));
-          } else if constexpr (kWalk == PrefillWalk::kMirroredPair) {
-            grid = dim3((unsigned)prefillCtasFor(kWalk, (int)tiles));
+          if constexpr (kWalk != PrefillWalk::kOneTile) {
+            // Persistent: one CTA per SM (the kernel fills an SM's registers)
+            // walks the tiles or pairs, so a tile's K/V loads overlap the
+            // previous tile's last P V and epilogue.
+            const long long ctas = prefillCtasFor(kWalk, (int)tiles);
+            grid = dim3((unsigned)ctas);
+            if (kWalk == PrefillWalk::kPersistent || persistent_pairs) {
+              int device = 0, sms = 0;
+              TXC_CUDA_CHECK(cudaGetDevice(&device));
+              TXC_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+              grid = dim3((unsigned)std::min<long long>(ctas, sms));
+            }
           }
         }
         kernel<<<grid, Traits::kThreads, Traits::kSmemBytes, stream>>>(kp);
@@ -223,6 +241,7 @@ template <typename T> Status launchPrefillTyped(const AttentionConfig &config, c
         else
           return launch(PrefillTraits<T, kDim>{});
       case PrefillKernel::kWarpSpecializedOneTileCausal: return launch(PrefillOneTileCausalTraits<T, kDim>{});
+      case PrefillKernel::kWarpSpecializedPairPerCta: return launch(PrefillTraits<T, kDim>{}, false);
       case PrefillKernel::kSingleWarpgroup: return launch(PrefillSingleWgTraits<T, kDim>{});
       case PrefillKernel::kAuto: break;
       }

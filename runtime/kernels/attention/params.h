@@ -44,6 +44,11 @@ struct KVCacheView {
   int page_size_log2 = 0;  // log2(page_size)
   const int *maybe_cu_seqlens_k = nullptr; // contiguous layout only
   long long num_tokens = 0; // contiguous layout: rows of k and v (the prefill's TMA reads rows past it as zeros)
+  // Paged layout: pages in the pool. The prefill's TMA reads a sequence's
+  // last page whole, so its slots past the sequence must hold finite values
+  // (masked keys get P = 0, which a NaN in V would still poison): zero the
+  // pool when it is allocated.
+  long long num_pages = 0;
 };
 
 /// A TMA descriptor: CUtensorMap's 128 opaque bytes, encoded on the host
@@ -134,10 +139,12 @@ struct PrefillParams {
   int batch = 0, num_qo_heads = 0, num_kv_heads = 0;
   int max_seqlen_q = 0;
   VariantParams variant;
-  // Filled by launchPrefill, not by callers: for contiguous K/V the
-  // warp-specialized kernel loads K and V tiles with TMA through these
-  // (one descriptor each, a box per 64 columns of a key block).
+  // Filled by launchPrefill, not by callers: the warp-specialized kernel
+  // loads K and V tiles with TMA through these, boxes of 64 columns by
+  // kv_tma_box_rows keys (a key block's contiguous rows, or the block's
+  // rows within one page).
   bool kv_by_tma = false;
+  int kv_tma_box_rows = 0;
   TmaDescriptor tma_k, tma_v;
 };
 

@@ -5,11 +5,12 @@
 //
 // CTA = 1 + kConsumerWarpgroups warpgroups. Warpgroup 0 is the producer: it drops to
 // kProducerRegisters with setmaxnreg and fills a kStages-deep ring of
-// 128B-swizzled shared-memory K and V tiles: from a packed ragged tensor with
-// TMA (one thread, a box per 64 columns; the full mbarrier counts the bytes),
-// from the paged cache with cp.async (all 128 threads gather rows, looking up
-// the page table per row, so any power-of-two page size works; the full
-// mbarrier counts the 128 cp.async arrivals). Each tile also has an "empty"
+// 128B-swizzled shared-memory K and V tiles with TMA: one warp, boxes of 64
+// columns by a key block's rows (packed ragged K/V) or by its rows within a
+// page (paged cache, pages of 8 tokens or more); the full mbarrier counts
+// the bytes. Without TMA descriptors (smaller pages, NVRTC-launched
+// kernels) all 128 producer threads gather rows with cp.async, looking up
+// the page table per row, and the full mbarrier counts their arrivals. Each tile also has an "empty"
 // mbarrier (one arrival per consumer warp once its wgmmas have read the
 // tile). K and V have separate rings, and V trails K by one key block,
 // because the consumers read V of block i-1 in the same step as K of block i.
@@ -32,8 +33,9 @@
 // Tiles: (query block, query head, sequence), each head's longest blocks
 // first. Full masks run persistent (prefillWalk): one CTA per SM
 // walks the tiles on a fixed stride, the producer's ring running on into the
-// next tile and the next Q loading under the epilogue. Causal masks run a
-// query block and its mirror per CTA; windowed masks one CTA per tile. Either way a grid with more CTAs than tiles
+// next tile and the next Q loading under the epilogue. Causal masks walk
+// pairs of a query block and its mirror, persistent too; windowed masks run
+// one CTA per tile. Either way a grid with more CTAs than tiles
 // is harmless (the extra CTAs exit).
 //
 //===----------------------------------------------------------------------===//
@@ -286,43 +288,67 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
     // ---------------------------------------------------------------- producer
     warpgroupRegistersDown<Traits::kProducerRegisters>();
     if (params.kv_by_tma) {
-      // Contiguous K/V: one thread loads a key block of K or V as a TMA box
-      // per 64 columns (the descriptor's 128-byte swizzle is the wgmma
-      // layout), its bytes counted on the stage's full barrier. Rows past
-      // the sequence are the next sequence's keys, or zeros past the
-      // tensor; the consumers mask them either way.
-      if (tid != 0)
+      // TMA: one warp loads a key block of K or V as boxes of 64 columns by
+      // box_rows keys (the descriptor's 128-byte swizzle is the wgmma
+      // layout), lane j the block's rows [j box_rows, (j + 1) box_rows); the
+      // stage's full barrier counts the bytes. Contiguous K/V: one box a
+      // column block, rows past the sequence are the next sequence's keys
+      // or zeros past the tensor. Paged: one box per page or less, boxes
+      // past the sequence read zeros (their in-page row is out of range).
+      // The consumers mask every key past the sequence.
+      if (tid >= 32)
         return;
+      const int lane = tid;
+      const bool paged = kv.page_table != nullptr;
+      const int box_rows = params.kv_tma_box_rows;
+      const bool has_box = lane * box_rows < BN;
       tmaPrefetchDescriptor(&params.tma_k);
       tmaPrefetchDescriptor(&params.tma_v);
-      auto loadBlock = [&](const TmaDescriptor &desc, T *tile_smem, unsigned long long *full, int token0, int kv_head) {
-        mbarrierArriveExpectTx(full, Traits::kKVElems * sizeof(T));
+      struct Box {
+        int row, page; // (token, 0) contiguous; (in-page row, page) paged
+      };
+      // Resolved before the wait for the stage, so a page-table read hides
+      // behind it.
+      auto boxOf = [&](const Tile &tile, int step) -> Box {
+        const int key = (tile.n_end - 1 - step) * BN + lane * box_rows;
+        if (!paged)
+          return {kv.maybe_cu_seqlens_k[tile.seq] + key, 0};
+        if (!has_box || key >= tile.kv_len)
+          return {kv.page_size, 0};
+        return {key & (kv.page_size - 1),
+                __ldg(kv.page_table + tile.seq * kv.page_table_stride + (key >> kv.page_size_log2))};
+      };
+      auto loadBlock = [&](const TmaDescriptor &desc, T *tile_smem, unsigned long long *full, Box box, int kv_head) {
+        if (lane == 0)
+          mbarrierArriveExpectTx(full, Traits::kKVElems * sizeof(T));
+        __syncwarp(); // the bytes are expected before any box lands
+        if (has_box)
 #pragma unroll
-        for (int blk = 0; blk < D / 64; ++blk)
-          tmaLoad3d(tile_smem + blk * BN * 64, &desc, blk * 64, kv_head, token0, full);
+          for (int blk = 0; blk < D / 64; ++blk)
+            tmaLoad4d(tile_smem + blk * BN * 64 + lane * box_rows * 64, &desc, blk * 64, box.row, kv_head, box.page,
+                      full);
       };
       int g0 = 0; // ring position of this tile's step 0, over all of this CTA's tiles
       for (int t = first_tile; t < num_tiles; t = tileAfter(t)) {
         const Tile tile = tileAt(t);
         if (tile.n_count == 0)
           continue;
-        const int seq_token0 = kv.maybe_cu_seqlens_k[tile.seq];
-        auto blockToken0 = [&](int step) { return seq_token0 + (tile.n_end - 1 - step) * BN; };
+        Box prev{};
         for (int step = 0; step < tile.n_count; ++step) {
           const int g = g0 + step, stage = g % kStages;
+          const Box box = boxOf(tile, step);
           mbarrierWait(&empty_k[stage], ((g / kStages) & 1) ^ 1);
-          loadBlock(params.tma_k, smem_k + stage * Traits::kKVElems, &full_k[stage], blockToken0(step), tile.kv_head);
-          if (step > 0) {
-            const int prev = (g - 1) % kStages;
-            mbarrierWait(&empty_v[prev], (((g - 1) / kStages) & 1) ^ 1);
-            loadBlock(params.tma_v, smem_v + prev * Traits::kKVElems, &full_v[prev], blockToken0(step - 1),
-                      tile.kv_head);
+          loadBlock(params.tma_k, smem_k + stage * Traits::kKVElems, &full_k[stage], box, tile.kv_head);
+          if (step > 0) { // V of the previous block: the same keys as its K
+            const int before = (g - 1) % kStages;
+            mbarrierWait(&empty_v[before], (((g - 1) / kStages) & 1) ^ 1);
+            loadBlock(params.tma_v, smem_v + before * Traits::kKVElems, &full_v[before], prev, tile.kv_head);
           }
+          prev = box;
         }
         const int g_last = g0 + tile.n_count - 1, last = g_last % kStages;
         mbarrierWait(&empty_v[last], ((g_last / kStages) & 1) ^ 1);
-        loadBlock(params.tma_v, smem_v + last * Traits::kKVElems, &full_v[last], blockToken0(tile.n_count - 1),
-                  tile.kv_head);
+        loadBlock(params.tma_v, smem_v + last * Traits::kKVElems, &full_v[last], prev, tile.kv_head);
         g0 += tile.n_count;
       }
       return;

@@ -62,16 +62,16 @@ __device__ __forceinline__ void tmaPrefetchDescriptor(const void *desc) {
   asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<unsigned long long>(desc)) : "memory");
 }
 
-/// TMA: the box of a rank-3 tensor at coordinates (x, y, z), innermost
+/// TMA: the box of a rank-4 tensor at coordinates (x, y, z, w), innermost
 /// first, copied to shared memory at `dst` (laid out and swizzled as the
-/// descriptor says); its bytes count as transactions on `bar`. Coordinates
-/// past the tensor read as zeros.
-__device__ __forceinline__ void tmaLoad3d(void *dst, const void *desc, int x, int y, int z, unsigned long long *bar) {
-  asm volatile(
-      "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], [%5];\n" ::
-          "r"(smemAddress(dst)),
-      "l"(reinterpret_cast<unsigned long long>(desc)), "r"(x), "r"(y), "r"(z), "r"(smemAddress(bar))
-      : "memory");
+/// descriptor says); its bytes count as transactions on `bar`, also where
+/// the box lies past the tensor, whose elements read as zeros.
+__device__ __forceinline__ void tmaLoad4d(void *dst, const void *desc, int x, int y, int z, int w,
+                                          unsigned long long *bar) {
+  asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4, "
+               "%5}], [%6];\n" ::"r"(smemAddress(dst)),
+               "l"(reinterpret_cast<unsigned long long>(desc)), "r"(x), "r"(y), "r"(z), "r"(w), "r"(smemAddress(bar))
+               : "memory");
 }
 
 __device__ __forceinline__ void namedBarrierSync(int id, int threads) {

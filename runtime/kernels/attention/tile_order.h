@@ -28,9 +28,12 @@ namespace txc::kernels {
 ///   longer share L2 (bench/README.md, runs 38-42); one tile per CTA in the
 ///   hardware's block order is faster.
 /// - kMirroredPair (causal): each CTA runs a query block and its mirror (the
-///   longest with the shortest, ...), so every CTA has the same work and its
-///   second tile's K/V load under the first one's epilogue, still in the
-///   hardware's block order: +3..+13% over kOneTile (device run 44).
+///   longest with the shortest, ...), so every pair has the same work and
+///   the second tile's K/V load under the first one's epilogue: +3..+13%
+///   over kOneTile in the hardware's block order (device run 44). Pairs
+///   also walk persistently: with equal work the CTAs on a fixed stride of
+///   pairs stay in step, so the pairs running at once stay together (the
+///   launcher picks one pair per CTA or one CTA per SM).
 enum class PrefillWalk { kOneTile, kMirroredPair, kPersistent };
 
 /// The query block of tile t: each head's longest first (causal diagonal
@@ -51,12 +54,12 @@ TXC_TILE_ORDER_FN int prefillFirstTile(PrefillWalk walk, int cta) {
 /// The tile CTA runs after t, of `ctas` CTAs; num_tiles or more: none.
 TXC_TILE_ORDER_FN int prefillTileAfter(PrefillWalk walk, int t, int ctas, int num_tiles) {
   return walk == PrefillWalk::kPersistent     ? t + ctas
-         : walk == PrefillWalk::kMirroredPair ? (t % 2 == 0 ? t + 1 : num_tiles)
+         : walk == PrefillWalk::kMirroredPair ? (t % 2 == 0 ? t + 1 : t - 1 + 2 * ctas)
                                               : num_tiles;
 }
 
-/// The CTAs a launch of num_tiles tiles needs (persistent: at most one per
-/// SM; the launcher caps it).
+/// The CTAs a launch of num_tiles tiles needs for one tile (or pair) per
+/// CTA; a persistent launch caps it at one per SM.
 TXC_TILE_ORDER_FN int prefillCtasFor(PrefillWalk walk, int num_tiles) {
   return walk == PrefillWalk::kMirroredPair ? (num_tiles + 1) / 2 : num_tiles;
 }

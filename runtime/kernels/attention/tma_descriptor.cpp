@@ -37,27 +37,29 @@ Status encoder(EncodeTiled *fn) {
 
 } // namespace
 
-Status encodeKVTileDescriptor(TmaDescriptor *desc, const void *base, int head_dim, int kv_heads,
-                              long long head_stride, long long token_stride, long long num_tokens,
-                              int block_rows, const char *what) {
+Status encodeKVTileDescriptor(TmaDescriptor *desc, const KVTensorShape &t, int box_rows, const char *what) {
   const std::string name = std::string("prefill: TMA descriptor of ") + what;
-  if (reinterpret_cast<std::uintptr_t>(base) % 16 != 0 || head_stride % 8 != 0 || token_stride % 8 != 0)
+  if (reinterpret_cast<std::uintptr_t>(t.base) % 16 != 0 || t.row_stride % 8 != 0 || t.head_stride % 8 != 0 ||
+      t.page_stride % 8 != 0)
     return Status::invalidArgument(name + ": the base and strides must be 16-byte aligned");
-  if (num_tokens <= 0 || head_dim % 64 != 0 || block_rows <= 0 || block_rows > 256)
-    return Status::invalidArgument(name + ": " + std::to_string(num_tokens) + " tokens, head_dim " +
-                                   std::to_string(head_dim) + ", " + std::to_string(block_rows) +
-                                   "-row blocks (needs tokens > 0, head_dim a multiple of 64, blocks of 1-256)");
+  if (t.rows <= 0 || t.pages <= 0 || t.kv_heads <= 0 || t.head_dim % 64 != 0 || box_rows <= 0 || box_rows > 256 ||
+      box_rows > t.rows)
+    return Status::invalidArgument(name + ": " + std::to_string(t.pages) + " x " + std::to_string(t.rows) +
+                                   " rows of " + std::to_string(t.kv_heads) + " heads, head_dim " +
+                                   std::to_string(t.head_dim) + ", boxes of " + std::to_string(box_rows) +
+                                   " rows (needs head_dim a multiple of 64, boxes of 1-256 rows within a page)");
   EncodeTiled encode = nullptr;
   TXC_RETURN_IF_ERROR(encoder(&encode));
-  // Innermost first: columns, heads, tokens; strides in bytes (dim 0 is dense).
-  const cuuint64_t dims[3] = {(cuuint64_t)head_dim, (cuuint64_t)kv_heads, (cuuint64_t)num_tokens};
-  const cuuint64_t strides[2] = {(cuuint64_t)head_stride * 2, (cuuint64_t)token_stride * 2};
-  const cuuint32_t box[3] = {64, 1, (cuuint32_t)block_rows}; // 64 columns = the 128-byte swizzle span
-  const cuuint32_t element_strides[3] = {1, 1, 1};
+  // Innermost first: columns, rows, heads, pages; strides in bytes (dim 0 is dense).
+  const cuuint64_t dims[4] = {(cuuint64_t)t.head_dim, (cuuint64_t)t.rows, (cuuint64_t)t.kv_heads,
+                              (cuuint64_t)t.pages};
+  const cuuint64_t strides[3] = {(cuuint64_t)t.row_stride * 2, (cuuint64_t)t.head_stride * 2,
+                                 (cuuint64_t)(t.pages > 1 ? t.page_stride : t.rows * t.row_stride) * 2};
+  const cuuint32_t box[4] = {64, (cuuint32_t)box_rows, 1, 1};
+  const cuuint32_t element_strides[4] = {1, 1, 1, 1};
   CUtensorMap map;
-  const CUresult result = encode(&map, CU_TENSOR_MAP_DATA_TYPE_UINT16, 3,
-                                 const_cast<void *>(base), dims, strides, box, element_strides,
-                                 CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+  const CUresult result = encode(&map, CU_TENSOR_MAP_DATA_TYPE_UINT16, 4, const_cast<void *>(t.base), dims, strides,
+                                 box, element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
                                  CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   if (result != CUDA_SUCCESS)
     return Status::invalidArgument(name + ": cuTensorMapEncodeTiled failed with CUresult " + std::to_string(result));

@@ -12,13 +12,18 @@
 
 namespace txc::kernels {
 
-/// K or V of `kv_heads` heads of `head_dim` 16-bit elements per token,
-/// `num_tokens` tokens at `token_stride` elements, heads `head_stride`
-/// elements apart: boxes of 64 columns by `block_rows` tokens of one head,
-/// 128-byte swizzled (the wgmma tile layout); rows past num_tokens read as
+/// K or V as a rank-4 tensor (columns, rows, kv heads, pages) of 16-bit
+/// elements, strides in elements: contiguous K/V are one "page" of
+/// num_tokens rows; a paged cache is `pages` pages of page_size rows. Boxes
+/// are 64 columns (the 128-byte swizzle span; the wgmma tile layout) by
+/// `box_rows` rows of one head and page; rows past the tensor read as
 /// zeros. `what` names the tensor in errors.
-Status encodeKVTileDescriptor(TmaDescriptor *desc, const void *base, int head_dim, int kv_heads,
-                              long long head_stride, long long token_stride, long long num_tokens,
-                              int block_rows, const char *what);
+struct KVTensorShape {
+  const void *base = nullptr;
+  int head_dim = 0, kv_heads = 0;
+  long long rows = 0, pages = 1;
+  long long row_stride = 0, head_stride = 0, page_stride = 0;
+};
+Status encodeKVTileDescriptor(TmaDescriptor *desc, const KVTensorShape &shape, int box_rows, const char *what);
 
 } // namespace txc::kernels

@@ -38,6 +38,8 @@ TEST(PrefillTileOrderTest, EveryWalkRunsEachTileOnce) {
             Launch{PrefillWalk::kOneTile, 2 * num_tiles}, // a larger grid: extras exit
             Launch{PrefillWalk::kMirroredPair,
                    prefillCtasFor(PrefillWalk::kMirroredPair, num_tiles)},
+            Launch{PrefillWalk::kMirroredPair, 1}, Launch{PrefillWalk::kMirroredPair, 7},
+            Launch{PrefillWalk::kMirroredPair, 132}, // persistent pairs
             Launch{PrefillWalk::kPersistent, 1}, Launch{PrefillWalk::kPersistent, 7},
             Launch{PrefillWalk::kPersistent, 132}, Launch{PrefillWalk::kPersistent, num_tiles}}) {
         const std::vector<int> count = visits(l.walk, num_tiles, l.ctas);

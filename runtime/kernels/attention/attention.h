@@ -42,8 +42,9 @@ struct AttentionConfig {
   int head_dim = 128;
   bool causal = false;
   PrefillKernel prefill_kernel = PrefillKernel::kAuto;
-  /// The warp-specialized prefill loads K/V with TMA (pages of 8 tokens or
-  /// more); off: its producer gathers rows with cp.async (comparison).
+  /// The warp-specialized prefill loads K/V with TMA (contiguous, or pages
+  /// that hold a whole key block); off: its producer gathers rows with
+  /// cp.async, as it does on smaller pages (comparison).
   bool prefill_kv_tma = true;
 };
 

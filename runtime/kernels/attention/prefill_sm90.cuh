@@ -6,8 +6,9 @@
 // CTA = 1 + kConsumerWarpgroups warpgroups. Warpgroup 0 is the producer: it drops to
 // kProducerRegisters with setmaxnreg and fills a kStages-deep ring of
 // 128B-swizzled shared-memory K and V tiles with TMA: one warp, boxes of 64
-// columns by a key block's rows (packed ragged K/V) or by its rows within a
-// page (paged cache, pages of 8 tokens or more); the full mbarrier counts
+// columns by a key block's rows (packed ragged K/V, or pages that hold a
+// whole block; the kernel also takes a box per page, one a lane, which lost
+// to cp.async on 16-token pages in device run 47); the full mbarrier counts
 // the bytes. Without TMA descriptors (smaller pages, NVRTC-launched
 // kernels) all 128 producer threads gather rows with cp.async, looking up
 // the page table per row, and the full mbarrier counts their arrivals. Each tile also has an "empty"

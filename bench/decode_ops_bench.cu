@@ -392,7 +392,7 @@ int main(int argc, char **argv) {
     // One step's GEMMs in the model's order, m rows each, replayed from one
     // graph; the GEMV (m = 1) takes the norms before qkv, gate/up and the
     // lm_head fused. Returns the step's milliseconds.
-    auto timeStep = [&](Kernel kernel, int m, bool prefetch_l2 = false) {
+    auto timeStep = [&](Kernel kernel, int m) {
       const bool fused_norms = kernel == Kernel::kGemv;
       auto gemm = [&](const void *x, const void *w, int64_t n, int64_t k, GemvEpilogue e,
                       bool norm, void *out, EType out_type) {
@@ -409,7 +409,6 @@ int main(int argc, char **argv) {
         a.norm_weight = fused_norms && norm ? gamma : nullptr;
         a.norm_eps = 1e-6f;
         a.pdl = true;
-        a.prefetch_l2 = prefetch_l2;
         launch(kernel, a);
       };
       const void *inputs[] = {h, qkv, h, act};
@@ -437,9 +436,6 @@ int main(int argc, char **argv) {
     const float gemv_ms = timeStep(Kernel::kGemv, 1);
     row(std::string(model.name) + " step of GEMVs (graph)", 1, "graph+pdl", gemv_ms * 1000,
         step_bytes / (gemv_ms * 1e6));
-    const float prefetch_ms = timeStep(Kernel::kGemv, 1, /*prefetch_l2=*/true);
-    row(std::string(model.name) + " step of GEMVs (graph) [l2-prefetch]", 1, "graph+pdl",
-        prefetch_ms * 1000, step_bytes / (prefetch_ms * 1e6));
     for (Kernel kernel : {Kernel::kCublas, Kernel::kCublasTuned, Kernel::kDecode}) {
       const float ms = timeStep(kernel, kStepRows);
       row(std::string(model.name) + " step of GEMMs (graph)" + tag(kernel), kStepRows, "graph+pdl",

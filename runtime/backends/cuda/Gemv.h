@@ -61,11 +61,6 @@ struct GemvArgs {
   EType norm_type = EType::kBF16;
   float norm_eps = 0.0f;
   bool pdl = false; // programmatic dependent launch (Launch.cuh)
-  /// Before waiting for the previous kernel, each warp asks L2 for the rest
-  /// of its weight slice (one bulk prefetch a row) beyond the chunks it loads
-  /// into registers there, so the slice streams from DRAM under the
-  /// previous kernel's tail (comparison; decode_ops_bench times it).
-  bool prefetch_l2 = false;
   /// The QKV projection's rotary epilogue: with rope_counters set, `out` is
   /// the [m, (heads + 2 kv_heads) * head_dim] QKV (rope.qkv), and the last
   /// block to finish a head runs RopeAppend.cuh on it (q/k-norm, rotary,

@@ -27,7 +27,6 @@ enum class PrefillKernel {
                                 // on FA3's tiles (d64 192 x 128, d128 128 x 128, d256 128 x 80),
                                 // causal tiles in mirrored pairs
   kWarpSpecializedSquareTiles,  // the same on 2 consumers and 128 x 128 (d256: 128 x 64) tiles
-  kWarpSpecializedWideTiles,    // the default, but full masks at d128 on 128 x 176 tiles
   kWarpSpecializedOneTileCausal, // the default, but causal masks one tile per CTA (not mirrored pairs)
   kWarpSpecializedPairPerCta,    // the default, but one causal pair per CTA (not persistent)
   kSingleWarpgroup,             // prefill.cuh: one warpgroup, QK^T on wgmma, PV on mma.sync

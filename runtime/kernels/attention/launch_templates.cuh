@@ -235,12 +235,6 @@ template <typename T> Status launchPrefillTyped(const AttentionConfig &config, c
       switch (kind) {
       case PrefillKernel::kWarpSpecialized: return launch(PrefillTraits<T, kDim>{});
       case PrefillKernel::kWarpSpecializedSquareTiles: return launch(PrefillSm90Traits<T, kDim>{});
-      case PrefillKernel::kWarpSpecializedWideTiles:
-        // Not with the soft-cap: its extra registers spill ~400 bytes at 176.
-        if constexpr (kPrefillFullMask<decltype(variant)> && !decltype(variant)::kSoftCap)
-          return launch(PrefillWideTileTraits<T, kDim>{});
-        else
-          return launch(PrefillTraits<T, kDim>{});
       case PrefillKernel::kWarpSpecializedOneTileCausal: return launch(PrefillOneTileCausalTraits<T, kDim>{});
       case PrefillKernel::kWarpSpecializedPairPerCta: return launch(PrefillTraits<T, kDim>{}, false);
       case PrefillKernel::kSingleWarpgroup: return launch(PrefillSingleWgTraits<T, kDim>{});

@@ -93,8 +93,7 @@ struct PrefillSm90Traits {
   static_assert(kConsumerWarpgroups == 2 || (kConsumerWarpgroups == 3 && kHeadDim == 64),
                 "three consumer warpgroups fit the register file at head_dim 64 only");
   static_assert(kHeadDim == 64 || kHeadDim == 128 || kHeadDim == 256, "head_dim must be 64, 128 or 256");
-  static_assert(kBlockN == 64 || kBlockN == 80 || kBlockN == 128 || kBlockN == 176,
-                "S is m64n64, m64n80, m64n128 or m64n176");
+  static_assert(kBlockN == 64 || kBlockN == 80 || kBlockN == 128, "S is m64n64, m64n80 or m64n128");
   static_assert(kBlockN <= 2 * kProducerThreads, "a producer thread resolves at most two key rows");
   static_assert(kProducerThreads % kChunksPerRow == 0 && kBlockN % (kProducerThreads / kChunksPerRow) == 0,
                 "the producer covers a K/V tile in whole passes");
@@ -122,17 +121,6 @@ using PrefillFa3TileTraits =
 template <typename DType, int kHeadDim, int kPageSize = 0>
 using PrefillOneTileCausalTraits =
     PrefillSm90Traits<DType, kHeadDim, kPageSize, kHeadDim == 64 ? 3 : 2, kHeadDim == 256 ? 80 : 0, false>;
-
-/// FA3's wider key block for full masks at d128, 128 x 176 (S is 88
-/// registers a thread, P 44, O 64): fewer steps per query block, each
-/// step's waits and barriers covering 176 keys. The other head dims as
-/// PrefillFa3TileTraits. Selected by PrefillKernel::kWarpSpecializedWideTiles
-/// for full masks without the soft-cap (ptxas: no spills; with the soft-cap
-/// ~400 bytes), the other variants keeping PrefillTraits.
-template <typename DType, int kHeadDim, int kPageSize = 0>
-using PrefillWideTileTraits =
-    PrefillSm90Traits<DType, kHeadDim, kPageSize, kHeadDim == 64 ? 3 : 2,
-                      kHeadDim == 128 ? 176 : kHeadDim == 256 ? 80 : 0>;
 
 /// How the warp-specialized kernel's CTAs walk the tiles (tile_order.h); the
 /// launcher sizes the grid by it.
@@ -164,18 +152,13 @@ __device__ __forceinline__ void wgmmaQK(float (&s)[kN / 8][4], unsigned long lon
       wgmmaSS_m64n128k16_bf16(s, desc_q, desc_k, accumulate);
     else
       wgmmaSS_m64n128k16_f16(s, desc_q, desc_k, accumulate);
-  } else if constexpr (kN == 176) {
-    if constexpr (ElementOps<T>::kIsBf16)
-      wgmmaSS_m64n176k16_bf16(s, desc_q, desc_k, accumulate);
-    else
-      wgmmaSS_m64n176k16_f16(s, desc_q, desc_k, accumulate);
   } else if constexpr (kN == 80) {
     if constexpr (ElementOps<T>::kIsBf16)
       wgmmaSS_m64n80k16_bf16(s, desc_q, desc_k, accumulate);
     else
       wgmmaSS_m64n80k16_f16(s, desc_q, desc_k, accumulate);
   } else {
-    static_assert(kN == 64, "key block of 64, 80, 128 or 176");
+    static_assert(kN == 64, "key block of 64, 80 or 128");
     if constexpr (ElementOps<T>::kIsBf16)
       wgmmaSS_m64n64k16_bf16(s, desc_q, desc_k, accumulate);
     else
@@ -385,7 +368,6 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
       constexpr int kBatch = kRowsPerPass % 8 != 0 || Traits::kProducerRegisters < 40 ? 4
                              : kRowsPerThread < 8                                    ? kRowsPerThread
                                                                                      : 8;
-      // (The last batch may be partial: 176-key blocks give 22 rows a thread.)
 #pragma unroll
       for (int i0 = 0; i0 < kRowsPerThread; i0 += kBatch) {
         long long rows[kBatch];

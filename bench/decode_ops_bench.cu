@@ -153,12 +153,21 @@ int main(int argc, char **argv) {
   tuned_cublas.setTuning(true);
   float *swiglu_acc = nullptr; // [64, 2 x 16384] at most
   CHECK(cudaMalloc(&swiglu_acc, size_t(64) * 32768 * 4));
-  enum class Kernel { kGemv, kSkinny, kDecode, kCublas, kCublasTuned };
+  enum class Kernel { kGemv, kGemvWidthRule, kSkinny, kDecode, kCublas, kCublasTuned };
   auto launch = [&](Kernel kernel, const GemvArgs &a) {
     switch (kernel) {
     case Kernel::kGemv:
       CHECK(launchGemv(a, stream));
       return;
+    case Kernel::kGemvWidthRule: { // gemvConfigFor before session 9: by width alone
+      GemvConfig c;
+      if (a.n >= 6144) {
+        c.warps_per_block = 4;
+        c.unroll = 4;
+      }
+      CHECK(launchGemvWithConfig(a, c, stream));
+      return;
+    }
     case Kernel::kSkinny:
       CHECK(launchSkinnyGemm(a, stream));
       return;
@@ -393,7 +402,7 @@ int main(int argc, char **argv) {
     // graph; the GEMV (m = 1) takes the norms before qkv, gate/up and the
     // lm_head fused. Returns the step's milliseconds.
     auto timeStep = [&](Kernel kernel, int m) {
-      const bool fused_norms = kernel == Kernel::kGemv;
+      const bool fused_norms = kernel == Kernel::kGemv || kernel == Kernel::kGemvWidthRule;
       auto gemm = [&](const void *x, const void *w, int64_t n, int64_t k, GemvEpilogue e,
                       bool norm, void *out, EType out_type) {
         GemvArgs a;
@@ -436,6 +445,9 @@ int main(int argc, char **argv) {
     const float gemv_ms = timeStep(Kernel::kGemv, 1);
     row(std::string(model.name) + " step of GEMVs (graph)", 1, "graph+pdl", gemv_ms * 1000,
         step_bytes / (gemv_ms * 1e6));
+    const float width_rule_ms = timeStep(Kernel::kGemvWidthRule, 1);
+    row(std::string(model.name) + " step of GEMVs (graph) [width rule]", 1, "graph+pdl",
+        width_rule_ms * 1000, step_bytes / (width_rule_ms * 1e6));
     for (Kernel kernel : {Kernel::kCublas, Kernel::kCublasTuned, Kernel::kDecode}) {
       const float ms = timeStep(kernel, kStepRows);
       row(std::string(model.name) + " step of GEMMs (graph)" + tag(kernel), kStepRows, "graph+pdl",

@@ -337,14 +337,20 @@ bool gemvSupports(const GemvArgs &a) {
 }
 
 cudaError_t launchGemv(const GemvArgs &a, cudaStream_t stream) {
-  return launchGemvWithConfig(a, gemvConfigFor(a.n), stream);
+  return launchGemvWithConfig(a, gemvConfigFor(a.n, a.k), stream);
 }
 
-GemvConfig gemvConfigFor(int64_t n) {
-  GemvConfig c;
-  if (n >= 6144) {
+GemvConfig gemvConfigFor(int64_t n, int64_t k) {
+  GemvConfig c; // 8 warps, 2 chunks, 16 warps per SM
+  if (n >= 65536) {
+    c.warps_per_block = 4;
+  } else if (n >= 6144) {
     c.warps_per_block = 4;
     c.unroll = 4;
+    if (k >= 4096)
+      c.target_warps_per_sm = 64;
+  } else if (k <= 2048) {
+    c.warps_per_block = 4;
   }
   return c;
 }

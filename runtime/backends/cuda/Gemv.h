@@ -90,19 +90,24 @@ struct GemvConfig {
   int target_warps_per_sm = 16; // K is split until the grid has about this many warps per SM
 };
 
-/// The configuration launchGemv takes for n weight rows, from
+/// The configuration launchGemv takes for n weight rows of k, from
 /// decode_ops_bench's sweep of all 18 (device run 19,
-/// results/2026-12-01-h200-gemv-sweep-run19.json): 8 warps, 2 chunks, 16
-/// warps per SM below 6144 rows; 4 warps, 4 chunks from 6144 rows on. Per
-/// step that is 483 us of GEMVs for Qwen3-0.6B and 3773 us for Llama-3-8B
-/// against 711 / 3972 with the old 8/4/32 and 469 / 3721 with each shape's
-/// best (Qwen3 qkv 6.3 -> 3.4 us, o_proj 4.2 -> 2.6; Llama qkv 15.1 ->
-/// 15.0, o_proj 11.5 -> 9.6, down 32.7 -> 29.0). Fewer chunks in flight
-/// and fewer K slices mean fewer registers, more resident blocks and
-/// shorter reductions; the wide matrices keep 4 chunks.
-GemvConfig gemvConfigFor(int64_t n);
+/// results/2026-12-01-h200-gemv-sweep-run19.json), each shape's best or
+/// within 0.4 us of it:
+/// - below 6144 rows: 2 chunks, 16 warps per SM; 4 warps a block up to
+///   k = 2048 (Qwen3 qkv 3.4 -> 3.2 us, o_proj 2.6 -> 2.3), else 8
+///   (Llama o_proj 9.6, down 29.0);
+/// - 6144 rows up to 64k: 4 warps, 4 chunks; 64 warps per SM from k = 4096
+///   on (Llama qkv 15.0 -> 13.5 us, gate/up 57.0 -> 57.1);
+/// - the lm_heads (64k rows and more): 4 warps, 2 chunks (Llama 237 -> 232 us).
+/// Session 4's rule (by width alone: 8/2/16 below 6144 rows, 4/4/16 from
+/// it) took 3773 us a Llama-3-8B step of GEMVs in that sweep, this one
+/// ~3725. Fewer chunks in flight and fewer K slices mean fewer registers,
+/// more resident blocks and shorter reductions; the wide matrices keep 4
+/// chunks, and the long K of Llama's qkv more warps to cover it.
+GemvConfig gemvConfigFor(int64_t n, int64_t k);
 
-/// Enqueues the GEMV (gemvConfigFor(n)). `out` must not overlap `x` or
+/// Enqueues the GEMV (gemvConfigFor(n, k)). `out` must not overlap `x` or
 /// `w`; it may be the residual itself (each element reads its residual
 /// before writing it).
 cudaError_t launchGemv(const GemvArgs &args, cudaStream_t stream);

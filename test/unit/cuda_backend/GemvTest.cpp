@@ -221,11 +221,23 @@ TEST(GemvTest, EveryConfigurationMatchesTheReference) {
   }
 }
 
-TEST(GemvTest, ConfigurationFollowsTheWidth) {
-  EXPECT_EQ(gemvConfigFor(4096).unroll, 2);
-  EXPECT_EQ(gemvConfigFor(4096).warps_per_block, 8);
-  EXPECT_EQ(gemvConfigFor(6144).unroll, 4);
-  EXPECT_EQ(gemvConfigFor(6144).warps_per_block, 4);
+TEST(GemvTest, ConfigurationFollowsTheShape) {
+  struct Expected {
+    int64_t n, k;
+    int warps, unroll, target;
+  };
+  for (const Expected &e : {Expected{4096, 1024, 4, 2, 16},   // Qwen3-0.6B qkv
+                            Expected{1024, 3072, 8, 2, 16},   // its down
+                            Expected{6144, 1024, 4, 4, 16},   // its gate/up
+                            Expected{4096, 4096, 8, 2, 16},   // Llama-3-8B o_proj
+                            Expected{6144, 4096, 4, 4, 64},   // its qkv
+                            Expected{28672, 4096, 4, 4, 64},  // its gate/up
+                            Expected{128256, 4096, 4, 2, 16}}) { // its lm_head
+    const GemvConfig c = gemvConfigFor(e.n, e.k);
+    EXPECT_EQ(c.warps_per_block, e.warps) << e.n << " x " << e.k;
+    EXPECT_EQ(c.unroll, e.unroll) << e.n << " x " << e.k;
+    EXPECT_EQ(c.target_warps_per_sm, e.target) << e.n << " x " << e.k;
+  }
 }
 
 // The tensor-core skinny GEMM: 3-8 rows, weight rows not a multiple of 16,

@@ -21,16 +21,17 @@ using EncodeTiled = CUresult (*)(CUtensorMap *, CUtensorMapDataType, cuuint32_t,
                                  CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
 
 Status encoder(EncodeTiled *fn) {
-  static EncodeTiled cached = nullptr;
-  if (cached == nullptr) {
+  // Looked up once (a thread-safe static); nullptr if the driver lacks it.
+  static const EncodeTiled cached = [] {
     void *entry = nullptr;
     cudaDriverEntryPointQueryResult found{};
     const cudaError_t error =
         cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &entry, 12000, cudaEnableDefault, &found);
-    if (error != cudaSuccess || found != cudaDriverEntryPointSuccess || entry == nullptr)
-      return Status::unsupported("prefill: the CUDA driver has no cuTensorMapEncodeTiled (TMA needs CUDA 12+)");
-    cached = reinterpret_cast<EncodeTiled>(entry);
-  }
+    return error == cudaSuccess && found == cudaDriverEntryPointSuccess ? reinterpret_cast<EncodeTiled>(entry)
+                                                                        : nullptr;
+  }();
+  if (cached == nullptr)
+    return Status::unsupported("prefill: the CUDA driver has no cuTensorMapEncodeTiled (TMA needs CUDA 12+)");
   *fn = cached;
   return Status::ok();
 }

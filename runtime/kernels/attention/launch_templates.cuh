@@ -155,15 +155,19 @@ template <typename T> Status decodeCtasPerSmTyped(const AttentionConfig &config,
   });
 }
 
+/// The query length from which causal prefill runs one tile per CTA
+/// instead of persistent mirrored pairs.
+constexpr int kOneTileCausalMinQueries = 8192;
+
 template <typename T> Status launchPrefillTyped(const AttentionConfig &config, const PrefillParams &p,
                                                 cudaStream_t stream) {
   if (p.batch <= 0 || p.num_kv_heads <= 0 || p.num_qo_heads % p.num_kv_heads != 0)
     return Status::invalidArgument("prefill: bad head counts " + std::to_string(p.num_qo_heads) + "/" +
                                    std::to_string(p.num_kv_heads));
-  if (p.kv.page_table == nullptr ? p.kv.maybe_cu_seqlens_k == nullptr || p.kv.num_tokens <= 0
-                                 : p.maybe_kv_lens == nullptr || p.kv.num_pages <= 0)
-    return Status::invalidArgument("prefill: paged K/V need maybe_kv_lens and num_pages (the pool's); contiguous "
-                                   "K/V need cu_seqlens_k and num_tokens (their rows)");
+  if (p.kv.page_table == nullptr && (p.kv.maybe_cu_seqlens_k == nullptr || p.kv.num_tokens <= 0))
+    return Status::invalidArgument("prefill: contiguous K/V need cu_seqlens_k and num_tokens (their rows)");
+  if (p.kv.page_table != nullptr && (p.maybe_kv_lens == nullptr || p.kv.num_pages <= 0))
+    return Status::invalidArgument("prefill: paged K/V need maybe_kv_lens and num_pages (the pool's pages)");
   if (p.kv.page_table != nullptr && (p.kv.page_size <= 0 || (1 << p.kv.page_size_log2) != p.kv.page_size))
     return Status::invalidArgument("prefill: page size " + std::to_string(p.kv.page_size) +
                                    " is not a power of two matching page_size_log2");
@@ -233,7 +237,16 @@ template <typename T> Status launchPrefillTyped(const AttentionConfig &config, c
       };
       constexpr int kDim = decltype(dim)::value;
       switch (kind) {
-      case PrefillKernel::kWarpSpecialized: return launch(PrefillTraits<T, kDim>{});
+      case PrefillKernel::kWarpSpecialized:
+        // Long causal queries: one tile per CTA, longest first. A tile then
+        // averages 32+ key blocks, so a CTA's start costs little, and the
+        // hardware's longest-first order ends on short tiles where equal
+        // pairs leave a half-empty last round: L16384 668-686 against
+        // 627-660 TFLOP/s in device runs 45, 47, 48 and 49 (pairs win at
+        // L4096 by 3-6% and at L1024 by 7-18%; 8192 is not measured).
+        if (config.causal && p.variant.window_left < 0 && p.max_seqlen_q >= kOneTileCausalMinQueries)
+          return launch(PrefillOneTileCausalTraits<T, kDim>{});
+        return launch(PrefillTraits<T, kDim>{});
       case PrefillKernel::kWarpSpecializedSquareTiles: return launch(PrefillSm90Traits<T, kDim>{});
       case PrefillKernel::kWarpSpecializedOneTileCausal: return launch(PrefillOneTileCausalTraits<T, kDim>{});
       case PrefillKernel::kWarpSpecializedPairPerCta: return launch(PrefillTraits<T, kDim>{}, false);

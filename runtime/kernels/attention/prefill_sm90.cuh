@@ -35,8 +35,9 @@
 // first. Full masks run persistent (prefillWalk): one CTA per SM
 // walks the tiles on a fixed stride, the producer's ring running on into the
 // next tile and the next Q loading under the epilogue. Causal masks walk
-// pairs of a query block and its mirror, persistent too; windowed masks run
-// one CTA per tile. Either way a grid with more CTAs than tiles
+// pairs of a query block and its mirror, persistent too (queries of 8192 and
+// more: one tile per CTA, launch_templates.cuh); windowed masks run one CTA
+// per tile. Either way a grid with more CTAs than tiles
 // is harmless (the extra CTAs exit).
 //
 //===----------------------------------------------------------------------===//

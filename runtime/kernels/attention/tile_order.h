@@ -33,7 +33,8 @@ namespace txc::kernels {
 ///   over kOneTile in the hardware's block order (device run 44). Pairs
 ///   also walk persistently: with equal work the CTAs on a fixed stride of
 ///   pairs stay in step, so the pairs running at once stay together (the
-///   launcher picks one pair per CTA or one CTA per SM).
+///   launcher picks one pair per CTA or one CTA per SM). Queries of 8192
+///   and more take kOneTile again (launch_templates.cuh says why).
 enum class PrefillWalk { kOneTile, kMirroredPair, kPersistent };
 
 /// The query block of tile t: each head's longest first (causal diagonal

@@ -338,7 +338,9 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
       }
       return;
     }
-    // Paged K/V: the producer warpgroup gathers rows with cp.async.
+    // Without TMA descriptors (pages smaller than a key block, kernels from
+    // NVRTC modules, prefill_kv_tma off): the producer warpgroup gathers rows
+    // with cp.async.
     constexpr int kRowsPerPass = Traits::kProducerThreads / CPR;
     const int c = tid % CPR, r0 = tid / CPR;
     // This thread's 16-byte chunk of any row: byte pointers, so a copy costs

@@ -14,6 +14,10 @@
 # The HF weights are made there (save_pretrained into /tmp/txc-model-bench, 17 GB for both).
 # The run is stopped at 590 s (the device tool allows 600); what was measured is kept. If both
 # models do not fit one call, run one model per call: `run build-bench/gpu llama-3-8b`.
+# With test/gpu/make_bundle.sh's bundle in the same call (bundle + DIR exceed the tool's 64 MiB
+# carry), carry the bundle, DIR/MODEL.txm and DIR/commit.txt, and take the bundle's tx-run:
+#   TX_RUN=build-cuda/gpu/tx-run bench/model_check.sh run build-bench/gpu llama-3-8b
+# (a Llama check needs ~400 s of the call, Qwen3 ~250 s).
 set -u
 cmd=${1:-}
 DIR=${2:-build-bench/gpu}
@@ -78,7 +82,7 @@ run)
   # --tx-extra=--no-pdl").
   # shellcheck disable=SC2086
   TXC_COMMIT=$commit PYTHONUNBUFFERED=1 timeout 590 python3 bench/model_bench.py \
-    --tx-run "$DIR/tx-run" --device "$DEVICE" "${margs[@]}" --out "$OUT" ${BENCH_ARGS:-} 2>&1 |
+    --tx-run "${TX_RUN:-$DIR/tx-run}" --device "$DEVICE" "${margs[@]}" --out "$OUT" ${BENCH_ARGS:-} 2>&1 |
     tee "$OUT/model-bench.log"
   rc=${PIPESTATUS[0]}
   echo "model_bench rc=$rc (0 ok, 1 tx-run failed, 2 usage, 3 HF peer error, 4 parity miss, 124 stopped at the time limit)"

@@ -89,5 +89,5 @@ run)
   exit "$rc"
   ;;
 *)
-  sed -n '2,22p' "$0"; exit 2 ;;
+  sed -n '2,20p' "$0"; exit 2 ;;
 esac

@@ -558,7 +558,6 @@ void runPrefill(const PrefillCase &c, ElementType dtype, std::mt19937 &rng, Pref
 bool g_prefill_compare = false;
 
 /// The default prefill kernel, then (with --prefill-compare) the other one,
-/// at head_dims 64 and 256 the warp-specialized kernel on the two-consumer square tiles,
 /// causal masks one tile or one pair per CTA (the default walks pairs persistently), and
 /// K/V gathered with cp.async (the default loads contiguous K/V with TMA).
 template <typename T> void runPrefillKernels(const PrefillCase &c, ElementType dtype, std::mt19937 &rng) {
@@ -568,8 +567,6 @@ template <typename T> void runPrefillKernels(const PrefillCase &c, ElementType d
   const bool ws_default = defaultPrefillKernel() == PrefillKernel::kWarpSpecialized;
   runPrefill<T>(c, dtype, rng, ws_default ? PrefillKernel::kSingleWarpgroup : PrefillKernel::kWarpSpecialized,
                 ws_default ? " [single-wg]" : " [warp-spec]");
-  if (c.head_dim != 128)
-    runPrefill<T>(c, dtype, rng, PrefillKernel::kWarpSpecializedSquareTiles, " [square-tiles]");
   if (c.causal && c.window_left < 0)
     runPrefill<T>(c, dtype, rng, PrefillKernel::kWarpSpecializedOneTileCausal, " [one-tile]");
   if (c.causal && c.window_left < 0)

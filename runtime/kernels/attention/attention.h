@@ -25,8 +25,8 @@ enum class PrefillKernel {
   kAuto,
   kWarpSpecialized,             // prefill_sm90.cuh: producer + consumer warpgroups, both GEMMs on wgmma,
                                 // on FA3's tiles (d64 192 x 128, d128 128 x 128, d256 128 x 80),
-                                // causal tiles in mirrored pairs
-  kWarpSpecializedSquareTiles,  // the same on 2 consumers and 128 x 128 (d256: 128 x 64) tiles
+                                // causal tiles in persistent mirrored pairs (one tile per CTA from
+                                // 8192 queries on)
   kWarpSpecializedOneTileCausal, // the default, but causal masks one tile per CTA (not mirrored pairs)
   kWarpSpecializedPairPerCta,    // the default, but one causal pair per CTA (not persistent)
   kSingleWarpgroup,             // prefill.cuh: one warpgroup, QK^T on wgmma, PV on mma.sync

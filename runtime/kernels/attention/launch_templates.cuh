@@ -247,7 +247,6 @@ template <typename T> Status launchPrefillTyped(const AttentionConfig &config, c
         if (config.causal && p.variant.window_left < 0 && p.max_seqlen_q >= kOneTileCausalMinQueries)
           return launch(PrefillOneTileCausalTraits<T, kDim>{});
         return launch(PrefillTraits<T, kDim>{});
-      case PrefillKernel::kWarpSpecializedSquareTiles: return launch(PrefillSm90Traits<T, kDim>{});
       case PrefillKernel::kWarpSpecializedOneTileCausal: return launch(PrefillOneTileCausalTraits<T, kDim>{});
       case PrefillKernel::kWarpSpecializedPairPerCta: return launch(PrefillTraits<T, kDim>{}, false);
       case PrefillKernel::kSingleWarpgroup: return launch(PrefillSingleWgTraits<T, kDim>{});

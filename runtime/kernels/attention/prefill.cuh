@@ -281,9 +281,8 @@ __global__ void __launch_bounds__(Traits::kThreads, 1) prefillKernel(const __gri
 }
 
 /// Default prefill configuration (the one codegen names): the warp-specialized
-/// kernel on FA3's tiles. The two-consumer square tiles
-/// (PrefillKernel::kWarpSpecializedSquareTiles) and PrefillSingleWgTraits
-/// (PrefillKernel::kSingleWarpgroup) stay selectable.
+/// kernel on FA3's tiles. PrefillSingleWgTraits (PrefillKernel::kSingleWarpgroup)
+/// stays selectable.
 template <typename DType, int kHeadDim, int kPageSize = 0>
 using PrefillTraits = PrefillFa3TileTraits<DType, kHeadDim, kPageSize>;
 

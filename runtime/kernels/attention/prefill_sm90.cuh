@@ -111,8 +111,8 @@ struct PrefillSm90Traits {
 /// per-step synchronization weighs less per FLOP); d128 128 x 128. The
 /// default (PrefillTraits): device run 37 measured d64 L4096 full 414 -> 475
 /// TFLOP/s and causal 361 -> 393, d256 full 562 -> 585 and causal 477 -> 492
-/// against the two-consumer 128 x 128 / 128 x 64 tiles
-/// (PrefillKernel::kWarpSpecializedSquareTiles).
+/// against the two-consumer 128 x 128 / 128 x 64 tiles, which stayed behind
+/// in every call since (runs 44-49) and were removed after commit c4cb505.
 template <typename DType, int kHeadDim, int kPageSize = 0>
 using PrefillFa3TileTraits =
     PrefillSm90Traits<DType, kHeadDim, kPageSize, kHeadDim == 64 ? 3 : 2, kHeadDim == 256 ? 80 : 0>;

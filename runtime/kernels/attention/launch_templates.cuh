@@ -186,15 +186,11 @@ template <typename T> Status launchPrefillTyped(const AttentionConfig &config, c
         kp.kv_by_tma = false;
         if constexpr (Traits::kWarpSpecialized) {
           const bool paged = p.kv.page_table != nullptr;
-          // A box covers a key block's rows, or as many of them as lie in
-          // one page (the largest power of two dividing kBlockN, at most a
-          // page). TMA only where that is the whole block: on 16-token pages
-          // (16 boxes of 2 KB a block) the cp.async gather was faster,
-          // 546 against 527 TFLOP/s (device run 47).
-          int box_rows = Traits::kBlockN;
-          if (paged)
-            box_rows = std::min(Traits::kBlockN & -Traits::kBlockN, p.kv.page_size);
-          if (config.prefill_kv_tma && box_rows == Traits::kBlockN) {
+          // A box is a key block's rows: TMA where a page holds whole blocks.
+          // Boxes of a block's part in each 16-token page (16 of 2 KB a
+          // block) lost to the cp.async gather, 527 against 546 TFLOP/s
+          // (device run 47).
+          if (config.prefill_kv_tma && (!paged || p.kv.page_size % Traits::kBlockN == 0)) {
             KVTensorShape shape;
             shape.head_dim = Traits::kHeadDim;
             shape.kv_heads = p.num_kv_heads;
@@ -204,11 +200,10 @@ template <typename T> Status launchPrefillTyped(const AttentionConfig &config, c
             shape.head_stride = p.kv.head_stride;
             shape.page_stride = p.kv.page_stride;
             shape.base = p.kv.k;
-            TXC_RETURN_IF_ERROR(encodeKVTileDescriptor(&kp.tma_k, shape, box_rows, "K"));
+            TXC_RETURN_IF_ERROR(encodeKVTileDescriptor(&kp.tma_k, shape, Traits::kBlockN, "K"));
             shape.base = p.kv.v;
-            TXC_RETURN_IF_ERROR(encodeKVTileDescriptor(&kp.tma_v, shape, box_rows, "V"));
+            TXC_RETURN_IF_ERROR(encodeKVTileDescriptor(&kp.tma_v, shape, Traits::kBlockN, "V"));
             kp.kv_by_tma = true;
-            kp.kv_tma_box_rows = box_rows;
           }
         }
         TXC_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,

@@ -140,11 +140,9 @@ struct PrefillParams {
   int max_seqlen_q = 0;
   VariantParams variant;
   // Filled by launchPrefill, not by callers: the warp-specialized kernel
-  // loads K and V tiles with TMA through these, boxes of 64 columns by
-  // kv_tma_box_rows keys (a key block's contiguous rows, or the block's
-  // rows within one page).
+  // loads K and V tiles with TMA through these, boxes of 64 columns by a
+  // key block's rows (contiguous K/V, or pages that hold whole blocks).
   bool kv_by_tma = false;
-  int kv_tma_box_rows = 0;
   TmaDescriptor tma_k, tma_v;
 };
 

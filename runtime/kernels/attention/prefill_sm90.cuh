@@ -5,11 +5,9 @@
 //
 // CTA = 1 + kConsumerWarpgroups warpgroups. Warpgroup 0 is the producer: it drops to
 // kProducerRegisters with setmaxnreg and fills a kStages-deep ring of
-// 128B-swizzled shared-memory K and V tiles with TMA: one warp, boxes of 64
-// columns by a key block's rows (packed ragged K/V, or pages that hold a
-// whole block; the kernel also takes a box per page, one a lane, which lost
-// to cp.async on 16-token pages in device run 47); the full mbarrier counts
-// the bytes. Without TMA descriptors (smaller pages, NVRTC-launched
+// 128B-swizzled shared-memory K and V tiles with TMA: one thread, boxes of
+// 64 columns by a key block's rows (packed ragged K/V, or pages that hold a
+// whole block); the full mbarrier counts the bytes. Without TMA descriptors (smaller pages, NVRTC-launched
 // kernels) all 128 producer threads gather rows with cp.async, looking up
 // the page table per row, and the full mbarrier counts their arrivals. Each tile also has an "empty"
 // mbarrier (one arrival per consumer warp once its wgmmas have read the
@@ -273,20 +271,17 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
     // ---------------------------------------------------------------- producer
     warpgroupRegistersDown<Traits::kProducerRegisters>();
     if (params.kv_by_tma) {
-      // TMA: one warp loads a key block of K or V as boxes of 64 columns by
-      // box_rows keys (the descriptor's 128-byte swizzle is the wgmma
-      // layout), lane j the block's rows [j box_rows, (j + 1) box_rows); the
-      // stage's full barrier counts the bytes. Contiguous K/V: one box a
-      // column block, rows past the sequence are the next sequence's keys
-      // or zeros past the tensor. Paged: one box per page or less, boxes
-      // past the sequence read zeros (their in-page row is out of range).
-      // The consumers mask every key past the sequence.
-      if (tid >= 32)
+      // TMA: one thread loads a key block of K or V as one box per 64
+      // columns (the descriptor's 128-byte swizzle is the wgmma layout); the
+      // stage's full barrier counts the bytes. Contiguous K/V: rows past the
+      // sequence are the next sequence's keys, or zeros past the tensor.
+      // Paged (a page holds whole key blocks): a block past the sequence
+      // reads zeros (its in-page row is out of range). The consumers mask
+      // every key past the sequence. (Boxes of a page's part of a block,
+      // one a lane, lost to cp.async on 16-token pages: device run 47.)
+      if (tid != 0)
         return;
-      const int lane = tid;
       const bool paged = kv.page_table != nullptr;
-      const int box_rows = params.kv_tma_box_rows;
-      const bool has_box = lane * box_rows < BN;
       tmaPrefetchDescriptor(&params.tma_k);
       tmaPrefetchDescriptor(&params.tma_v);
       struct Box {
@@ -295,23 +290,19 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
       // Resolved before the wait for the stage, so a page-table read hides
       // behind it.
       auto boxOf = [&](const Tile &tile, int step) -> Box {
-        const int key = (tile.n_end - 1 - step) * BN + lane * box_rows;
+        const int key = (tile.n_end - 1 - step) * BN;
         if (!paged)
           return {kv.maybe_cu_seqlens_k[tile.seq] + key, 0};
-        if (!has_box || key >= tile.kv_len)
+        if (key >= tile.kv_len)
           return {kv.page_size, 0};
         return {key & (kv.page_size - 1),
                 __ldg(kv.page_table + tile.seq * kv.page_table_stride + (key >> kv.page_size_log2))};
       };
       auto loadBlock = [&](const TmaDescriptor &desc, T *tile_smem, unsigned long long *full, Box box, int kv_head) {
-        if (lane == 0)
-          mbarrierArriveExpectTx(full, Traits::kKVElems * sizeof(T));
-        __syncwarp(); // the bytes are expected before any box lands
-        if (has_box)
+        mbarrierArriveExpectTx(full, Traits::kKVElems * sizeof(T));
 #pragma unroll
-          for (int blk = 0; blk < D / 64; ++blk)
-            tmaLoad4d(tile_smem + blk * BN * 64 + lane * box_rows * 64, &desc, blk * 64, box.row, kv_head, box.page,
-                      full);
+        for (int blk = 0; blk < D / 64; ++blk)
+          tmaLoad4d(tile_smem + blk * BN * 64, &desc, blk * 64, box.row, kv_head, box.page, full);
       };
       int g0 = 0; // ring position of this tile's step 0, over all of this CTA's tiles
       for (int t = first_tile; t < num_tiles; t = tileAfter(t)) {

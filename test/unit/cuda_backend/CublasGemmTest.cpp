@@ -146,7 +146,7 @@ void expectClose(const std::vector<float> &got, const Reference &want, DType out
   // f32 results: the accumulation order alone (relative 1e-4). bf16 results:
   // half an ulp (2^-8 relative) of the result, plus half an ulp of the
   // product where a residual is added: device run 46 found every one of the
-  // heuristic's 8 algorithms at 16 x 256 x 1024 (split-K or not) off by the
+  // heuristic's 8 algorithms at 16 x 256 x 1024 (none splits K) off by the
   // same 0.0227 of |result| + 0.05, which one rounding of the result cannot
   // give and a rounding of the product before the add can. Plus fp32
   // accumulation.

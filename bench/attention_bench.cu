@@ -558,7 +558,8 @@ void runPrefill(const PrefillCase &c, ElementType dtype, std::mt19937 &rng, Pref
 bool g_prefill_compare = false;
 
 /// The default prefill kernel, then (with --prefill-compare) the other one,
-/// causal masks one tile or one pair per CTA (the default walks pairs persistently), and
+/// causal masks one tile per CTA (the default walks pairs persistently), each tile's first
+/// and last GEMMs in turns of their own (the default shares them with the next tile's), and
 /// K/V gathered with cp.async (the default loads contiguous K/V with TMA).
 template <typename T> void runPrefillKernels(const PrefillCase &c, ElementType dtype, std::mt19937 &rng) {
   runPrefill<T>(c, dtype, rng);
@@ -569,8 +570,8 @@ template <typename T> void runPrefillKernels(const PrefillCase &c, ElementType d
                 ws_default ? " [single-wg]" : " [warp-spec]");
   if (c.causal && c.window_left < 0)
     runPrefill<T>(c, dtype, rng, PrefillKernel::kWarpSpecializedOneTileCausal, " [one-tile]");
-  if (c.causal && c.window_left < 0)
-    runPrefill<T>(c, dtype, rng, PrefillKernel::kWarpSpecializedPairPerCta, " [pair-per-cta]");
+  if (c.window_left < 0 && c.softcap <= 0.f)
+    runPrefill<T>(c, dtype, rng, PrefillKernel::kWarpSpecializedNoTileOverlap, " [no-overlap]");
   runPrefill<T>(c, dtype, rng, PrefillKernel::kAuto, " [cp.async]", /*kv_tma=*/false);
 }
 

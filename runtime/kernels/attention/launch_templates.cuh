@@ -177,8 +177,7 @@ template <typename T> Status launchPrefillTyped(const AttentionConfig &config, c
       config.prefill_kernel == PrefillKernel::kAuto ? defaultPrefillKernel() : config.prefill_kernel;
   return withHeadDim(config.head_dim, [&](auto dim) {
     return withVariant(config.causal, p.variant.window_left >= 0, p.variant.softcap > 0.f, [&](auto variant) {
-      // persistent_pairs: causal pairs walked by one CTA per SM, not one a CTA.
-      auto launch = [&](auto traits, bool persistent_pairs = true) -> Status {
+      auto launch = [&](auto traits) -> Status {
         using Traits = decltype(traits);
         using Variant = decltype(variant);
         auto kernel = prefillKernel<Traits, Variant>;
@@ -217,13 +216,10 @@ template <typename T> Status launchPrefillTyped(const AttentionConfig &config, c
             // walks the tiles or pairs, so a tile's K/V loads overlap the
             // previous tile's last P V and epilogue.
             const long long ctas = prefillCtasFor(kWalk, (int)tiles);
-            grid = dim3((unsigned)ctas);
-            if (kWalk == PrefillWalk::kPersistent || persistent_pairs) {
-              int device = 0, sms = 0;
-              TXC_CUDA_CHECK(cudaGetDevice(&device));
-              TXC_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-              grid = dim3((unsigned)std::min<long long>(ctas, sms));
-            }
+            int device = 0, sms = 0;
+            TXC_CUDA_CHECK(cudaGetDevice(&device));
+            TXC_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+            grid = dim3((unsigned)std::min<long long>(ctas, sms));
           }
         }
         kernel<<<grid, Traits::kThreads, Traits::kSmemBytes, stream>>>(kp);
@@ -243,7 +239,12 @@ template <typename T> Status launchPrefillTyped(const AttentionConfig &config, c
           return launch(PrefillOneTileCausalTraits<T, kDim>{});
         return launch(PrefillTraits<T, kDim>{});
       case PrefillKernel::kWarpSpecializedOneTileCausal: return launch(PrefillOneTileCausalTraits<T, kDim>{});
-      case PrefillKernel::kWarpSpecializedPairPerCta: return launch(PrefillTraits<T, kDim>{}, false);
+      case PrefillKernel::kWarpSpecializedNoTileOverlap:
+        // Instantiated for the benchmark's masks only (compile time).
+        if constexpr (!decltype(variant)::kWindow && !decltype(variant)::kSoftCap)
+          return launch(PrefillNoTileOverlapTraits<T, kDim>{});
+        else
+          return Status::invalidArgument("prefill: the no-overlap comparison kernel takes full and causal masks only");
       case PrefillKernel::kSingleWarpgroup: return launch(PrefillSingleWgTraits<T, kDim>{});
       case PrefillKernel::kAuto: break;
       }

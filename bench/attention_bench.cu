@@ -558,8 +558,8 @@ void runPrefill(const PrefillCase &c, ElementType dtype, std::mt19937 &rng, Pref
 bool g_prefill_compare = false;
 
 /// The default prefill kernel, then (with --prefill-compare) the other one,
-/// causal masks one tile per CTA (the default walks pairs persistently), each tile's first
-/// and last GEMMs in turns of their own (the default shares them with the next tile's), and
+/// causal masks one tile per CTA (the default walks pairs persistently), the next tile's Q
+/// loaded under the epilogue (the default loads it a tile ahead), and
 /// K/V gathered with cp.async (the default loads contiguous K/V with TMA).
 template <typename T> void runPrefillKernels(const PrefillCase &c, ElementType dtype, std::mt19937 &rng) {
   runPrefill<T>(c, dtype, rng);
@@ -571,7 +571,7 @@ template <typename T> void runPrefillKernels(const PrefillCase &c, ElementType d
   if (c.causal && c.window_left < 0)
     runPrefill<T>(c, dtype, rng, PrefillKernel::kWarpSpecializedOneTileCausal, " [one-tile]");
   if (c.window_left < 0 && c.softcap <= 0.f)
-    runPrefill<T>(c, dtype, rng, PrefillKernel::kWarpSpecializedNoTileOverlap, " [no-overlap]");
+    runPrefill<T>(c, dtype, rng, PrefillKernel::kWarpSpecializedLateQ, " [late-q]");
   runPrefill<T>(c, dtype, rng, PrefillKernel::kAuto, " [cp.async]", /*kv_tma=*/false);
 }
 

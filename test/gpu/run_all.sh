@@ -60,10 +60,6 @@ mode --flags=--tune-gemms --atol 0.15 --batch 32 # another algorithm, another su
 python3 test/gpu/compare_modes.py "$B/tx-run" "$B/llama-3-8b.txm" --flags=--no-attention-early-kv --atol 0 \
   --batch 2 --new 8 -- --random-weights 1 2>&1 | tee -a "$OUT/modes.log" | tail -1
 [ "${PIPESTATUS[0]}" = 0 ] || fails=$((fails + 1))
-# The o_proj L2 prefetch moves where weights are read from, not the logits.
-python3 test/gpu/compare_modes.py "$B/tx-run" "$B/llama-3-8b.txm" --flags=--gemv-l2-prefetch --atol 0 \
-  --batch 1 --new 8 -- --random-weights 1 2>&1 | tee -a "$OUT/modes.log" | tail -1
-[ "${PIPESTATUS[0]}" = 0 ] || fails=$((fails + 1))
 
 # Decode attention: correctness (also with early K/V and the cluster merge) and
 # the batch-1 diagnostics (bench/gpu_check.sh runs the whole attention bench with

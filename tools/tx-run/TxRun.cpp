@@ -84,9 +84,6 @@ Output:
   --decode-min-splits N   (cuda) split-KV decode uses at least N splits (1-32)
                           where the chunks stay --decode-split-min-tokens long,
                           also when the batch alone fills the GPU (default 1)
-  --gemv-l2-prefetch      (cuda) the decode GEMV after the attention (o_proj)
-                          asks L2 for its weight (up to 36 MiB) while the
-                          attention runs (for comparison)
   --no-attention-early-kv (cuda) decode attention reads every key after waiting
                           for the QKV kernel, not the older ones before it
                           (for comparison)
@@ -159,7 +156,6 @@ struct Options {
   bool capture_graphs = true;
   bool skinny_gemm = true;
   bool attention_early_kv = true;
-  bool gemv_l2_prefetch = false;
   std::string cuda_only_flag; // the first flag given that only --device cuda reads
 };
 
@@ -280,9 +276,6 @@ Options parseArguments(int argc, char **argv) {
     } else if (arg == "--decode-split-min-tokens") {
       cudaOnly();
       options.decode_split_min_tokens = static_cast<int>(parseInteger(arg, value(), 1, 1 << 20));
-    } else if (arg == "--gemv-l2-prefetch") {
-      cudaOnly();
-      options.gemv_l2_prefetch = true;
     } else if (arg == "--no-attention-early-kv") {
       cudaOnly();
       options.attention_early_kv = false;
@@ -394,7 +387,6 @@ int main(int argc, char **argv) {
     cuda_options.decode_gemm = options.decode_gemm;
     cuda_options.use_skinny_gemm = options.skinny_gemm;
     cuda_options.attention_early_kv = options.attention_early_kv;
-    cuda_options.gemv_l2_prefetch = options.gemv_l2_prefetch;
     auto cuda_executor = txc::cuda::CudaExecutor::create(**artifact, cuda_options);
     if (!cuda_executor.isOk())
       fail("--device cuda: " + cuda_executor.status().message());

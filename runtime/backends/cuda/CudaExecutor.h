@@ -31,10 +31,6 @@
 
 namespace txc::cuda {
 
-/// The largest weight gemv_l2_prefetch asks L2 for: Llama-3-8B's o_proj
-/// (32 MiB) in the H200's 50 MB L2, with room for the attention's K/V.
-constexpr uint64_t kGemvL2PrefetchMaxBytes = uint64_t{36} << 20;
-
 struct CudaExecutorOptions {
   int device = 0;
   /// Pages in each layer's cache; 0 = as many as kv_cache_budget_bytes
@@ -88,11 +84,6 @@ struct CudaExecutorOptions {
   /// appends the newest K/V (attention/rope.cuh, the rope kernel's
   /// arithmetic; bit-identical). Unset: decodeAttentionSetup decides.
   std::optional<bool> rope_in_attention;
-  /// A decode GEMV launched right after the attention (o_proj) asks L2 for
-  /// its whole weight before waiting for the attention to finish, so the
-  /// weight streams from DRAM while the attention, which reads little,
-  /// runs (weights of at most kGemvL2PrefetchMaxBytes, which L2 holds).
-  bool gemv_l2_prefetch = false;
   /// The GEMV, norm and rope kernels launch with programmatic dependent
   /// launch, so each one's blocks start while its predecessor finishes.
   bool use_pdl = true;

@@ -203,9 +203,6 @@ struct CudaExecutor::State {
   int32_t max_new_tokens = 0, max_context = 0;
   std::unordered_map<uint64_t, int64_t> rows_at_offset;
   bool wrote_logits = false;
-  // The launch being run comes right after an attention launch, which
-  // leaves DRAM idle while it runs (gemv_l2_prefetch).
-  bool follows_attention = false;
 
   ~State();
   StatusOr<void *> allocate(uint64_t bytes, const std::string &what);

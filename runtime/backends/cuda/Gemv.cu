@@ -22,12 +22,6 @@ namespace txc::cuda {
 
 namespace {
 
-/// Asks L2 to fetch `bytes` (a multiple of 16) from 16-byte aligned `p`;
-/// nothing comes to the SM.
-__device__ __forceinline__ void prefetchL2(const void *p, unsigned bytes) {
-  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(p), "r"(bytes) : "memory");
-}
-
 template <typename T> struct Pack;
 
 // 8 bf16 in a uint4 -> fp32: a bf16 is the top half of its fp32.
@@ -194,12 +188,6 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
       a0[u] = __ldcs(w0 + v + 32 * u);
       a1[u] = __ldcs(w1 + v + 32 * u);
     }
-  if (a.prefetch_l2 && lane == 0 && begin + 32 * kUnroll < end) {
-    const int64_t rest = begin + 32 * kUnroll; // past the chunks loaded above
-    prefetchL2(w0 + rest, static_cast<unsigned>((end - rest) * 16));
-    if (row1 != row0)
-      prefetchL2(w1 + rest, static_cast<unsigned>((end - rest) * 16));
-  }
   pdlWait();
   const uint4 *gamma = static_cast<const uint4 *>(a.norm_weight);
   float squares[kMaxRows]; // sum of x^2 over this warp's slice (fused norm)

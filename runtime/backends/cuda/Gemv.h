@@ -61,13 +61,6 @@ struct GemvArgs {
   EType norm_type = EType::kBF16;
   float norm_eps = 0.0f;
   bool pdl = false; // programmatic dependent launch (Launch.cuh)
-  /// Before waiting for the previous kernel, each warp asks L2 for the rest
-  /// of its weight slice (one bulk prefetch a row) beyond the chunks it
-  /// loads into registers there. Worth it only where the previous kernel
-  /// leaves DRAM idle and the weight fits L2 (the GEMV after the decode
-  /// attention); behind a streaming GEMV it competes for the same bandwidth
-  /// (device run 48: Llama-3-8B's step of GEMVs +21% with it on every GEMV).
-  bool prefetch_l2 = false;
   /// The QKV projection's rotary epilogue: with rope_counters set, `out` is
   /// the [m, (heads + 2 kv_heads) * head_dim] QKV (rope.qkv), and the last
   /// block to finish a head runs RopeAppend.cuh on it (q/k-norm, rotary,

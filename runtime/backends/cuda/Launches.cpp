@@ -80,8 +80,6 @@ StatusOr<bool> CudaExecutor::State::tryGemv(const DMatrix &input, const DMatrix 
   g.k = input.cols;
   g.epilogue = epilogue;
   g.pdl = options.use_pdl;
-  g.prefetch_l2 =
-      options.gemv_l2_prefetch && follows_attention && weight.bytes() <= kGemvL2PrefetchMaxBytes;
   if (wide) {
     if (!decodeGemmSupports(g))
       return false;
@@ -143,7 +141,6 @@ Status CudaExecutor::State::runLaunch(int index, const pb::Launch &launch) {
   const std::string &op = launch.op();
   LaunchAttributes attributes(launch);
   copy_scratch_used = 0;
-  follows_attention = index > 0 && plan->launches(index - 1).op() == "txk.attention";
   const std::string kernel = "kernel launch";
   if (op != "txk.gemm" && op != "txk.gemm_rope_append")
     TXC_RETURN_IF_ERROR(flushPendingNorm());

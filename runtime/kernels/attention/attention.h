@@ -28,8 +28,8 @@ enum class PrefillKernel {
                                 // causal tiles in persistent mirrored pairs (one tile per CTA from
                                 // 8192 queries on)
   kWarpSpecializedOneTileCausal, // the default, but causal masks one tile per CTA (not mirrored pairs)
-  kWarpSpecializedNoTileOverlap, // the default, but a tile's first Q K^T and last P V never share a
-                                 // GEMM turn with the neighbouring tile's (full and causal masks only)
+  kWarpSpecializedLateQ,        // the default, but one Q buffer, the next tile's Q loaded under the
+                                // epilogue (full and causal masks only)
   kSingleWarpgroup,             // prefill.cuh: one warpgroup, QK^T on wgmma, PV on mma.sync
 };
 

@@ -239,12 +239,12 @@ template <typename T> Status launchPrefillTyped(const AttentionConfig &config, c
           return launch(PrefillOneTileCausalTraits<T, kDim>{});
         return launch(PrefillTraits<T, kDim>{});
       case PrefillKernel::kWarpSpecializedOneTileCausal: return launch(PrefillOneTileCausalTraits<T, kDim>{});
-      case PrefillKernel::kWarpSpecializedNoTileOverlap:
+      case PrefillKernel::kWarpSpecializedLateQ:
         // Instantiated for the benchmark's masks only (compile time).
         if constexpr (!decltype(variant)::kWindow && !decltype(variant)::kSoftCap)
-          return launch(PrefillNoTileOverlapTraits<T, kDim>{});
+          return launch(PrefillLateQTraits<T, kDim>{});
         else
-          return Status::invalidArgument("prefill: the no-overlap comparison kernel takes full and causal masks only");
+          return Status::invalidArgument("prefill: the late-Q comparison kernel takes full and causal masks only");
       case PrefillKernel::kSingleWarpgroup: return launch(PrefillSingleWgTraits<T, kDim>{});
       case PrefillKernel::kAuto: break;
       }

@@ -25,18 +25,15 @@
 //   issue S_i = Q K_i^T; issue O += P_{i-1} V_{i-1}; wait for S_i only;
 //   mask + online softmax of S_i while the P V wgmma runs; wait for it;
 //   rescale O, pack P_i.
-// (FA3's intra-warpgroup overlap.) Across tiles (a CTA walking several, d64
-// and d128) the next tile's step 0 shares a turn with this tile's last
-// P V, its Q already in a second buffer: a tile boundary costs one GEMM turn
-// instead of two half-empty ones, which weighs most at 1k keys (8 key blocks
-// a tile). The consumers also take turns issuing
+// (FA3's intra-warpgroup overlap.) The consumers also take turns issuing
 // their GEMMs, round robin through one named barrier each (FA3's ping-pong
 // for two), so one warpgroup's softmax runs under the others' GEMMs.
 //
 // Tiles: (query block, query head, sequence), each head's longest blocks
 // first. Full masks run persistent (prefillWalk): one CTA per SM
 // walks the tiles on a fixed stride, the producer's ring running on into the
-// next tile and the next Q loading during this one. Causal masks walk
+// next tile and the next Q loading during this one (d64, d128; under the
+// epilogue at d256). Causal masks walk
 // pairs of a query block and its mirror, persistent too (queries of 8192 and
 // more: one tile per CTA, launch_templates.cuh); windowed masks run one CTA
 // per tile. Either way a grid with more CTAs than tiles
@@ -58,7 +55,7 @@ namespace txc::kernels {
 /// measured it +3..+13% over one tile per CTA (d128 L1024 325 -> 342,
 /// L4096 505 -> 534 TFLOP/s, d256 482 -> 544, d64 383 -> 394; L16384 even).
 template <typename DType_, int kHeadDim_, int kPageSize_ = 0, int kConsumerWarpgroups_ = 2, int kBlockN_ = 0,
-          bool kPairCausalTiles_ = true, bool kOverlapTiles_ = true>
+          bool kPairCausalTiles_ = true, bool kPrefetchNextQ_ = true>
 struct PrefillSm90Traits {
   using DType = DType_;
   static constexpr bool kWarpSpecialized = true;
@@ -91,13 +88,13 @@ struct PrefillSm90Traits {
   static constexpr int kOffsetSlots = 3;
   static constexpr int kFixedBytes =
       2 * kStages * kKVElems * (int)sizeof(DType) + kBarriers * 8 + kOffsetSlots * kBlockN * 8;
-  // A CTA that runs several tiles issues the next tile's first Q K^T together
-  // with this tile's last P V (one GEMM turn instead of two half ones), so
-  // the next Q needs a buffer of its own: two Q tiles where they fit (d64,
-  // d128; not d256, whose K/V stages fill shared memory).
-  static constexpr bool kOverlapTiles =
-      kOverlapTiles_ && 2 * kQElems * (int)sizeof(DType) + kFixedBytes <= 227 * 1024;
-  static constexpr int kQBuffers = kOverlapTiles ? 2 : 1;
+  // A CTA that runs several tiles loads the next tile's Q at the start of
+  // this one, into a second Q buffer where it fits (d64, d128; not d256,
+  // whose K/V stages fill shared memory), instead of under the epilogue,
+  // which is shorter than a DRAM round trip.
+  static constexpr bool kPrefetchNextQ =
+      kPrefetchNextQ_ && 2 * kQElems * (int)sizeof(DType) + kFixedBytes <= 227 * 1024;
+  static constexpr int kQBuffers = kPrefetchNextQ ? 2 : 1;
   static constexpr int kTileBytes = (kQBuffers * kQElems + 2 * kStages * kKVElems) * (int)sizeof(DType);
   static constexpr int kSmemBytes = kTileBytes + kBarriers * 8 + kOffsetSlots * kBlockN * 8;
 
@@ -134,11 +131,10 @@ template <typename DType, int kHeadDim, int kPageSize = 0>
 using PrefillOneTileCausalTraits =
     PrefillSm90Traits<DType, kHeadDim, kPageSize, kHeadDim == 64 ? 3 : 2, kHeadDim == 256 ? 80 : 0, false>;
 
-/// FA3's tiles, each tile's first Q K^T and last P V in GEMM turns of their
-/// own, one Q buffer (for comparison). Selected by
-/// PrefillKernel::kWarpSpecializedNoTileOverlap.
+/// FA3's tiles with one Q buffer, the next tile's Q loaded under the
+/// epilogue (for comparison). Selected by PrefillKernel::kWarpSpecializedLateQ.
 template <typename DType, int kHeadDim, int kPageSize = 0>
-using PrefillNoTileOverlapTraits =
+using PrefillLateQTraits =
     PrefillSm90Traits<DType, kHeadDim, kPageSize, kHeadDim == 64 ? 3 : 2, kHeadDim == 256 ? 80 : 0, true, false>;
 
 /// How the warp-specialized kernel's CTAs walk the tiles (tile_order.h); the
@@ -463,11 +459,11 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
   const int t = tid % 128, warp = t / 32, lane = t % 32;
   const int group = lane / 4, quad = lane % 4;
 
-  // Q tiles of this warpgroup (two alternating with kOverlapTiles): rows past
-  // the sequence are zero-filled. The next tile's Q is issued at the start of
-  // this one (kOverlapTiles) or before its epilogue; waited for before its
-  // first Q K^T.
-  constexpr bool kOverlap = kSeveralTiles && Traits::kOverlapTiles;
+  // Q tiles of this warpgroup (two alternating with kPrefetchNextQ): rows
+  // past the sequence are zero-filled. The next tile's Q is issued at the
+  // start of this one (kPrefetchNextQ) or before its epilogue; waited for
+  // before its first Q K^T.
+  constexpr bool kEarlyQ = kSeveralTiles && Traits::kPrefetchNextQ;
   auto loadQ = [&](const Tile &tile, int buf) {
     T *smem_wq = smem_q + buf * Traits::kQElems + consumer * WM * D;
     const int wm0 = tile.m0 + consumer * WM;
@@ -594,16 +590,6 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
       row_sum[r] = row_sum[r] * rescale[r] + sum;
     }
   };
-  // Two n8 tiles of S form one k16 A fragment of the P V wgmma.
-  auto packP = [&]() {
-#pragma unroll
-    for (int kk = 0; kk < BN / 16; ++kk) {
-      p_frag[kk][0] = Ops::fromFloat2(s_acc[2 * kk][0], s_acc[2 * kk][1]);
-      p_frag[kk][1] = Ops::fromFloat2(s_acc[2 * kk][2], s_acc[2 * kk][3]);
-      p_frag[kk][2] = Ops::fromFloat2(s_acc[2 * kk + 1][0], s_acc[2 * kk + 1][1]);
-      p_frag[kk][3] = Ops::fromFloat2(s_acc[2 * kk + 1][2], s_acc[2 * kk + 1][3]);
-    }
-  };
   auto rescaleOAndPackP = [&]() {
 #pragma unroll
     for (int j = 0; j < kOTiles; ++j) {
@@ -612,21 +598,27 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
       o_acc[j][2] *= rescale[1];
       o_acc[j][3] *= rescale[1];
     }
-    packP();
+    // Two n8 tiles of S form one k16 A fragment of the P V wgmma.
+#pragma unroll
+    for (int kk = 0; kk < BN / 16; ++kk) {
+      p_frag[kk][0] = Ops::fromFloat2(s_acc[2 * kk][0], s_acc[2 * kk][1]);
+      p_frag[kk][1] = Ops::fromFloat2(s_acc[2 * kk][2], s_acc[2 * kk][3]);
+      p_frag[kk][2] = Ops::fromFloat2(s_acc[2 * kk + 1][0], s_acc[2 * kk + 1][1]);
+      p_frag[kk][3] = Ops::fromFloat2(s_acc[2 * kk + 1][2], s_acc[2 * kk + 1][3]);
+    }
   };
 
-  auto resetTile = [&](bool with_s) {
+  auto resetTile = [&]() {
 #pragma unroll
     for (int j = 0; j < kOTiles; ++j)
 #pragma unroll
       for (int e = 0; e < 4; ++e)
         o_acc[j][e] = 0.f;
-    if (with_s)
 #pragma unroll
-      for (int j = 0; j < kSTiles; ++j)
+    for (int j = 0; j < kSTiles; ++j)
 #pragma unroll
-        for (int e = 0; e < 4; ++e)
-          s_acc[j][e] = 0.f;
+      for (int e = 0; e < 4; ++e)
+        s_acc[j][e] = 0.f;
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
       row_max[r] = -INFINITY; // in raw-score units when !kSoftCap
@@ -675,14 +667,15 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
     releaseStage(&empty_v[prev]);
     rescaleOAndPackP();
   };
-  // Epilogue: normalize, write O (and the natural-log LSE) from the row
-  // statistics `sums` and `maxes` of the finished tile.
-  auto writeO = [&](const Tile &done, const float (&sums)[2], const float (&maxes)[2]) {
+  // Epilogue: normalize, write O (and the natural-log LSE). The tile is
+  // looked up again (L1 hits) rather than kept in registers through the
+  // steps.
+  auto writeO = [&](const Tile &done) {
     const int wm0 = done.m0 + consumer * WM; // this warpgroup's first query row
     T *o_base = static_cast<T *>(params.o) + done.head * params.o_head_stride;
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
-      float sum = sums[r];
+      float sum = row_sum[r];
       sum += __shfl_xor_sync(0xffffffffu, sum, 1);
       sum += __shfl_xor_sync(0xffffffffu, sum, 2);
       const float inv = sum > 0.f ? 1.f / sum : 0.f;
@@ -696,98 +689,56 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
             Ops::fromFloat2(o_acc[j][2 * r] * inv, o_acc[j][2 * r + 1] * inv);
       if (params.maybe_lse != nullptr && quad == 0)
         params.maybe_lse[(long long)(done.q_start + row) * params.num_qo_heads + done.head] =
-            sum > 0.f ? (maxes[r] * score_scale + log2f(sum)) * kLn2 : -INFINITY;
+            sum > 0.f ? (row_max[r] * score_scale + log2f(sum)) * kLn2 : -INFINITY;
     }
   };
 
   int g0 = 0;    // ring position of this tile's step 0 (the producer's count)
   int q_buf = 0; // the Q buffer of this tile
-  // Step 0 of this tile already ran, merged into the previous tile's last.
-  bool first_step_done = false;
   int t_cur = nextTile(first_tile);
   if (t_cur < num_tiles)
     loadQ(tileAt(t_cur), 0);
   while (t_cur < num_tiles) {
     const Tile tile = tileAt(t_cur);
     const int n_count = tile.n_count;
-    if (!first_step_done) {
-      resetTile(true);
-      waitQ();
-      if (n_count > 0)
-        firstStep(tile, g0, q_buf);
-    }
+    resetTile();
+    waitQ();
+    if (n_count > 0)
+      firstStep(tile, g0, q_buf);
     const int t_next = nextTile(tileAfter(t_cur));
     // Every warp of this warpgroup is past the last Q K^T on the other
     // buffer (the previous tile's; waitQ came after it).
-    if (kOverlap && t_next < num_tiles)
+    if (kEarlyQ && t_next < num_tiles)
       loadQ(tileAt(t_next), q_buf ^ 1);
     for (int step = 1; step < n_count; ++step)
       middleStep(tile, g0 + step, step, q_buf);
 
-    // The tiles are looked up again (L1 hits) rather than kept in registers
-    // through the steps: the merged step has S, O and P live at once.
-    bool merged = false;
-    if constexpr (kOverlap) {
-      if (n_count > 0 && t_next < num_tiles && tileAt(t_next).n_count > 0) {
-        // The next tile's step 0 and this tile's last P V in one turn.
-        merged = true;
-        waitQ();
-        const int g = g0 + n_count, stage = g % kStages, last = (g - 1) % kStages;
-        mbarrierWait(&full_k[stage], (g / kStages) & 1);
-        mbarrierWait(&full_v[last], ((g - 1) / kStages) & 1);
-        fenceProxyAsyncShared();
-        namedBarrierSync(my_turn, 256);
-        pinRegisters(s_acc);
-        pinRegisters(o_acc);
-        pinRegisters(p_frag);
-        wgmmaFence();
-        issueQK(stage, q_buf ^ 1);
-        issuePV(last);
-        namedBarrierArrive(next_turn, 256);
-        // Both wait: with this tile's O written before the next tile's
-        // softmax, S, O and P are never live at once past the turn (the
-        // other consumers' GEMMs run meanwhile).
-        wgmmaWait<0>();
-        pinRegisters(s_acc);
-        pinRegisters(o_acc);
-        releaseStage(&empty_k[stage]);
-        releaseStage(&empty_v[last]);
-        writeO(tileAt(t_cur), row_sum, row_max);
-        resetTile(false);
-        const Tile next = tileAt(t_next);
-        softmax(next, next.n_end - 1);
-        packP(); // O restarts at zero: no rescale
-      }
+    if (n_count > 0) { // the last P V alone
+      const int g_last = g0 + n_count - 1;
+      const int last = g_last % kStages;
+      mbarrierWait(&full_v[last], (g_last / kStages) & 1);
+      fenceProxyAsyncShared();
+      namedBarrierSync(my_turn, 256);
+      pinRegisters(o_acc);
+      pinRegisters(p_frag);
+      wgmmaFence();
+      issuePV(last);
+      namedBarrierArrive(next_turn, 256);
+      wgmmaWait<0>();
+      pinRegisters(o_acc);
+      releaseStage(&empty_v[last]);
     }
-    if (!merged) {
-      if (n_count > 0) { // the last P V alone
-        const int g_last = g0 + n_count - 1;
-        const int last = g_last % kStages;
-        mbarrierWait(&full_v[last], (g_last / kStages) & 1);
-        fenceProxyAsyncShared();
-        namedBarrierSync(my_turn, 256);
-        pinRegisters(o_acc);
-        pinRegisters(p_frag);
-        wgmmaFence();
-        issuePV(last);
-        namedBarrierArrive(next_turn, 256);
-        wgmmaWait<0>();
-        pinRegisters(o_acc);
-        releaseStage(&empty_v[last]);
-      }
-      if constexpr (kSeveralTiles && !kOverlap) {
-        // Every warp of this warpgroup is past its last Q K^T: the next
-        // tile's Q may overwrite the tile while this one's O is written.
-        namedBarrierSync(sm90::qBarrier(Traits::kConsumerWarpgroups, consumer), 128);
-        if (t_next < num_tiles)
-          loadQ(tileAt(t_next), 0);
-      }
-      writeO(tileAt(t_cur), row_sum, row_max);
+    if constexpr (kSeveralTiles && !kEarlyQ) {
+      // Every warp of this warpgroup is past its last Q K^T: the next
+      // tile's Q may overwrite the tile while this one's O is written.
+      namedBarrierSync(sm90::qBarrier(Traits::kConsumerWarpgroups, consumer), 128);
+      if (t_next < num_tiles)
+        loadQ(tileAt(t_next), 0);
     }
-    first_step_done = merged;
+    writeO(tileAt(t_cur));
     g0 += n_count;
     t_cur = t_next;
-    if constexpr (kOverlap)
+    if constexpr (kEarlyQ)
       q_buf ^= 1;
   }
   if (consumer == 0)

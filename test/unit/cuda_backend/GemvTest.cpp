@@ -83,7 +83,6 @@ void runCase(const GemvCase &c) {
   args.k = c.k;
   args.epilogue = c.epilogue;
   args.pdl = c.m % 2 == 1; // alone on the stream, PDL must change nothing
-  args.prefetch_l2 = c.n % 2 == 0; // moves only where the weights are read from
   if (c.norm) {
     args.norm_weight = dg;
     args.norm_type = etypeOf(c.dtype);

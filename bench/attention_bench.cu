@@ -558,8 +558,7 @@ void runPrefill(const PrefillCase &c, ElementType dtype, std::mt19937 &rng, Pref
 bool g_prefill_compare = false;
 
 /// The default prefill kernel, then (with --prefill-compare) the other one,
-/// causal masks one tile per CTA (the default walks pairs persistently), the next tile's Q
-/// loaded under the epilogue (the default loads it a tile ahead), and
+/// causal masks one tile or one pair per CTA (the default walks pairs persistently), and
 /// K/V gathered with cp.async (the default loads contiguous K/V with TMA).
 template <typename T> void runPrefillKernels(const PrefillCase &c, ElementType dtype, std::mt19937 &rng) {
   runPrefill<T>(c, dtype, rng);
@@ -570,8 +569,8 @@ template <typename T> void runPrefillKernels(const PrefillCase &c, ElementType d
                 ws_default ? " [single-wg]" : " [warp-spec]");
   if (c.causal && c.window_left < 0)
     runPrefill<T>(c, dtype, rng, PrefillKernel::kWarpSpecializedOneTileCausal, " [one-tile]");
-  if (c.window_left < 0 && c.softcap <= 0.f)
-    runPrefill<T>(c, dtype, rng, PrefillKernel::kWarpSpecializedLateQ, " [late-q]");
+  if (c.causal && c.window_left < 0)
+    runPrefill<T>(c, dtype, rng, PrefillKernel::kWarpSpecializedPairPerCta, " [pair-per-cta]");
   runPrefill<T>(c, dtype, rng, PrefillKernel::kAuto, " [cp.async]", /*kv_tma=*/false);
 }
 

@@ -28,8 +28,7 @@ enum class PrefillKernel {
                                 // causal tiles in persistent mirrored pairs (one tile per CTA from
                                 // 8192 queries on)
   kWarpSpecializedOneTileCausal, // the default, but causal masks one tile per CTA (not mirrored pairs)
-  kWarpSpecializedLateQ,        // the default, but one Q buffer, the next tile's Q loaded under the
-                                // epilogue (full and causal masks only)
+  kWarpSpecializedPairPerCta,    // the default, but one causal pair per CTA (not persistent)
   kSingleWarpgroup,             // prefill.cuh: one warpgroup, QK^T on wgmma, PV on mma.sync
 };
 

@@ -177,7 +177,8 @@ template <typename T> Status launchPrefillTyped(const AttentionConfig &config, c
       config.prefill_kernel == PrefillKernel::kAuto ? defaultPrefillKernel() : config.prefill_kernel;
   return withHeadDim(config.head_dim, [&](auto dim) {
     return withVariant(config.causal, p.variant.window_left >= 0, p.variant.softcap > 0.f, [&](auto variant) {
-      auto launch = [&](auto traits) -> Status {
+      // persistent_pairs: causal pairs walked by one CTA per SM, not one a CTA.
+      auto launch = [&](auto traits, bool persistent_pairs = true) -> Status {
         using Traits = decltype(traits);
         using Variant = decltype(variant);
         auto kernel = prefillKernel<Traits, Variant>;
@@ -216,10 +217,13 @@ template <typename T> Status launchPrefillTyped(const AttentionConfig &config, c
             // walks the tiles or pairs, so a tile's K/V loads overlap the
             // previous tile's last P V and epilogue.
             const long long ctas = prefillCtasFor(kWalk, (int)tiles);
-            int device = 0, sms = 0;
-            TXC_CUDA_CHECK(cudaGetDevice(&device));
-            TXC_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-            grid = dim3((unsigned)std::min<long long>(ctas, sms));
+            grid = dim3((unsigned)ctas);
+            if (kWalk == PrefillWalk::kPersistent || persistent_pairs) {
+              int device = 0, sms = 0;
+              TXC_CUDA_CHECK(cudaGetDevice(&device));
+              TXC_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+              grid = dim3((unsigned)std::min<long long>(ctas, sms));
+            }
           }
         }
         kernel<<<grid, Traits::kThreads, Traits::kSmemBytes, stream>>>(kp);
@@ -239,12 +243,7 @@ template <typename T> Status launchPrefillTyped(const AttentionConfig &config, c
           return launch(PrefillOneTileCausalTraits<T, kDim>{});
         return launch(PrefillTraits<T, kDim>{});
       case PrefillKernel::kWarpSpecializedOneTileCausal: return launch(PrefillOneTileCausalTraits<T, kDim>{});
-      case PrefillKernel::kWarpSpecializedLateQ:
-        // Instantiated for the benchmark's masks only (compile time).
-        if constexpr (!decltype(variant)::kWindow && !decltype(variant)::kSoftCap)
-          return launch(PrefillLateQTraits<T, kDim>{});
-        else
-          return Status::invalidArgument("prefill: the late-Q comparison kernel takes full and causal masks only");
+      case PrefillKernel::kWarpSpecializedPairPerCta: return launch(PrefillTraits<T, kDim>{}, false);
       case PrefillKernel::kSingleWarpgroup: return launch(PrefillSingleWgTraits<T, kDim>{});
       case PrefillKernel::kAuto: break;
       }

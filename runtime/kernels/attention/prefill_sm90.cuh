@@ -32,8 +32,7 @@
 // Tiles: (query block, query head, sequence), each head's longest blocks
 // first. Full masks run persistent (prefillWalk): one CTA per SM
 // walks the tiles on a fixed stride, the producer's ring running on into the
-// next tile and the next Q loading during this one (d64, d128; under the
-// epilogue at d256). Causal masks walk
+// next tile and the next Q loading under the epilogue. Causal masks walk
 // pairs of a query block and its mirror, persistent too (queries of 8192 and
 // more: one tile per CTA, launch_templates.cuh); windowed masks run one CTA
 // per tile. Either way a grid with more CTAs than tiles
@@ -55,7 +54,7 @@ namespace txc::kernels {
 /// measured it +3..+13% over one tile per CTA (d128 L1024 325 -> 342,
 /// L4096 505 -> 534 TFLOP/s, d256 482 -> 544, d64 383 -> 394; L16384 even).
 template <typename DType_, int kHeadDim_, int kPageSize_ = 0, int kConsumerWarpgroups_ = 2, int kBlockN_ = 0,
-          bool kPairCausalTiles_ = true, bool kPrefetchNextQ_ = true>
+          bool kPairCausalTiles_ = true>
 struct PrefillSm90Traits {
   using DType = DType_;
   static constexpr bool kWarpSpecialized = true;
@@ -81,21 +80,12 @@ struct PrefillSm90Traits {
   static constexpr int kChunksPerRow = kHeadDim / 8; // 16-byte chunks
   static constexpr int kQElems = kBlockM * kHeadDim;
   static constexpr int kKVElems = kBlockN * kHeadDim;
+  static constexpr int kTileBytes = (kQElems + 2 * kStages * kKVElems) * (int)sizeof(DType);
   static constexpr int kBarriers = 4 * kStages; // full K, full V, empty K, empty V
   // Row offsets of three key blocks (the one whose K and the one whose V is
   // being issued, and the next one being resolved): one page-table lookup per
   // key per block, shared by the producer threads.
   static constexpr int kOffsetSlots = 3;
-  static constexpr int kFixedBytes =
-      2 * kStages * kKVElems * (int)sizeof(DType) + kBarriers * 8 + kOffsetSlots * kBlockN * 8;
-  // A CTA that runs several tiles loads the next tile's Q at the start of
-  // this one, into a second Q buffer where it fits (d64, d128; not d256,
-  // whose K/V stages fill shared memory), instead of under the epilogue,
-  // which is shorter than a DRAM round trip.
-  static constexpr bool kPrefetchNextQ =
-      kPrefetchNextQ_ && 2 * kQElems * (int)sizeof(DType) + kFixedBytes <= 227 * 1024;
-  static constexpr int kQBuffers = kPrefetchNextQ ? 2 : 1;
-  static constexpr int kTileBytes = (kQBuffers * kQElems + 2 * kStages * kKVElems) * (int)sizeof(DType);
   static constexpr int kSmemBytes = kTileBytes + kBarriers * 8 + kOffsetSlots * kBlockN * 8;
 
   static_assert(sizeof(DType) == 2, "prefill supports 16-bit element types");
@@ -130,12 +120,6 @@ using PrefillFa3TileTraits =
 template <typename DType, int kHeadDim, int kPageSize = 0>
 using PrefillOneTileCausalTraits =
     PrefillSm90Traits<DType, kHeadDim, kPageSize, kHeadDim == 64 ? 3 : 2, kHeadDim == 256 ? 80 : 0, false>;
-
-/// FA3's tiles with one Q buffer, the next tile's Q loaded under the
-/// epilogue (for comparison). Selected by PrefillKernel::kWarpSpecializedLateQ.
-template <typename DType, int kHeadDim, int kPageSize = 0>
-using PrefillLateQTraits =
-    PrefillSm90Traits<DType, kHeadDim, kPageSize, kHeadDim == 64 ? 3 : 2, kHeadDim == 256 ? 80 : 0, true, false>;
 
 /// How the warp-specialized kernel's CTAs walk the tiles (tile_order.h); the
 /// launcher sizes the grid by it.
@@ -220,7 +204,7 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
 
   extern __shared__ __align__(1024) unsigned char smem_raw[];
   T *smem_q = reinterpret_cast<T *>(smem_raw);             // [warpgroup][64][D]
-  T *smem_k = smem_q + Traits::kQBuffers * Traits::kQElems; // [stage][BN][D]
+  T *smem_k = smem_q + Traits::kQElems;                    // [stage][BN][D]
   T *smem_v = smem_k + kStages * Traits::kKVElems;         // [stage][BN][D]
   unsigned long long *full_k = reinterpret_cast<unsigned long long *>(smem_raw + Traits::kTileBytes);
   unsigned long long *full_v = full_k + kStages;
@@ -459,13 +443,10 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
   const int t = tid % 128, warp = t / 32, lane = t % 32;
   const int group = lane / 4, quad = lane % 4;
 
-  // Q tiles of this warpgroup (two alternating with kPrefetchNextQ): rows
-  // past the sequence are zero-filled. The next tile's Q is issued at the
-  // start of this one (kPrefetchNextQ) or before its epilogue; waited for
-  // before its first Q K^T.
-  constexpr bool kEarlyQ = kSeveralTiles && Traits::kPrefetchNextQ;
-  auto loadQ = [&](const Tile &tile, int buf) {
-    T *smem_wq = smem_q + buf * Traits::kQElems + consumer * WM * D;
+  // Q tile of this warpgroup: rows past the sequence are zero-filled. Issued
+  // for the next tile before this one's epilogue; waited for at its start.
+  T *smem_wq = smem_q + consumer * WM * D;
+  auto loadQ = [&](const Tile &tile) {
     const int wm0 = tile.m0 + consumer * WM;
     const T *q_base = static_cast<const T *>(params.q) + tile.head * params.q_head_stride;
     for (int idx = t; idx < WM * CPR; idx += 128) {
@@ -475,11 +456,6 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
       cpAsync16(smem_wq + wgmmaTileOffset(WM, r, c), src, valid);
     }
     cpAsyncCommit();
-  };
-  auto waitQ = [&]() {
-    cpAsyncWait<0>();
-    fenceProxyAsyncShared(); // wgmma reads what cp.async wrote
-    namedBarrierSync(sm90::qBarrier(Traits::kConsumerWarpgroups, consumer), 128);
   };
   // This CTA's tiles that have query rows (the producer skips the others
   // too, and those without keys).
@@ -491,7 +467,7 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
     }
     return num_tiles;
   };
-  const unsigned q_addr = smemAddress(smem_q + consumer * WM * D);
+  const unsigned q_addr = smemAddress(smem_wq);
   // Round robin: each consumer issues after the one before it, consumer 0
   // first. A barrier counts its waiter and the one arriver, 256 threads.
   constexpr int kConsumers = Traits::kConsumerWarpgroups;
@@ -511,18 +487,17 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
   // Descriptors are built once; a k16 step or a stage only moves the start
   // address, which is the low field (address / 16) of the descriptor.
   const unsigned long long q_desc = wgmmaDescriptorK128(q_addr);
-  constexpr unsigned kQBufferStep = Traits::kQElems * sizeof(T) / 16;
   const unsigned long long k_desc = wgmmaDescriptorK128(smemAddress(smem_k));
   const unsigned long long v_desc = wgmmaDescriptorMN128(smemAddress(smem_v), BN * 128);
   constexpr unsigned kStageStep = Traits::kKVElems * sizeof(T) / 16;
-  auto issueQK = [&](int stage, int q_buf) {
-    const unsigned long long k_stage = k_desc + stage * kStageStep, q_tile = q_desc + q_buf * kQBufferStep;
+  auto issueQK = [&](int stage) {
+    const unsigned long long k_stage = k_desc + stage * kStageStep;
 #pragma unroll
     for (int kk = 0; kk < D / 16; ++kk) {
       // 64-column block kk / 4 (rows x 128 bytes each), then 32 bytes per k16.
       const unsigned q_byte = (kk / 4) * WM * 128 + (kk % 4) * 32;
       const unsigned k_byte = (kk / 4) * BN * 128 + (kk % 4) * 32;
-      sm90::wgmmaQK<T, BN>(s_acc, q_tile + (q_byte >> 4), k_stage + (k_byte >> 4), kk > 0);
+      sm90::wgmmaQK<T, BN>(s_acc, q_desc + (q_byte >> 4), k_stage + (k_byte >> 4), kk > 0);
     }
     wgmmaCommit();
   };
@@ -608,7 +583,13 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
     }
   };
 
-  auto resetTile = [&]() {
+  int g0 = 0; // ring position of this tile's step 0 (the producer's count)
+  int t_cur = nextTile(first_tile);
+  if (t_cur < num_tiles)
+    loadQ(tileAt(t_cur));
+  while (t_cur < num_tiles) {
+    const Tile tile = tileAt(t_cur);
+    const int n_count = tile.n_count, n_end = tile.n_end;
 #pragma unroll
     for (int j = 0; j < kOTiles; ++j)
 #pragma unroll
@@ -625,52 +606,82 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
       row_sum[r] = 0.f;       // per-thread partial; quad-reduced at the end
       rescale[r] = 1.f;
     }
-  };
-  // Step 0 of a tile alone: S of its highest key block, at ring position g.
-  auto firstStep = [&](const Tile &tile, int g, int q_buf) {
-    const int stage = g % kStages;
-    mbarrierWait(&full_k[stage], (g / kStages) & 1);
-    fenceProxyAsyncShared();
-    namedBarrierSync(my_turn, 256);
-    pinRegisters(s_acc);
-    wgmmaFence();
-    issueQK(stage, q_buf);
-    namedBarrierArrive(next_turn, 256);
-    wgmmaWait<0>();
-    pinRegisters(s_acc);
-    releaseStage(&empty_k[stage]);
-    softmax(tile, tile.n_end - 1);
-    rescaleOAndPackP();
-  };
-  // S of step `step` (ring position g) and P V of the step before it.
-  auto middleStep = [&](const Tile &tile, int g, int step, int q_buf) {
-    const int stage = g % kStages, prev = (g - 1) % kStages;
-    mbarrierWait(&full_k[stage], (g / kStages) & 1);
-    mbarrierWait(&full_v[prev], ((g - 1) / kStages) & 1);
-    fenceProxyAsyncShared();
-    namedBarrierSync(my_turn, 256);
-    pinRegisters(s_acc);
-    pinRegisters(o_acc);
-    pinRegisters(p_frag);
-    wgmmaFence();
-    issueQK(stage, q_buf);
-    issuePV(prev);
-    namedBarrierArrive(next_turn, 256);
-    wgmmaWait<1>(); // S_step is ready; P V of step - 1 still runs
-    pinRegisters(s_acc);
-    releaseStage(&empty_k[stage]);
-    softmax(tile, tile.n_end - 1 - step);
-    pinRegisters(s_acc); // the softmax stays ahead of the wait for P V
-    wgmmaWait<0>();
-    pinRegisters(o_acc);
-    pinRegisters(p_frag);
-    releaseStage(&empty_v[prev]);
-    rescaleOAndPackP();
-  };
-  // Epilogue: normalize, write O (and the natural-log LSE). The tile is
-  // looked up again (L1 hits) rather than kept in registers through the
-  // steps.
-  auto writeO = [&](const Tile &done) {
+    cpAsyncWait<0>();
+    fenceProxyAsyncShared(); // wgmma reads what cp.async wrote
+    namedBarrierSync(sm90::qBarrier(Traits::kConsumerWarpgroups, consumer), 128);
+
+    if (n_count > 0) {
+      // Step 0: S of the highest key block alone.
+      const int stage0 = g0 % kStages;
+      mbarrierWait(&full_k[stage0], (g0 / kStages) & 1);
+      fenceProxyAsyncShared();
+      namedBarrierSync(my_turn, 256);
+      pinRegisters(s_acc);
+      wgmmaFence();
+      issueQK(stage0);
+      namedBarrierArrive(next_turn, 256);
+      wgmmaWait<0>();
+      pinRegisters(s_acc);
+      releaseStage(&empty_k[stage0]);
+      softmax(tile, n_end - 1);
+      rescaleOAndPackP();
+
+      for (int step = 1; step < n_count; ++step) {
+        const int g = g0 + step;
+        const int stage = g % kStages, prev = (g - 1) % kStages;
+        mbarrierWait(&full_k[stage], (g / kStages) & 1);
+        mbarrierWait(&full_v[prev], ((g - 1) / kStages) & 1);
+        fenceProxyAsyncShared();
+        namedBarrierSync(my_turn, 256);
+        pinRegisters(s_acc);
+        pinRegisters(o_acc);
+        pinRegisters(p_frag);
+        wgmmaFence();
+        issueQK(stage);
+        issuePV(prev);
+        namedBarrierArrive(next_turn, 256);
+        wgmmaWait<1>(); // S_step is ready; P V of step - 1 still runs
+        pinRegisters(s_acc);
+        releaseStage(&empty_k[stage]);
+        softmax(tile, n_end - 1 - step);
+        pinRegisters(s_acc); // the softmax stays ahead of the wait for P V
+        wgmmaWait<0>();
+        pinRegisters(o_acc);
+        pinRegisters(p_frag);
+        releaseStage(&empty_v[prev]);
+        rescaleOAndPackP();
+      }
+
+      const int g_last = g0 + n_count - 1;
+      const int last = g_last % kStages;
+      mbarrierWait(&full_v[last], (g_last / kStages) & 1);
+      fenceProxyAsyncShared();
+      namedBarrierSync(my_turn, 256);
+      pinRegisters(o_acc);
+      pinRegisters(p_frag);
+      wgmmaFence();
+      issuePV(last);
+      namedBarrierArrive(next_turn, 256);
+      wgmmaWait<0>();
+      pinRegisters(o_acc);
+      releaseStage(&empty_v[last]);
+      g0 += n_count;
+    }
+
+    // Every warp of this warpgroup is past its last Q K^T: the next tile's Q
+    // may overwrite the tile while this one's O is written.
+    const int t_done = t_cur;
+    t_cur = nextTile(tileAfter(t_cur));
+    if constexpr (kSeveralTiles) {
+      namedBarrierSync(sm90::qBarrier(Traits::kConsumerWarpgroups, consumer), 128);
+      if (t_cur < num_tiles)
+        loadQ(tileAt(t_cur));
+    }
+
+    // Epilogue: normalize, write O (and the natural-log LSE). The tile is
+    // looked up again (L1 hits) rather than kept in registers through the
+    // main loop.
+    const Tile done = tileAt(t_done);
     const int wm0 = done.m0 + consumer * WM; // this warpgroup's first query row
     T *o_base = static_cast<T *>(params.o) + done.head * params.o_head_stride;
 #pragma unroll
@@ -691,55 +702,6 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
         params.maybe_lse[(long long)(done.q_start + row) * params.num_qo_heads + done.head] =
             sum > 0.f ? (row_max[r] * score_scale + log2f(sum)) * kLn2 : -INFINITY;
     }
-  };
-
-  int g0 = 0;    // ring position of this tile's step 0 (the producer's count)
-  int q_buf = 0; // the Q buffer of this tile
-  int t_cur = nextTile(first_tile);
-  if (t_cur < num_tiles)
-    loadQ(tileAt(t_cur), 0);
-  while (t_cur < num_tiles) {
-    const Tile tile = tileAt(t_cur);
-    const int n_count = tile.n_count;
-    resetTile();
-    waitQ();
-    if (n_count > 0)
-      firstStep(tile, g0, q_buf);
-    const int t_next = nextTile(tileAfter(t_cur));
-    // Every warp of this warpgroup is past the last Q K^T on the other
-    // buffer (the previous tile's; waitQ came after it).
-    if (kEarlyQ && t_next < num_tiles)
-      loadQ(tileAt(t_next), q_buf ^ 1);
-    for (int step = 1; step < n_count; ++step)
-      middleStep(tile, g0 + step, step, q_buf);
-
-    if (n_count > 0) { // the last P V alone
-      const int g_last = g0 + n_count - 1;
-      const int last = g_last % kStages;
-      mbarrierWait(&full_v[last], (g_last / kStages) & 1);
-      fenceProxyAsyncShared();
-      namedBarrierSync(my_turn, 256);
-      pinRegisters(o_acc);
-      pinRegisters(p_frag);
-      wgmmaFence();
-      issuePV(last);
-      namedBarrierArrive(next_turn, 256);
-      wgmmaWait<0>();
-      pinRegisters(o_acc);
-      releaseStage(&empty_v[last]);
-    }
-    if constexpr (kSeveralTiles && !kEarlyQ) {
-      // Every warp of this warpgroup is past its last Q K^T: the next
-      // tile's Q may overwrite the tile while this one's O is written.
-      namedBarrierSync(sm90::qBarrier(Traits::kConsumerWarpgroups, consumer), 128);
-      if (t_next < num_tiles)
-        loadQ(tileAt(t_next), 0);
-    }
-    writeO(tileAt(t_cur));
-    g0 += n_count;
-    t_cur = t_next;
-    if constexpr (kEarlyQ)
-      q_buf ^= 1;
   }
   if (consumer == 0)
     namedBarrierSync(my_turn, 256); // consumes the last consumer's last hand-over

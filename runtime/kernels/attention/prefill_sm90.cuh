@@ -270,6 +270,39 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
   if (warpgroup == 0) {
     // ---------------------------------------------------------------- producer
     warpgroupRegistersDown<Traits::kProducerRegisters>();
+    // The walk of the K/V ring that both loaders share. Per tile with keys
+    // (beginTile first), per step: K of the step's key block into its stage
+    // once the consumers released it, then V of the block before (the
+    // consumers read V one step behind K), then afterStep; the tile's last V
+    // after its last step. beforeK runs before the wait for the K stage, so
+    // what it reads hides behind the wait. g counts ring positions over all
+    // of this CTA's tiles, so the ring runs on across tiles: the next tile's
+    // K/V stream in while the consumers finish the current one.
+    auto walkKVRing = [&](auto &&beginTile, auto &&beforeK, auto &&loadK, auto &&loadV, auto &&afterStep) {
+      int g0 = 0; // ring position of this tile's step 0
+      for (int t = first_tile; t < num_tiles; t = tileAfter(t)) {
+        const Tile tile = tileAt(t);
+        if (tile.n_count == 0)
+          continue;
+        beginTile(tile, g0);
+        for (int step = 0; step < tile.n_count; ++step) {
+          const int g = g0 + step, stage = g % kStages;
+          beforeK(tile, step);
+          mbarrierWait(&empty_k[stage], ((g / kStages) & 1) ^ 1);
+          loadK(tile, step, stage, g);
+          if (step > 0) {
+            const int before = (g - 1) % kStages;
+            mbarrierWait(&empty_v[before], (((g - 1) / kStages) & 1) ^ 1);
+            loadV(tile, before, g - 1);
+          }
+          afterStep(tile, g);
+        }
+        const int g_last = g0 + tile.n_count - 1, last = g_last % kStages;
+        mbarrierWait(&empty_v[last], ((g_last / kStages) & 1) ^ 1);
+        loadV(tile, last, g_last);
+        g0 += tile.n_count;
+      }
+    };
     if (params.kv_by_tma) {
       // TMA: one thread loads a key block of K or V as one box per 64
       // columns (the descriptor's 128-byte swizzle is the wgmma layout); the
@@ -304,29 +337,16 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
         for (int blk = 0; blk < D / 64; ++blk)
           tmaLoad4d(tile_smem + blk * BN * 64, &desc, blk * 64, box.row, kv_head, box.page, full);
       };
-      int g0 = 0; // ring position of this tile's step 0, over all of this CTA's tiles
-      for (int t = first_tile; t < num_tiles; t = tileAfter(t)) {
-        const Tile tile = tileAt(t);
-        if (tile.n_count == 0)
-          continue;
-        Box prev{};
-        for (int step = 0; step < tile.n_count; ++step) {
-          const int g = g0 + step, stage = g % kStages;
-          const Box box = boxOf(tile, step);
-          mbarrierWait(&empty_k[stage], ((g / kStages) & 1) ^ 1);
-          loadBlock(params.tma_k, smem_k + stage * Traits::kKVElems, &full_k[stage], box, tile.kv_head);
-          if (step > 0) { // V of the previous block: the same keys as its K
-            const int before = (g - 1) % kStages;
-            mbarrierWait(&empty_v[before], (((g - 1) / kStages) & 1) ^ 1);
-            loadBlock(params.tma_v, smem_v + before * Traits::kKVElems, &full_v[before], prev, tile.kv_head);
-          }
-          prev = box;
-        }
-        const int g_last = g0 + tile.n_count - 1, last = g_last % kStages;
-        mbarrierWait(&empty_v[last], ((g_last / kStages) & 1) ^ 1);
-        loadBlock(params.tma_v, smem_v + last * Traits::kKVElems, &full_v[last], prev, tile.kv_head);
-        g0 += tile.n_count;
-      }
+      Box box{}, box_before{}; // this step's K block, and the block whose V follows it
+      walkKVRing([](const Tile &, int) {}, [&](const Tile &tile, int step) { box = boxOf(tile, step); },
+                 [&](const Tile &tile, int, int stage, int) {
+                   loadBlock(params.tma_k, smem_k + stage * Traits::kKVElems, &full_k[stage], box, tile.kv_head);
+                 },
+                 [&](const Tile &tile, int stage, int) {
+                   loadBlock(params.tma_v, smem_v + stage * Traits::kKVElems, &full_v[stage], box_before,
+                             tile.kv_head);
+                 },
+                 [&](const Tile &, int) { box_before = box; });
       return;
     }
     // Without TMA descriptors (pages smaller than a key block, kernels from
@@ -338,13 +358,12 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
     // one 64-bit add on top of the row's byte offset.
     const char *k_base = static_cast<const char *>(kv.k) + c * 16;
     const char *v_base = static_cast<const char *>(kv.v) + c * 16;
-    Tile tile{};
     // Thread tid resolves key rows tid (and tid + 128 where BN > 128) of a
     // block (page-table read included) to a byte offset shared by K and V;
     // -1 marks keys past the sequence. Issued a step ahead of its use, so
     // the lookup latency hides behind the waits for free stages.
     constexpr int kResolves = (BN + Traits::kProducerThreads - 1) / Traits::kProducerThreads;
-    auto resolveRow = [&](int step, int row) -> long long {
+    auto resolveRow = [&](const Tile &tile, int step, int row) -> long long {
       const int key = (tile.n_end - 1 - step) * BN + row;
       return row < BN && key < tile.kv_len
                  ? (kvRowOffset<Traits::kPageSize>(kv, tile.seq, key) + (long long)tile.kv_head * kv.head_stride) *
@@ -385,54 +404,41 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
         }
       }
     };
-    // The ring runs on across tiles: the next tile's K/V stream in while the
-    // consumers finish the last P V and the epilogue of the current one.
-    int g0 = 0; // ring position of this tile's step 0
-    for (int t = first_tile; t < num_tiles; t = tileAfter(t)) {
-      tile = tileAt(t);
-      const int n_count = tile.n_count;
-      if (n_count == 0)
-        continue;
-      // Slot g0 was last read for V of step g0 - 3, which every thread is past.
+    long long next[kResolves]; // the next step's rows, resolved between its K and V copies
+    walkKVRing(
+        [&](const Tile &tile, int g0) {
+          // Slot g0 was last read for V of step g0 - 3, which every thread is past.
 #pragma unroll
-      for (int i = 0; i < kResolves; ++i) {
-        const int row = tid + i * Traits::kProducerThreads;
-        if (row < BN)
-          row_offsets[(g0 % Traits::kOffsetSlots) * BN + row] = resolveRow(0, row);
-      }
-      for (int step = 0; step < n_count; ++step) {
+          for (int i = 0; i < kResolves; ++i) {
+            const int row = tid + i * Traits::kProducerThreads;
+            if (row < BN)
+              row_offsets[(g0 % Traits::kOffsetSlots) * BN + row] = resolveRow(tile, 0, row);
+          }
+        },
         // Offsets of this step visible to all; every thread is past step - 1,
-        // so the slot written below (last read for V of step - 2) is free.
-        namedBarrierSync(sm90::producerBarrier(Traits::kConsumerWarpgroups), Traits::kProducerThreads);
-        const int g = g0 + step;
-        const int stage = g % kStages;
-        mbarrierWait(&empty_k[stage], ((g / kStages) & 1) ^ 1);
-        loadTile(k_base, smem_k + stage * Traits::kKVElems, g);
-        cpAsyncMbarrierArrive(&full_k[stage]);
-        long long next[kResolves];
+        // so the slot afterStep writes (last read for V of step - 2) is free.
+        [&](const Tile &, int) {
+          namedBarrierSync(sm90::producerBarrier(Traits::kConsumerWarpgroups), Traits::kProducerThreads);
+        },
+        [&](const Tile &tile, int step, int stage, int g) {
+          loadTile(k_base, smem_k + stage * Traits::kKVElems, g);
+          cpAsyncMbarrierArrive(&full_k[stage]);
 #pragma unroll
-        for (int i = 0; i < kResolves; ++i)
-          next[i] = step + 1 < n_count ? resolveRow(step + 1, tid + i * Traits::kProducerThreads) : -1;
-        if (step > 0) {
-          const int prev = (g - 1) % kStages;
-          mbarrierWait(&empty_v[prev], (((g - 1) / kStages) & 1) ^ 1);
-          loadTile(v_base, smem_v + prev * Traits::kKVElems, g - 1);
-          cpAsyncMbarrierArrive(&full_v[prev]);
-        }
+          for (int i = 0; i < kResolves; ++i)
+            next[i] = step + 1 < tile.n_count ? resolveRow(tile, step + 1, tid + i * Traits::kProducerThreads) : -1;
+        },
+        [&](const Tile &, int stage, int g) {
+          loadTile(v_base, smem_v + stage * Traits::kKVElems, g);
+          cpAsyncMbarrierArrive(&full_v[stage]);
+        },
+        [&](const Tile &, int g) {
 #pragma unroll
-        for (int i = 0; i < kResolves; ++i) {
-          const int row = tid + i * Traits::kProducerThreads;
-          if (row < BN)
-            row_offsets[((g + 1) % Traits::kOffsetSlots) * BN + row] = next[i];
-        }
-      }
-      const int g_last = g0 + n_count - 1;
-      const int last = g_last % kStages;
-      mbarrierWait(&empty_v[last], ((g_last / kStages) & 1) ^ 1);
-      loadTile(v_base, smem_v + last * Traits::kKVElems, g_last);
-      cpAsyncMbarrierArrive(&full_v[last]);
-      g0 += n_count;
-    }
+          for (int i = 0; i < kResolves; ++i) {
+            const int row = tid + i * Traits::kProducerThreads;
+            if (row < BN)
+              row_offsets[((g + 1) % Traits::kOffsetSlots) * BN + row] = next[i];
+          }
+        });
     cpAsyncWaitAll(); // no copy outlives its issuing thread
     return;
   }

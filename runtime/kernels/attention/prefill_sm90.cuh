@@ -188,6 +188,47 @@ __device__ __forceinline__ void wgmmaPV(float (&o)[kD / 8][4], const unsigned (&
   }
 }
 
+/// The producer's walk of the K/V ring, shared by its TMA and cp.async
+/// loaders. Per tile with keys (beginTile first), per step: K of the step's
+/// key block into its stage once the consumers released it, then V of the
+/// block before (the consumers read V one step behind K), then afterStep;
+/// the tile's last V after its last step. beforeK runs before the wait for
+/// the K stage, so what it reads hides behind the wait. g counts ring
+/// positions over all of the CTA's tiles, so the ring runs on across tiles:
+/// the next tile's K/V stream in while the consumers finish the current one.
+/// (A function template, not a generic lambda: NVRTC takes those for host
+/// code.)
+template <int kStages, class TileAt, class TileAfter, class BeginTile, class BeforeK, class LoadK, class LoadV,
+          class AfterStep>
+__device__ __forceinline__ void walkKVRing(int first_tile, int num_tiles, TileAt tileAt, TileAfter tileAfter,
+                                           unsigned long long *empty_k, unsigned long long *empty_v,
+                                           BeginTile beginTile, BeforeK beforeK, LoadK loadK, LoadV loadV,
+                                           AfterStep afterStep) {
+  int g0 = 0; // ring position of this tile's step 0
+  for (int t = first_tile; t < num_tiles; t = tileAfter(t)) {
+    const auto tile = tileAt(t);
+    if (tile.n_count == 0)
+      continue;
+    beginTile(tile, g0);
+    for (int step = 0; step < tile.n_count; ++step) {
+      const int g = g0 + step, stage = g % kStages;
+      beforeK(tile, step);
+      mbarrierWait(&empty_k[stage], ((g / kStages) & 1) ^ 1);
+      loadK(tile, step, stage, g);
+      if (step > 0) {
+        const int before = (g - 1) % kStages;
+        mbarrierWait(&empty_v[before], (((g - 1) / kStages) & 1) ^ 1);
+        loadV(tile, before, g - 1);
+      }
+      afterStep(tile, g);
+    }
+    const int g_last = g0 + tile.n_count - 1, last = g_last % kStages;
+    mbarrierWait(&empty_v[last], ((g_last / kStages) & 1) ^ 1);
+    loadV(tile, last, g_last);
+    g0 += tile.n_count;
+  }
+}
+
 } // namespace sm90
 
 /// Kernel body; launched as prefillKernel<PrefillSm90Traits<...>, Variant>
@@ -270,39 +311,6 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
   if (warpgroup == 0) {
     // ---------------------------------------------------------------- producer
     warpgroupRegistersDown<Traits::kProducerRegisters>();
-    // The walk of the K/V ring that both loaders share. Per tile with keys
-    // (beginTile first), per step: K of the step's key block into its stage
-    // once the consumers released it, then V of the block before (the
-    // consumers read V one step behind K), then afterStep; the tile's last V
-    // after its last step. beforeK runs before the wait for the K stage, so
-    // what it reads hides behind the wait. g counts ring positions over all
-    // of this CTA's tiles, so the ring runs on across tiles: the next tile's
-    // K/V stream in while the consumers finish the current one.
-    auto walkKVRing = [&](auto &&beginTile, auto &&beforeK, auto &&loadK, auto &&loadV, auto &&afterStep) {
-      int g0 = 0; // ring position of this tile's step 0
-      for (int t = first_tile; t < num_tiles; t = tileAfter(t)) {
-        const Tile tile = tileAt(t);
-        if (tile.n_count == 0)
-          continue;
-        beginTile(tile, g0);
-        for (int step = 0; step < tile.n_count; ++step) {
-          const int g = g0 + step, stage = g % kStages;
-          beforeK(tile, step);
-          mbarrierWait(&empty_k[stage], ((g / kStages) & 1) ^ 1);
-          loadK(tile, step, stage, g);
-          if (step > 0) {
-            const int before = (g - 1) % kStages;
-            mbarrierWait(&empty_v[before], (((g - 1) / kStages) & 1) ^ 1);
-            loadV(tile, before, g - 1);
-          }
-          afterStep(tile, g);
-        }
-        const int g_last = g0 + tile.n_count - 1, last = g_last % kStages;
-        mbarrierWait(&empty_v[last], ((g_last / kStages) & 1) ^ 1);
-        loadV(tile, last, g_last);
-        g0 += tile.n_count;
-      }
-    };
     if (params.kv_by_tma) {
       // TMA: one thread loads a key block of K or V as one box per 64
       // columns (the descriptor's 128-byte swizzle is the wgmma layout); the
@@ -338,15 +346,16 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
           tmaLoad4d(tile_smem + blk * BN * 64, &desc, blk * 64, box.row, kv_head, box.page, full);
       };
       Box box{}, box_before{}; // this step's K block, and the block whose V follows it
-      walkKVRing([](const Tile &, int) {}, [&](const Tile &tile, int step) { box = boxOf(tile, step); },
-                 [&](const Tile &tile, int, int stage, int) {
-                   loadBlock(params.tma_k, smem_k + stage * Traits::kKVElems, &full_k[stage], box, tile.kv_head);
-                 },
-                 [&](const Tile &tile, int stage, int) {
-                   loadBlock(params.tma_v, smem_v + stage * Traits::kKVElems, &full_v[stage], box_before,
-                             tile.kv_head);
-                 },
-                 [&](const Tile &, int) { box_before = box; });
+      sm90::walkKVRing<kStages>(
+          first_tile, num_tiles, tileAt, tileAfter, empty_k, empty_v, [](const Tile &, int) {},
+          [&](const Tile &tile, int step) { box = boxOf(tile, step); },
+          [&](const Tile &tile, int, int stage, int) {
+            loadBlock(params.tma_k, smem_k + stage * Traits::kKVElems, &full_k[stage], box, tile.kv_head);
+          },
+          [&](const Tile &tile, int stage, int) {
+            loadBlock(params.tma_v, smem_v + stage * Traits::kKVElems, &full_v[stage], box_before, tile.kv_head);
+          },
+          [&](const Tile &, int) { box_before = box; });
       return;
     }
     // Without TMA descriptors (pages smaller than a key block, kernels from
@@ -405,7 +414,8 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
       }
     };
     long long next[kResolves]; // the next step's rows, resolved between its K and V copies
-    walkKVRing(
+    sm90::walkKVRing<kStages>(
+        first_tile, num_tiles, tileAt, tileAfter, empty_k, empty_v,
         [&](const Tile &tile, int g0) {
           // Slot g0 was last read for V of step g0 - 3, which every thread is past.
 #pragma unroll

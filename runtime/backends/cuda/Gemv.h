@@ -91,14 +91,19 @@ struct GemvConfig {
 };
 
 /// The configuration launchGemv takes for n weight rows of k, from
-/// decode_ops_bench's sweep of all 18 (device run 19,
-/// results/2026-12-01-h200-gemv-sweep-run19.json), each shape's best or
+/// decode_ops_bench's sweeps (device run 19 of 18 configurations,
+/// results/2026-12-01-h200-gemv-sweep-run19.json; run 56 of 30, K split to
+/// 256 warps per SM, ...-run56-gemv-sweep.json), each shape's best or
 /// within 0.4 us of it:
-/// - below 6144 rows: 2 chunks, 16 warps per SM; 4 warps a block up to
-///   k = 2048 (Qwen3 qkv 3.4 -> 3.2 us, o_proj 2.6 -> 2.3), else 8
-///   (Llama o_proj 9.6, down 29.0);
-/// - 6144 rows up to 64k: 4 warps, 4 chunks; 64 warps per SM from k = 4096
-///   on (Llama qkv 15.0 -> 13.5 us, gate/up 57.0 -> 57.1);
+/// - below 6144 rows: 4 warps a block, 2 chunks, 16 warps per SM up to
+///   k = 2048 (Qwen3 qkv 3.4 -> 3.2 us, o_proj 2.6 -> 2.3); 4 warps and 4
+///   chunks below k = 4096 (Qwen3 down 3.19 -> 3.10; its step of GEMVs
+///   512 -> 498 us with it, run 56); else 8 warps, 2 chunks (Llama o_proj
+///   9.6, down 28.8);
+/// - 6144 rows up to 64k: 4 warps, 4 chunks; 256 warps per SM from k = 4096
+///   on, so gate/up's K splits in 4 and its ~4.5 waves of blocks become ~18
+///   (Llama qkv 15.0 -> 13.8 us, gate/up 57.5 -> 53.6; in the step of
+///   GEMVs 3961 -> 3940 us, run 56);
 /// - the lm_heads (64k rows and more): 4 warps, 2 chunks (Llama 237 -> 232 us).
 /// Session 4's rule (by width alone: 8/2/16 below 6144 rows, 4/4/16 from
 /// it) took 3773 us a Llama-3-8B step of GEMVs in that sweep, this one

@@ -227,11 +227,12 @@ TEST(GemvTest, ConfigurationFollowsTheShape) {
     int warps, unroll, target;
   };
   for (const Expected &e : {Expected{4096, 1024, 4, 2, 16},   // Qwen3-0.6B qkv
-                            Expected{1024, 3072, 8, 2, 16},   // its down
+                            Expected{1024, 3072, 4, 4, 16},   // its down
                             Expected{6144, 1024, 4, 4, 16},   // its gate/up
                             Expected{4096, 4096, 8, 2, 16},   // Llama-3-8B o_proj
-                            Expected{6144, 4096, 4, 4, 64},   // its qkv
-                            Expected{28672, 4096, 4, 4, 64},  // its gate/up
+                            Expected{6144, 4096, 4, 4, 256},  // its qkv
+                            Expected{28672, 4096, 4, 4, 256}, // its gate/up
+                            Expected{4096, 14336, 8, 2, 16},  // its down
                             Expected{128256, 4096, 4, 2, 16}}) { // its lm_head
     const GemvConfig c = gemvConfigFor(e.n, e.k);
     EXPECT_EQ(c.warps_per_block, e.warps) << e.n << " x " << e.k;

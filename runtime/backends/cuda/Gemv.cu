@@ -348,7 +348,7 @@ GemvConfig gemvConfigFor(int64_t n, int64_t k) {
     c.warps_per_block = 4;
     c.unroll = 4;
     if (k >= 4096)
-      c.target_warps_per_sm = 256;
+      c.target_warps_per_sm = 64;
   } else if (k <= 2048) {
     c.warps_per_block = 4;
   } else if (k < 4096) {

@@ -94,16 +94,17 @@ struct GemvConfig {
 /// decode_ops_bench's sweeps (device run 19 of 18 configurations,
 /// results/2026-12-01-h200-gemv-sweep-run19.json; run 56 of 30, K split to
 /// 256 warps per SM, ...-run56-gemv-sweep.json), each shape's best or
-/// within 0.4 us of it:
+/// within 0.4 us of it, where the model's step agrees:
 /// - below 6144 rows: 4 warps a block, 2 chunks, 16 warps per SM up to
 ///   k = 2048 (Qwen3 qkv 3.4 -> 3.2 us, o_proj 2.6 -> 2.3); 4 warps and 4
 ///   chunks below k = 4096 (Qwen3 down 3.19 -> 3.10; its step of GEMVs
 ///   512 -> 498 us with it, run 56); else 8 warps, 2 chunks (Llama o_proj
 ///   9.6, down 28.8);
-/// - 6144 rows up to 64k: 4 warps, 4 chunks; 256 warps per SM from k = 4096
-///   on, so gate/up's K splits in 4 and its ~4.5 waves of blocks become ~18
-///   (Llama qkv 15.0 -> 13.8 us, gate/up 57.5 -> 53.6; in the step of
-///   GEMVs 3961 -> 3940 us, run 56);
+/// - 6144 rows up to 64k: 4 warps, 4 chunks; 64 warps per SM from k = 4096
+///   on (Llama qkv 15.0 -> 13.5 us). Splitting gate/up's K in 4 (256 warps
+///   per SM) took it 57.5 -> 53.6 us alone and a step of GEMVs 3961 -> 3940
+///   us, but the model's b1 step 4.558 -> 4.826 ms (device runs 56-58):
+///   rank GEMV configurations in the model, not in GEMV chains;
 /// - the lm_heads (64k rows and more): 4 warps, 2 chunks (Llama 237 -> 232 us).
 /// Session 4's rule (by width alone: 8/2/16 below 6144 rows, 4/4/16 from
 /// it) took 3773 us a Llama-3-8B step of GEMVs in that sweep, this one

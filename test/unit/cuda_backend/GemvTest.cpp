@@ -230,8 +230,8 @@ TEST(GemvTest, ConfigurationFollowsTheShape) {
                             Expected{1024, 3072, 4, 4, 16},   // its down
                             Expected{6144, 1024, 4, 4, 16},   // its gate/up
                             Expected{4096, 4096, 8, 2, 16},   // Llama-3-8B o_proj
-                            Expected{6144, 4096, 4, 4, 256},  // its qkv
-                            Expected{28672, 4096, 4, 4, 256}, // its gate/up
+                            Expected{6144, 4096, 4, 4, 64},   // its qkv
+                            Expected{28672, 4096, 4, 4, 64},  // its gate/up
                             Expected{4096, 14336, 8, 2, 16},  // its down
                             Expected{128256, 4096, 4, 2, 16}}) { // its lm_head
     const GemvConfig c = gemvConfigFor(e.n, e.k);

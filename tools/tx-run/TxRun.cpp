@@ -74,6 +74,12 @@ Output:
                           sample there instead of on the GPU (for comparison)
   --no-attention-pdl      (cuda) launch decode attention without programmatic
                           dependent launch (for comparison)
+  --gemv-config ROWSxCOLS=WARPS/CHUNKS/WARPS_PER_SM
+                          (cuda) the one-row GEMV of that weight shape with
+                          4 or 8 warps a block, 2, 4 or 8 16-byte chunks in
+                          flight a lane, K split toward that many warps per
+                          SM (1-1024), instead of the measured rule; may be
+                          repeated (for ranking configurations in the model)
   --gemv-max-rows 1|2     (cuda) at most this many rows per GEMM on the decode
                           GEMV, more elsewhere; by default 2 where K is at most
                           3072, else 1 (measured on the H200)
@@ -156,6 +162,11 @@ struct Options {
   bool capture_graphs = true;
   bool skinny_gemm = true;
   bool attention_early_kv = true;
+  struct GemvConfig {
+    int64_t n, k;
+    int warps, chunks, warps_per_sm;
+  };
+  std::vector<GemvConfig> gemv_configs; // --gemv-config, in the order given
   std::string cuda_only_flag; // the first flag given that only --device cuda reads
 };
 
@@ -182,6 +193,29 @@ double parseNumber(const std::string &flag, const std::string &text) {
   if (text.empty() || *end != '\0' || !(value == value))
     fail(flag + ": expected a number, got '" + text + "'");
   return value;
+}
+
+/// --gemv-config ROWSxCOLS=WARPS/CHUNKS/WARPS_PER_SM, e.g. 28672x4096=4/4/64.
+Options::GemvConfig parseGemvConfig(const std::string &flag, const std::string &text) {
+  const std::string form = "expected ROWSxCOLS=WARPS/CHUNKS/WARPS_PER_SM (e.g. 28672x4096=4/4/64)";
+  const size_t x = text.find('x'), eq = text.find('=');
+  const size_t slash1 = text.find('/', eq == std::string::npos ? 0 : eq);
+  const size_t slash2 = slash1 == std::string::npos ? slash1 : text.find('/', slash1 + 1);
+  if (x == std::string::npos || eq == std::string::npos || x > eq || slash2 == std::string::npos)
+    fail(flag + ": " + form + ", got '" + text + "'");
+  Options::GemvConfig c;
+  c.n = parseInteger(flag + " rows", text.substr(0, x), 1, INT32_MAX);
+  c.k = parseInteger(flag + " columns", text.substr(x + 1, eq - x - 1), 8, INT32_MAX);
+  c.warps = static_cast<int>(parseInteger(flag + " warps", text.substr(eq + 1, slash1 - eq - 1), 4, 8));
+  c.chunks = static_cast<int>(
+      parseInteger(flag + " chunks", text.substr(slash1 + 1, slash2 - slash1 - 1), 2, 8));
+  c.warps_per_sm =
+      static_cast<int>(parseInteger(flag + " warps per SM", text.substr(slash2 + 1), 1, 1024));
+  if (c.warps != 4 && c.warps != 8)
+    fail(flag + ": warps per block must be 4 or 8, got " + std::to_string(c.warps));
+  if (c.chunks != 2 && c.chunks != 4 && c.chunks != 8)
+    fail(flag + ": chunks in flight must be 2, 4 or 8, got " + std::to_string(c.chunks));
+  return c;
 }
 
 std::vector<int32_t> parseIds(const std::string &text) {
@@ -264,6 +298,9 @@ Options parseArguments(int argc, char **argv) {
     } else if (arg == "--no-attention-pdl") {
       cudaOnly();
       options.attention_pdl = false;
+    } else if (arg == "--gemv-config") {
+      cudaOnly();
+      options.gemv_configs.push_back(parseGemvConfig(arg, value()));
     } else if (arg == "--gemv-max-rows") {
       cudaOnly();
       options.gemv_max_rows = static_cast<int>(parseInteger(arg, value(), 1, 2));
@@ -379,6 +416,8 @@ int main(int argc, char **argv) {
     cuda_options.attention_cluster_combine = options.attention_cluster_combine;
     cuda_options.attention_cluster_max_splits = options.attention_cluster_max_splits;
     cuda_options.gemv_max_rows = options.gemv_max_rows;
+    for (const Options::GemvConfig &c : options.gemv_configs)
+      cuda_options.gemv_configs.push_back({c.n, c.k, c.warps, c.chunks, c.warps_per_sm});
     cuda_options.decode_split_min_tokens = options.decode_split_min_tokens;
     cuda_options.decode_min_splits = options.decode_min_splits;
     cuda_options.capture_graphs_at_start = options.capture_graphs;

@@ -273,6 +273,15 @@ Status CudaExecutor::State::prepare() {
   if (options.decode_min_splits < 1 || options.decode_min_splits > kMaxDecodeSplits)
     return invalidArgument(path + ": decode_min_splits " + std::to_string(options.decode_min_splits) +
                            " is outside 1-" + std::to_string(kMaxDecodeSplits));
+  for (const GemvShapeConfig &c : options.gemv_configs)
+    if ((c.warps_per_block != 4 && c.warps_per_block != 8) ||
+        (c.unroll != 2 && c.unroll != 4 && c.unroll != 8) || c.target_warps_per_sm < 1 ||
+        c.target_warps_per_sm > 1024)
+      return invalidArgument(path + ": GEMV configuration " + std::to_string(c.warps_per_block) +
+                             "/" + std::to_string(c.unroll) + "/" +
+                             std::to_string(c.target_warps_per_sm) + " for " +
+                             shapeString(c.n, c.k) +
+                             ": warps per block 4 or 8, chunks 2, 4 or 8, warps per SM 1-1024");
   decode_attention = decodeAttentionSetup(options, max_heads, max_kv_heads);
   fusable_ropes = fusableRopes(*plan);
   bool writes_logits = false;

@@ -31,6 +31,15 @@
 
 namespace txc::cuda {
 
+/// One weight shape's GEMV configuration (Gemv.h's GemvConfig, spelled out
+/// so this header stays free of the kernels'): warps per block 4 or 8,
+/// 16-byte chunks in flight per lane 2, 4 or 8, and the warps per SM the K
+/// split aims at (1-1024).
+struct GemvShapeConfig {
+  int64_t n = 0, k = 0; // weight rows and columns
+  int warps_per_block = 8, unroll = 2, target_warps_per_sm = 16;
+};
+
 struct CudaExecutorOptions {
   int device = 0;
   /// Pages in each layer's cache; 0 = as many as kv_cache_budget_bytes
@@ -52,6 +61,10 @@ struct CudaExecutorOptions {
   /// b32 6.03 against 5.31 ms, Qwen3-0.6B b32 1.80 against 1.51), ~2.9 TB/s
   /// chained against cuBLASLt's ~3.2 in the model.
   bool decode_gemm = false;
+  /// GEMV configurations by weight shape instead of gemvConfigFor's (one
+  /// row, bf16): for ranking them in the model's step, where they can rank
+  /// otherwise than alone (bench/README.md, device run 58).
+  std::vector<GemvShapeConfig> gemv_configs;
   /// A cap on the rows a GEMM may have to run on the GEMV (for comparisons);
   /// below it Gemv.h's gemvRowLimit(k) decides (2 rows for k <= 3072, else 1).
   int64_t gemv_max_rows = 2;

@@ -101,7 +101,11 @@ StatusOr<bool> CudaExecutor::State::tryGemv(const DMatrix &input, const DMatrix 
   }
   if (!gemvSupports(g))
     return false;
-  TXC_RETURN_IF_ERROR(cudaStatus(launchGemv(g, stream), "gemv launch"));
+  GemvConfig config = gemvConfigFor(g.n, g.k);
+  for (const GemvShapeConfig &c : options.gemv_configs)
+    if (c.n == g.n && c.k == g.k)
+      config = {c.warps_per_block, c.unroll, c.target_warps_per_sm};
+  TXC_RETURN_IF_ERROR(cudaStatus(launchGemvWithConfig(g, config, stream), "gemv launch"));
   pending_norm.active = false;
   return true;
 }

@@ -212,6 +212,36 @@ TEST(CudaExecutorTest, RopeFoldedIntoAttentionMatchesTheRopeKernel) {
   }
 }
 
+// gemv_configs: every 2-D weight's one-row GEMV on a configuration far
+// from the rule's (4 warps, 8 chunks, K split toward 1024 warps per SM) runs
+// the same model: other K slices sum in another order, a few ulps. Outside
+// the configurations the kernel has, the executor refuses it.
+TEST(CudaExecutorTest, GemvConfigsByShapeReplaceTheRule) {
+  TXC_SKIP_WITHOUT_GPU();
+  TinyModelOptions model;
+  model.dtype = DType::kBF16;
+  auto artifact = tinyArtifact(model, "tiny-cuda-gemv-configs.txm");
+  ASSERT_TRUE(artifact.isOk()) << artifact.status().toString();
+  CudaExecutorOptions rule;
+  CudaExecutorOptions configured;
+  for (const auto &weight : (*artifact)->weights())
+    if (weight.shape.size() == 2)
+      configured.gemv_configs.push_back({weight.shape[0], weight.shape[1], 4, 8, 1024});
+  ASSERT_FALSE(configured.gemv_configs.empty());
+  const std::vector<std::vector<int32_t>> one{prompts()[2]};
+  Generation reference = generate(**artifact, rule, true, {}, one);
+  Generation with_configs = generate(**artifact, configured, true, {}, one);
+  EXPECT_EQ(with_configs.tokens, reference.tokens);
+  expectClose(with_configs, reference, 0.05, "GEMV configurations by shape");
+
+  CudaExecutorOptions bad;
+  bad.gemv_configs.push_back({64, 64, 3, 2, 16});
+  auto refused = CudaExecutor::create(**artifact, bad);
+  ASSERT_FALSE(refused.isOk());
+  EXPECT_NE(refused.status().message().find("GEMV configuration 3/2/16 for [64, 64]"), std::string::npos)
+      << refused.status().toString();
+}
+
 // attention_cluster_max_splits: 9-16 splits merged in one non-portable
 // cluster against the same splits merged through global memory (the
 // combine is the same code, so the logits agree to the bit). One sequence,

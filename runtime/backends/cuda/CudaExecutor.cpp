@@ -274,9 +274,7 @@ Status CudaExecutor::State::prepare() {
     return invalidArgument(path + ": decode_min_splits " + std::to_string(options.decode_min_splits) +
                            " is outside 1-" + std::to_string(kMaxDecodeSplits));
   for (const GemvShapeConfig &c : options.gemv_configs)
-    if ((c.warps_per_block != 4 && c.warps_per_block != 8) ||
-        (c.unroll != 2 && c.unroll != 4 && c.unroll != 8) || c.target_warps_per_sm < 1 ||
-        c.target_warps_per_sm > 1024)
+    if (!gemvConfigSupported({c.warps_per_block, c.unroll, c.target_warps_per_sm}))
       return invalidArgument(path + ": GEMV configuration " + std::to_string(c.warps_per_block) +
                              "/" + std::to_string(c.unroll) + "/" +
                              std::to_string(c.target_warps_per_sm) + " for " +

@@ -358,8 +358,14 @@ GemvConfig gemvConfigFor(int64_t n, int64_t k) {
   return c;
 }
 
+bool gemvConfigSupported(const GemvConfig &c) {
+  return (c.warps_per_block == 4 || c.warps_per_block == 8) &&
+         (c.unroll == 2 || c.unroll == 4 || c.unroll == 8) && c.target_warps_per_sm >= 1 &&
+         c.target_warps_per_sm <= 1024;
+}
+
 cudaError_t launchGemvWithConfig(const GemvArgs &a, const GemvConfig &config, cudaStream_t stream) {
-  if (!gemvSupports(a))
+  if (!gemvSupports(a) || !gemvConfigSupported(config))
     return cudaErrorInvalidValue;
   bool f32_out = a.out_type == EType::kF32;
   if (a.type == EType::kBF16)

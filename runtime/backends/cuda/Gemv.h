@@ -113,6 +113,10 @@ struct GemvConfig {
 /// chunks, and the long K of Llama's qkv more warps to cover it.
 GemvConfig gemvConfigFor(int64_t n, int64_t k);
 
+/// Whether launchGemvWithConfig has the configuration: 4 or 8 warps, 2, 4
+/// or 8 chunks, 1-1024 warps per SM.
+bool gemvConfigSupported(const GemvConfig &config);
+
 /// Enqueues the GEMV (gemvConfigFor(n, k)). `out` must not overlap `x` or
 /// `w`; it may be the residual itself (each element reads its residual
 /// before writing it).

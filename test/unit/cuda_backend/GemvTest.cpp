@@ -238,7 +238,11 @@ TEST(GemvTest, ConfigurationFollowsTheShape) {
     EXPECT_EQ(c.warps_per_block, e.warps) << e.n << " x " << e.k;
     EXPECT_EQ(c.unroll, e.unroll) << e.n << " x " << e.k;
     EXPECT_EQ(c.target_warps_per_sm, e.target) << e.n << " x " << e.k;
+    EXPECT_TRUE(gemvConfigSupported(c)) << e.n << " x " << e.k;
   }
+  EXPECT_FALSE(gemvConfigSupported({3, 2, 16}));
+  EXPECT_FALSE(gemvConfigSupported({4, 3, 16}));
+  EXPECT_FALSE(gemvConfigSupported({4, 2, 2000}));
 }
 
 // The tensor-core skinny GEMM: 3-8 rows, weight rows not a multiple of 16,

@@ -568,10 +568,10 @@ template <typename T> void runPrefillKernels(const PrefillCase &c, ElementType d
   const bool ws_default = defaultPrefillKernel() == PrefillKernel::kWarpSpecialized;
   runPrefill<T>(c, dtype, rng, ws_default ? PrefillKernel::kSingleWarpgroup : PrefillKernel::kWarpSpecialized,
                 ws_default ? " [single-wg]" : " [warp-spec]");
-  if (c.causal && c.window_left < 0)
+  if (c.causal && c.window_left < 0) {
     runPrefill<T>(c, dtype, rng, PrefillKernel::kWarpSpecializedOneTileCausal, " [one-tile]");
-  if (c.causal && c.window_left < 0)
     runPrefill<T>(c, dtype, rng, PrefillKernel::kWarpSpecializedPairPerCta, " [pair-per-cta]");
+  }
   runPrefill<T>(c, dtype, rng, PrefillKernel::kAuto, " [cp.async]", /*kv_tma=*/false);
 }
 

@@ -90,6 +90,11 @@ Output:
   --decode-min-splits N   (cuda) split-KV decode uses at least N splits (1-32)
                           where the chunks stay --decode-split-min-tokens long,
                           also when the batch alone fills the GPU (default 1)
+  --ablate-decode-attention empty|none
+                          (cuda; for measurement, the outputs are wrong)
+                          decode steps launch an empty kernel where the
+                          decode attention would run, or nothing: the step
+                          time without it is what it costs in the step
   --no-attention-early-kv (cuda) decode attention reads every key after waiting
                           for the QKV kernel, not the older ones before it
                           (for comparison)
@@ -162,6 +167,7 @@ struct Options {
   bool capture_graphs = true;
   bool skinny_gemm = true;
   bool attention_early_kv = true;
+  std::string ablate_decode_attention; // "", "empty" or "none"
   struct GemvConfig {
     int64_t n, k;
     int warps, chunks, warps_per_sm;
@@ -313,6 +319,11 @@ Options parseArguments(int argc, char **argv) {
     } else if (arg == "--decode-split-min-tokens") {
       cudaOnly();
       options.decode_split_min_tokens = static_cast<int>(parseInteger(arg, value(), 1, 1 << 20));
+    } else if (arg == "--ablate-decode-attention") {
+      cudaOnly();
+      options.ablate_decode_attention = value();
+      if (options.ablate_decode_attention != "empty" && options.ablate_decode_attention != "none")
+        fail("--ablate-decode-attention takes empty or none, not '" + options.ablate_decode_attention + "'");
     } else if (arg == "--no-attention-early-kv") {
       cudaOnly();
       options.attention_early_kv = false;
@@ -426,6 +437,10 @@ int main(int argc, char **argv) {
     cuda_options.decode_gemm = options.decode_gemm;
     cuda_options.use_skinny_gemm = options.skinny_gemm;
     cuda_options.attention_early_kv = options.attention_early_kv;
+    using Ablation = txc::cuda::CudaExecutorOptions::DecodeAttentionAblation;
+    if (!options.ablate_decode_attention.empty())
+      cuda_options.ablate_decode_attention =
+          options.ablate_decode_attention == "empty" ? Ablation::kEmptyKernel : Ablation::kNoLaunch;
     auto cuda_executor = txc::cuda::CudaExecutor::create(**artifact, cuda_options);
     if (!cuda_executor.isOk())
       fail("--device cuda: " + cuda_executor.status().message());

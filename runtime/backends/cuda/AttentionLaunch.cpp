@@ -34,6 +34,13 @@ Status CudaExecutor::State::attention(const LaunchAttributes &attributes, const 
     return invalidArgument("KV cache layer holds " + std::to_string(cache.kv_heads) + " heads of " +
                            std::to_string(cache.head_dim));
   int32_t seqs = batch->numSequences(), tokens = batch->numTokens();
+  using Ablation = CudaExecutorOptions::DecodeAttentionAblation;
+  if (tokens == seqs && options.ablate_decode_attention != Ablation::kNone) {
+    pending_rope.active = false; // neither the rope nor the attention runs
+    if (options.ablate_decode_attention == Ablation::kNoLaunch)
+      return Status::ok();
+    return cudaStatus(launchEmptyKernel(options.attention_pdl, stream), "empty kernel launch");
+  }
   // The pending rope produced this query for this cache layer: the decode
   // kernel folds it in; otherwise it runs first.
   const RopeAppendArgs &rope = pending_rope.args;

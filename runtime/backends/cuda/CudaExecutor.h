@@ -151,6 +151,13 @@ struct CudaExecutorOptions {
   /// launchProfile()). Each step is queued behind a ~20 ms spin kernel so
   /// the events time the GPU, not the host enqueueing launches one by one.
   bool profile_launches = false;
+  /// For measurement only (the outputs are wrong): decode steps launch an
+  /// empty PDL kernel where the decode attention (and its folded rope)
+  /// would run, or nothing at all, so the step's time without it shows
+  /// what the attention costs in the step, beside the GEMVs, rather than
+  /// alone (bench/README.md, session 11).
+  enum class DecodeAttentionAblation { kNone, kEmptyKernel, kNoLaunch };
+  DecodeAttentionAblation ablate_decode_attention = DecodeAttentionAblation::kNone;
 };
 
 /// Decode attention's set-up for short contexts, chosen by the query heads

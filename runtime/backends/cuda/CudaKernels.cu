@@ -382,6 +382,11 @@ __global__ void spinKernel(long long cycles) {
     ;
 }
 
+__global__ void emptyPdlKernel() {
+  pdlLaunchDependents();
+  pdlWait();
+}
+
 } // namespace
 
 int smCount() {
@@ -398,6 +403,10 @@ int smCount() {
 cudaError_t launchSpin(long long cycles, cudaStream_t stream) {
   spinKernel<<<1, 1, 0, stream>>>(cycles);
   return cudaGetLastError();
+}
+
+cudaError_t launchEmptyKernel(bool pdl, cudaStream_t stream) {
+  return launchKernel(emptyPdlKernel, dim3(1), dim3(32), 0, stream, pdl);
 }
 
 size_t argmaxWorkspaceBytes(int64_t rows) {

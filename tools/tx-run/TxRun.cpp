@@ -90,6 +90,10 @@ Output:
   --decode-min-splits N   (cuda) split-KV decode uses at least N splits (1-32)
                           where the chunks stay --decode-split-min-tokens long,
                           also when the batch alone fills the GPU (default 1)
+  --pdl-carveout PERCENT  (cuda) every kernel launched with PDL asks for
+                          this shared-memory carveout, 0-100 percent of the
+                          SM's L1 and shared memory (default: the driver's
+                          choice per kernel)
   --ablate-decode-attention empty|none
                           (cuda; for measurement, the outputs are wrong)
                           decode steps launch an empty kernel where the
@@ -168,6 +172,7 @@ struct Options {
   bool skinny_gemm = true;
   bool attention_early_kv = true;
   std::string ablate_decode_attention; // "", "empty" or "none"
+  int pdl_carveout_percent = -1;
   struct GemvConfig {
     int64_t n, k;
     int warps, chunks, warps_per_sm;
@@ -319,6 +324,9 @@ Options parseArguments(int argc, char **argv) {
     } else if (arg == "--decode-split-min-tokens") {
       cudaOnly();
       options.decode_split_min_tokens = static_cast<int>(parseInteger(arg, value(), 1, 1 << 20));
+    } else if (arg == "--pdl-carveout") {
+      cudaOnly();
+      options.pdl_carveout_percent = static_cast<int>(parseInteger(arg, value(), 0, 100));
     } else if (arg == "--ablate-decode-attention") {
       cudaOnly();
       options.ablate_decode_attention = value();
@@ -437,6 +445,7 @@ int main(int argc, char **argv) {
     cuda_options.decode_gemm = options.decode_gemm;
     cuda_options.use_skinny_gemm = options.skinny_gemm;
     cuda_options.attention_early_kv = options.attention_early_kv;
+    cuda_options.pdl_carveout_percent = options.pdl_carveout_percent;
     using Ablation = txc::cuda::CudaExecutorOptions::DecodeAttentionAblation;
     if (!options.ablate_decode_attention.empty())
       cuda_options.ablate_decode_attention =

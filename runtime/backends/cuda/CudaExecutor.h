@@ -100,6 +100,12 @@ struct CudaExecutorOptions {
   /// The GEMV, norm and rope kernels launch with programmatic dependent
   /// launch, so each one's blocks start while its predecessor finishes.
   bool use_pdl = true;
+  /// The shared-memory carveout, in percent of each SM's unified L1 and
+  /// shared memory, that every PDL launch of the step asks for
+  /// (kernels::pdlCarveoutPercent; process-wide); -1: the driver's choice
+  /// per kernel, which gives a GEMV little shared memory and the decode
+  /// attention 100 KB, and an SM reconfigures only when idle.
+  int pdl_carveout_percent = -1;
   /// The decode attention kernel launched with PDL too (it waits first
   /// thing); -0.01 ms per Qwen3-0.6B step on the H200.
   bool attention_pdl = true;

@@ -90,10 +90,12 @@ Output:
   --decode-min-splits N   (cuda) split-KV decode uses at least N splits (1-32)
                           where the chunks stay --decode-split-min-tokens long,
                           also when the batch alone fills the GPU (default 1)
-  --pdl-carveout PERCENT  (cuda) every kernel launched with PDL asks for
-                          this shared-memory carveout, 0-100 percent of the
-                          SM's L1 and shared memory (default: the driver's
-                          choice per kernel)
+  --carveout qkv|gemv|attention=PERCENT
+                          (cuda) the decode step's QKV GEMV, its other
+                          GEMVs, or its decode attention ask for this
+                          shared-memory carveout, 0-100 percent of the SM's
+                          L1 and shared memory (default: the driver's
+                          choice per kernel); repeatable
   --ablate-decode-attention empty|none
                           (cuda; for measurement, the outputs are wrong)
                           decode steps launch an empty kernel where the
@@ -172,7 +174,7 @@ struct Options {
   bool skinny_gemm = true;
   bool attention_early_kv = true;
   std::string ablate_decode_attention; // "", "empty" or "none"
-  int pdl_carveout_percent = -1;
+  int qkv_carveout = -1, gemv_carveout = -1, attention_carveout = -1; // --carveout
   struct GemvConfig {
     int64_t n, k;
     int warps, chunks, warps_per_sm;
@@ -324,9 +326,18 @@ Options parseArguments(int argc, char **argv) {
     } else if (arg == "--decode-split-min-tokens") {
       cudaOnly();
       options.decode_split_min_tokens = static_cast<int>(parseInteger(arg, value(), 1, 1 << 20));
-    } else if (arg == "--pdl-carveout") {
+    } else if (arg == "--carveout") {
       cudaOnly();
-      options.pdl_carveout_percent = static_cast<int>(parseInteger(arg, value(), 0, 100));
+      const std::string spec = value();
+      const size_t eq = spec.find('=');
+      const std::string kind = spec.substr(0, eq);
+      int *target = kind == "qkv" ? &options.qkv_carveout
+                    : kind == "gemv" ? &options.gemv_carveout
+                    : kind == "attention" ? &options.attention_carveout
+                                          : nullptr;
+      if (eq == std::string::npos || !target)
+        fail("--carveout: expected qkv|gemv|attention=PERCENT, got '" + spec + "'");
+      *target = static_cast<int>(parseInteger("--carveout " + kind, spec.substr(eq + 1), 0, 100));
     } else if (arg == "--ablate-decode-attention") {
       cudaOnly();
       options.ablate_decode_attention = value();
@@ -445,7 +456,9 @@ int main(int argc, char **argv) {
     cuda_options.decode_gemm = options.decode_gemm;
     cuda_options.use_skinny_gemm = options.skinny_gemm;
     cuda_options.attention_early_kv = options.attention_early_kv;
-    cuda_options.pdl_carveout_percent = options.pdl_carveout_percent;
+    cuda_options.qkv_carveout_percent = options.qkv_carveout;
+    cuda_options.gemv_carveout_percent = options.gemv_carveout;
+    cuda_options.attention_carveout_percent = options.attention_carveout;
     using Ablation = txc::cuda::CudaExecutorOptions::DecodeAttentionAblation;
     if (!options.ablate_decode_attention.empty())
       cuda_options.ablate_decode_attention =

@@ -4,7 +4,6 @@
 
 #include "runtime/backends/cpu/Rotary.h"
 #include "runtime/backends/cuda/Sampler.h"
-#include "attention/pdl_launch.h"
 
 #include <algorithm>
 
@@ -444,7 +443,6 @@ CudaExecutor::create(const artifact::LoadedArtifact &artifact, const CudaExecuto
   state->artifact = &artifact;
   state->options = options;
   state->profile = options.profile_launches;
-  kernels::pdlCarveoutPercent().store(options.pdl_carveout_percent);
   TXC_RETURN_IF_ERROR(state->prepare());
   if (options.warm_up)
     TXC_RETURN_IF_ERROR(state->warmUp());

@@ -100,12 +100,15 @@ struct CudaExecutorOptions {
   /// The GEMV, norm and rope kernels launch with programmatic dependent
   /// launch, so each one's blocks start while its predecessor finishes.
   bool use_pdl = true;
-  /// The shared-memory carveout, in percent of each SM's unified L1 and
-  /// shared memory, that every PDL launch of the step asks for
-  /// (kernels::pdlCarveoutPercent; process-wide); -1: the driver's choice
-  /// per kernel, which gives a GEMV little shared memory and the decode
-  /// attention 100 KB, and an SM reconfigures only when idle.
-  int pdl_carveout_percent = -1;
+  /// Shared-memory carveouts (percent of each SM's unified L1 and shared
+  /// memory; -1: the driver's choice per kernel) that the decode step's
+  /// GEMVs ask for: the QKV projection's, every other one's, and the decode
+  /// attention's. The driver gives a GEMV little shared memory and the
+  /// attention 100 KB, and an SM changes its carveout only when idle, so
+  /// the attention's blocks cannot start beside the QKV GEMV's tail.
+  int qkv_carveout_percent = -1;
+  int gemv_carveout_percent = -1;
+  int attention_carveout_percent = -1;
   /// The decode attention kernel launched with PDL too (it waits first
   /// thing); -0.01 ms per Qwen3-0.6B step on the H200.
   bool attention_pdl = true;

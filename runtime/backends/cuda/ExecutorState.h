@@ -195,6 +195,8 @@ struct CudaExecutor::State {
     bool active = false;
     RopeAppendArgs args;
   } pending_rope;
+  // Set while the QKV projection's GEMM is launched (qkv_carveout_percent).
+  bool qkv_gemv = false;
 
   // The step being run.
   const engine::Batch *batch = nullptr;

@@ -274,8 +274,8 @@ cudaError_t launchShaped(const GemvArgs &a, const GemvConfig &config, cudaStream
   int64_t pairs_per_block = kWarps / slices;
   dim3 blocks(static_cast<unsigned>((pairs + pairs_per_block - 1) / pairs_per_block));
   dim3 threads(kWarps * 32);
-  return launchKernel(gemvKernel<T, OutT, kMaxRows, kWarps, kUnroll>, blocks, threads, 0, stream,
-                      a.pdl, a, slices);
+  return kernels::launchKernelWithCarveout(gemvKernel<T, OutT, kMaxRows, kWarps, kUnroll>, blocks, threads, 0,
+                                          stream, a.pdl, 1u, a.carveout_percent, a, slices);
 }
 
 template <typename T, typename OutT, int kWarps>

@@ -61,6 +61,9 @@ struct GemvArgs {
   EType norm_type = EType::kBF16;
   float norm_eps = 0.0f;
   bool pdl = false; // programmatic dependent launch (Launch.cuh)
+  /// >= 0: the shared-memory carveout the launch asks for, in percent
+  /// (kernels::launchKernelWithCarveout); -1: the driver's choice.
+  int carveout_percent = -1;
   /// The QKV projection's rotary epilogue: with rope_counters set, `out` is
   /// the [m, (heads + 2 kv_heads) * head_dim] QKV (rope.qkv), and the last
   /// block to finish a head runs RopeAppend.cuh on it (q/k-norm, rotary,

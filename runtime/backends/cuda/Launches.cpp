@@ -80,6 +80,7 @@ StatusOr<bool> CudaExecutor::State::tryGemv(const DMatrix &input, const DMatrix 
   g.k = input.cols;
   g.epilogue = epilogue;
   g.pdl = options.use_pdl;
+  g.carveout_percent = qkv_gemv ? options.qkv_carveout_percent : options.gemv_carveout_percent;
   if (wide) {
     if (!decodeGemmSupports(g))
       return false;
@@ -336,7 +337,10 @@ Status CudaExecutor::State::runLaunch(int index, const pb::Launch &launch) {
         if (done)
           return Status::ok();
       }
-      TXC_RETURN_IF_ERROR(gemm(input, weight, bias, DMatrix{}, qkv));
+      qkv_gemv = true; // its carveout is the QKV's
+      Status status = gemm(input, weight, bias, DMatrix{}, qkv);
+      qkv_gemv = false;
+      TXC_RETURN_IF_ERROR(status);
     }
     // Decode: the attention after it may fold the rope in (same element
     // type for the QKV, the norms and the cache).

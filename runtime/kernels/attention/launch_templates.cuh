@@ -112,15 +112,15 @@ template <typename T> Status launchPagedDecodeTyped(const AttentionConfig &confi
                                               Traits::kSmemBytes));
           if (non_portable)
             TXC_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
-          TXC_CUDA_CHECK(launchKernelInClusters(kernel, grid, dim3(Traits::kThreads), Traits::kSmemBytes, stream,
-                                                p.programmatic_launch, cluster_x, p));
+          TXC_CUDA_CHECK(launchKernelWithCarveout(kernel, grid, dim3(Traits::kThreads), Traits::kSmemBytes,
+                                                  stream, p.programmatic_launch, cluster_x, p.carveout_percent, p));
         } else {
           using Traits = DecodeTraits<T, kDim, kGroup>;
           auto kernel = pagedDecodeKernel<Traits, decltype(variant)>;
           if (non_portable)
             TXC_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
-          TXC_CUDA_CHECK(launchKernelInClusters(kernel, grid, dim3(Traits::kThreads), 0, stream,
-                                                p.programmatic_launch, cluster_x, p));
+          TXC_CUDA_CHECK(launchKernelWithCarveout(kernel, grid, dim3(Traits::kThreads), 0, stream,
+                                                  p.programmatic_launch, cluster_x, p.carveout_percent, p));
         }
         TXC_CUDA_CHECK(cudaGetLastError());
         if (p.num_splits > 1 && p.maybe_split_counters == nullptr && !p.cluster_combine) {

@@ -102,6 +102,9 @@ struct DecodeParams {
   // previous kernel drains. Only valid when that kernel writes nothing but
   // the query and the newest key's K/V (the decode step's QKV/rope kernel).
   bool kv_before_wait = false;
+  // >= 0: the shared-memory carveout the launch asks for (percent; see
+  // launchKernelWithCarveout), to match the kernel before it.
+  int carveout_percent = -1;
 
   // The decode step's rope folded in (the tensor-core kernel only, GQA
   // group >= 2): when maybe_rope_qkv is set, q is not read. Each CTA reads

@@ -12,30 +12,20 @@
 
 #include <cuda_runtime.h>
 
-#include <atomic>
 #include <utility>
 
 namespace txc::kernels {
 
-/// The shared-memory carveout (percent of an SM's unified L1 and shared
-/// memory; -1: the driver's choice per kernel) that every launch with the
-/// PDL attribute asks for. An SM changes its carveout only when it is
-/// idle, so a kernel that gets another carveout than its predecessor's (a
-/// GEMV with a few bytes of shared memory, then the decode attention with
-/// 100 KB) cannot start blocks beside that kernel's tail: PDL's overlap is
-/// lost at every such boundary. One carveout for the whole step keeps it.
-/// Process-wide, because it only works when every kernel of the step
-/// agrees; the CUDA backend sets it at creation.
-inline std::atomic<int> &pdlCarveoutPercent() {
-  static std::atomic<int> percent{-1};
-  return percent;
-}
-
 /// With cluster_x > 1 the grid runs as thread-block clusters of cluster_x
-/// CTAs along x (grid.x a multiple of it).
+/// CTAs along x (grid.x a multiple of it). carveout_percent >= 0 asks for
+/// that shared-memory carveout (percent of the SM's unified L1 and shared
+/// memory) instead of the driver's choice for the kernel: an SM changes its
+/// carveout only when idle, so a kernel whose carveout differs from its
+/// predecessor's cannot start blocks beside that one's tail.
 template <typename... Params, typename... Args>
-cudaError_t launchKernelInClusters(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem,
-                                   cudaStream_t stream, bool pdl, unsigned cluster_x, Args &&...args) {
+cudaError_t launchKernelWithCarveout(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem,
+                                     cudaStream_t stream, bool pdl, unsigned cluster_x, int carveout_percent,
+                                     Args &&...args) {
   cudaLaunchConfig_t config = {};
   config.gridDim = grid;
   config.blockDim = block;
@@ -47,11 +37,11 @@ cudaError_t launchKernelInClusters(void (*kernel)(Params...), dim3 grid, dim3 bl
     attributes[count].id = cudaLaunchAttributeProgrammaticStreamSerialization;
     attributes[count].val.programmaticStreamSerializationAllowed = 1;
     ++count;
-    if (const int carveout = pdlCarveoutPercent().load(std::memory_order_relaxed); carveout >= 0) {
-      attributes[count].id = cudaLaunchAttributePreferredSharedMemoryCarveout;
-      attributes[count].val.sharedMemCarveout = static_cast<unsigned>(carveout);
-      ++count;
-    }
+  }
+  if (carveout_percent >= 0) {
+    attributes[count].id = cudaLaunchAttributePreferredSharedMemoryCarveout;
+    attributes[count].val.sharedMemCarveout = static_cast<unsigned>(carveout_percent);
+    ++count;
   }
   if (cluster_x > 1) {
     attributes[count].id = cudaLaunchAttributeClusterDimension;
@@ -63,6 +53,13 @@ cudaError_t launchKernelInClusters(void (*kernel)(Params...), dim3 grid, dim3 bl
   config.attrs = attributes;
   config.numAttrs = count;
   return cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...);
+}
+
+template <typename... Params, typename... Args>
+cudaError_t launchKernelInClusters(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem,
+                                   cudaStream_t stream, bool pdl, unsigned cluster_x, Args &&...args) {
+  return launchKernelWithCarveout(kernel, grid, block, smem, stream, pdl, cluster_x, -1,
+                                  std::forward<Args>(args)...);
 }
 
 template <typename... Params, typename... Args>

@@ -90,6 +90,10 @@ Output:
   --decode-min-splits N   (cuda) split-KV decode uses at least N splits (1-32)
                           where the chunks stay --decode-split-min-tokens long,
                           also when the batch alone fills the GPU (default 1)
+  --decode-attention-warps 1|4
+                          (cuda) warps per CTA of the tensor-core decode
+                          attention: 4 (64-key tiles, ~100 KB of shared
+                          memory; the default) or 1 (16-key tiles, 28 KB)
   --carveout qkv|gemv|attention=PERCENT
                           (cuda) the decode step's QKV GEMV, its other
                           GEMVs, or its decode attention ask for this
@@ -175,6 +179,7 @@ struct Options {
   bool attention_early_kv = true;
   std::string ablate_decode_attention; // "", "empty" or "none"
   int qkv_carveout = -1, gemv_carveout = -1, attention_carveout = -1; // --carveout
+  int decode_attention_warps = 4;
   struct GemvConfig {
     int64_t n, k;
     int warps, chunks, warps_per_sm;
@@ -326,6 +331,12 @@ Options parseArguments(int argc, char **argv) {
     } else if (arg == "--decode-split-min-tokens") {
       cudaOnly();
       options.decode_split_min_tokens = static_cast<int>(parseInteger(arg, value(), 1, 1 << 20));
+    } else if (arg == "--decode-attention-warps") {
+      cudaOnly();
+      const std::string warps = value();
+      if (warps != "1" && warps != "4")
+        fail("--decode-attention-warps takes 1 or 4, not '" + warps + "'");
+      options.decode_attention_warps = warps == "1" ? 1 : 4;
     } else if (arg == "--carveout") {
       cudaOnly();
       const std::string spec = value();
@@ -457,6 +468,7 @@ int main(int argc, char **argv) {
     cuda_options.use_skinny_gemm = options.skinny_gemm;
     cuda_options.attention_early_kv = options.attention_early_kv;
     cuda_options.qkv_carveout_percent = options.qkv_carveout;
+    cuda_options.decode_attention_warps = options.decode_attention_warps;
     cuda_options.gemv_carveout_percent = options.gemv_carveout;
     cuda_options.attention_carveout_percent = options.attention_carveout;
     using Ablation = txc::cuda::CudaExecutorOptions::DecodeAttentionAblation;

@@ -106,6 +106,11 @@ struct CudaExecutorOptions {
   /// attention's. The driver gives a GEMV little shared memory and the
   /// attention 100 KB, and an SM changes its carveout only when idle, so
   /// the attention's blocks cannot start beside the QKV GEMV's tail.
+  /// Warps per CTA of the tensor-core decode attention: 4 (64-key tiles,
+  /// ~100 KB of shared memory at d128) or 1 (16-key tiles, 28 KB; the
+  /// decode step's GEMVs run with little shared memory, and an SM changes
+  /// its carveout only when idle). Not yet measured in the step.
+  int decode_attention_warps = 4;
   int qkv_carveout_percent = -1;
   int gemv_carveout_percent = -1;
   int attention_carveout_percent = -1;

@@ -25,12 +25,18 @@
 
 namespace txc::kernels {
 
-template <typename DType_, int kHeadDim_, int kGroupSize_, int kPageSize_ = 0> struct DecodeMmaTraits {
+/// kWarps_ 4: a 64-key tile per stage, about 100 KB of shared memory at
+/// d128. kWarps_ 1 (DecodeParams::mma_warps): a 16-key tile, 28 KB, for
+/// short chunks (a 16-token split fills one tile) and for the decode step,
+/// where a kernel that needs 100 KB cannot start beside the GEMV before it
+/// (an SM changes its shared-memory carveout only when idle).
+template <typename DType_, int kHeadDim_, int kGroupSize_, int kPageSize_ = 0, int kWarps_ = 4>
+struct DecodeMmaTraits {
   using DType = DType_;
   static constexpr int kHeadDim = kHeadDim_;
   static constexpr int kGroupSize = kGroupSize_;
   static constexpr int kPageSize = kPageSize_;
-  static constexpr int kWarps = 4;
+  static constexpr int kWarps = kWarps_;
   static constexpr int kThreads = kWarps * 32;
   static constexpr int kRows = 16; // MMA M: the group's heads, zero-padded
   static constexpr int kBlockN = 16 * kWarps;
@@ -49,7 +55,9 @@ template <typename DType_, int kHeadDim_, int kGroupSize_, int kPageSize_ = 0> s
   static_assert(kSmemBytes <= 227 * 1024, "shared memory over the sm_90 limit");
   // The folded rope stages the group's query heads, the key, the value and
   // the rotary factors as fp32 in the last pipeline stage's K buffer.
-  static_assert((kGroupSize + 3) * kHeadDim * 4 <= kKVElems * (int)sizeof(DType), "rope scratch must fit a stage");
+  // (Not with one warp and a group of 8: the launcher refuses the fold.)
+  static constexpr bool kCanFoldRope = (kGroupSize + 3) * kHeadDim * 4 <= kKVElems * (int)sizeof(DType);
+  static_assert(kWarps == 1 || kWarps == 4, "decode runs one or four warps a CTA");
   static_assert(kStages >= 2, "the folded rope needs a stage the prologue leaves empty");
 };
 
@@ -186,7 +194,7 @@ __global__ void __launch_bounds__(Traits::kThreads) pagedDecodeMmaKernel(const D
   // The folded rope's scratch: the last pipeline stage, which the prologue
   // leaves empty; the rotary factors of this token's position are computed
   // there before the wait (positions are a step input).
-  const bool rope = params.maybe_rope_qkv != nullptr;
+  const bool rope = Traits::kCanFoldRope && params.maybe_rope_qkv != nullptr;
   float *rope_scratch = reinterpret_cast<float *>(smem_k + (STAGES - 1) * Traits::kKVElems);
   float *rope_cos_sin = rope_scratch + (G + 2) * D;
   const bool rope_owner = kv_len > 0 && kv_len - 1 >= chunk_begin && kv_len - 1 < chunk_end;
@@ -209,8 +217,9 @@ __global__ void __launch_bounds__(Traits::kThreads) pagedDecodeMmaKernel(const D
     pdlWait();
     if (rope) {
       __syncthreads(); // the rotary factors
-      foldRope<Traits>(params, smem_q, smem_k, smem_v, rope_scratch, rope_cos_sin, kv_head, seq, rope_owner,
-                       rope_tile0_row);
+      if constexpr (Traits::kCanFoldRope)
+        foldRope<Traits>(params, smem_q, smem_k, smem_v, rope_scratch, rope_cos_sin, kv_head, seq, rope_owner,
+                         rope_tile0_row);
     }
     if (!rope && num_tiles > 0 && newest >= chunk_begin && newest < min(chunk_end, chunk_begin + BN) &&
         tid < CPR) {
@@ -231,8 +240,9 @@ __global__ void __launch_bounds__(Traits::kThreads) pagedDecodeMmaKernel(const D
   } else {
     if (rope) {
       __syncthreads(); // the rotary factors
-      foldRope<Traits>(params, smem_q, smem_k, smem_v, rope_scratch, rope_cos_sin, kv_head, seq, rope_owner,
-                       rope_tile0_row);
+      if constexpr (Traits::kCanFoldRope)
+        foldRope<Traits>(params, smem_q, smem_k, smem_v, rope_scratch, rope_cos_sin, kv_head, seq, rope_owner,
+                         rope_tile0_row);
     } else {
       loadQ();
     }

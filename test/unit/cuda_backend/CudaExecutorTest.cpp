@@ -242,6 +242,37 @@ TEST(CudaExecutorTest, GemvConfigsByShapeReplaceTheRule) {
       << refused.status().toString();
 }
 
+// decode_attention_warps 1: the tensor-core decode kernel on one warp and
+// 16-key tiles, with the rope folded in and without, one sequence and
+// five; the keys fall to other warps' softmax states and merge in another
+// order, so the logits agree to a few ulps, the tokens exactly. Values
+// other than 1 and 4 are refused.
+TEST(CudaExecutorTest, OneWarpDecodeAttentionMatchesFourWarps) {
+  TXC_SKIP_WITHOUT_GPU();
+  TinyModelOptions model = groupOfTwoModel(3);
+  auto artifact = tinyArtifact(model, "tiny-cuda-one-warp-decode.txm");
+  ASSERT_TRUE(artifact.isOk()) << artifact.status().toString();
+  for (bool fold : {true, false}) {
+    CudaExecutorOptions four;
+    four.rope_in_attention = fold;
+    four.decode_split_min_tokens = 16; // several splits, some of several tiles
+    CudaExecutorOptions one = four;
+    one.decode_attention_warps = 1;
+    for (const auto &batch : {prompts(), std::vector<std::vector<int32_t>>{prompts()[2]}}) {
+      Generation reference = generate(**artifact, four, true, {}, batch);
+      Generation with_one = generate(**artifact, one, true, {}, batch);
+      EXPECT_EQ(with_one.tokens, reference.tokens) << "fold " << fold;
+      expectClose(with_one, reference, 0.05, "one-warp decode attention");
+    }
+  }
+  CudaExecutorOptions two;
+  two.decode_attention_warps = 2;
+  auto refused = CudaExecutor::create(**artifact, two);
+  ASSERT_FALSE(refused.isOk());
+  EXPECT_NE(refused.status().message().find("decode_attention_warps 2 is not 1 or 4"), std::string::npos)
+      << refused.status().toString();
+}
+
 // attention_cluster_max_splits: 9-16 splits merged in one non-portable
 // cluster against the same splits merged through global memory (the
 // combine is the same code, so the logits agree to the bit). One sequence,

@@ -65,6 +65,11 @@ Output:
   --profile-ops           (cuda) also time every launch with CUDA events and
                           print the GPU time of each op kind; runs without
                           CUDA graphs, so steps are slower than without it
+  --trace-step            (cuda) stamp every GEMV and decode attention kernel
+                          of each decode step (globaltimer: first and last
+                          block start, PDL wait release, last block end) and
+                          print the last decode step's, with what each kind
+                          of kernel adds to the step (diagnostics)
   --no-cuda-graphs        (cuda) launch decode steps one kernel at a time
   --no-pdl                (cuda) launch kernels without programmatic dependent
                           launch (for comparison)
@@ -180,6 +185,7 @@ struct Options {
   std::string ablate_decode_attention; // "", "empty" or "none"
   int qkv_carveout = -1, gemv_carveout = -1, attention_carveout = -1; // --carveout
   int decode_attention_warps = 4;
+  bool trace_step = false;
   struct GemvConfig {
     int64_t n, k;
     int warps, chunks, warps_per_sm;
@@ -300,6 +306,10 @@ Options parseArguments(int argc, char **argv) {
     } else if (arg == "--profile-ops") {
       cudaOnly();
       options.profile_ops = true;
+      options.timing = true;
+    } else if (arg == "--trace-step") {
+      cudaOnly();
+      options.trace_step = true;
       options.timing = true;
     } else if (arg == "--no-cuda-graphs") {
       cudaOnly();
@@ -469,6 +479,7 @@ int main(int argc, char **argv) {
     cuda_options.attention_early_kv = options.attention_early_kv;
     cuda_options.qkv_carveout_percent = options.qkv_carveout;
     cuda_options.decode_attention_warps = options.decode_attention_warps;
+    cuda_options.trace_decode_steps = options.trace_step;
     cuda_options.gemv_carveout_percent = options.gemv_carveout;
     cuda_options.attention_carveout_percent = options.attention_carveout;
     using Ablation = txc::cuda::CudaExecutorOptions::DecodeAttentionAblation;
@@ -542,6 +553,8 @@ int main(int argc, char **argv) {
             tuning.candidates, tuning.chosen_ms, describe(tuning.rule).c_str(), tuning.rule_ms);
       std::fprintf(stderr, "\n");
     }
+    if (cuda_backend && options.trace_step)
+      std::fprintf(stderr, "%s", txc::cuda::formatDecodeTrace(cuda_backend->lastDecodeTrace()).c_str());
     if (cuda_backend)
       for (const auto &entry : cuda_backend->launchProfile())
         std::fprintf(stderr,

@@ -39,7 +39,8 @@ Status CudaExecutor::State::attention(const LaunchAttributes &attributes, const 
     pending_rope.active = false; // neither the rope nor the attention runs
     if (options.ablate_decode_attention == Ablation::kNoLaunch)
       return Status::ok();
-    return cudaStatus(launchEmptyKernel(options.attention_pdl, stream), "empty kernel launch");
+    return cudaStatus(launchEmptyKernel(options.attention_pdl, takeTraceSlots("empty kernel"), stream),
+                      "empty kernel launch");
   }
   // The pending rope produced this query for this cache layer: the decode
   // kernel folds it in; otherwise it runs first.
@@ -140,6 +141,7 @@ Status CudaExecutor::State::attention(const LaunchAttributes &attributes, const 
           p.maybe_k_norm = rope.k_norm;
           p.rope_norm_eps = rope.norm_eps;
         }
+        p.maybe_trace = takeTraceSlots("decode attention");
         status = kernels::launchPagedDecode(config, p, stream);
         if (status.isOk() && fold_rope)
           pending_rope.active = false;

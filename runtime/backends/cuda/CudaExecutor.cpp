@@ -383,6 +383,11 @@ Status CudaExecutor::State::prepare() {
     split_counters = static_cast<unsigned *>(sc);
     CU(cudaMemset(sc, 0, counter_bytes), path + ": clearing split counters");
   }
+  if (options.trace_decode_steps) {
+    TXC_ASSIGN_OR_RETURN(void *tr, allocate(kMaxTracedLaunches * 4 * sizeof(unsigned long long),
+                                            "the decode step trace"));
+    d_trace = static_cast<unsigned long long *>(tr);
+  }
   device_logits_rows = max_num_seqs;
   TXC_ASSIGN_OR_RETURN(
       void *dl, allocate(static_cast<uint64_t>(device_logits_rows) * vocab_size * 4, "the logits"));
@@ -456,6 +461,8 @@ int32_t CudaExecutor::vocabSize() const { return state_->vocab_size; }
 int32_t CudaExecutor::numKvPages() const { return state_->num_pages; }
 int32_t CudaExecutor::kvPageSize() const { return state_->page_size; }
 float CudaExecutor::lastStepMs() const { return state_->last_step_ms; }
+
+std::vector<DecodeTraceEntry> CudaExecutor::lastDecodeTrace() const { return state_->last_trace; }
 
 std::vector<LaunchProfileEntry> CudaExecutor::launchProfile() const {
   std::vector<LaunchProfileEntry> entries;

@@ -20,6 +20,7 @@
 #ifndef TXC_RUNTIME_BACKENDS_CUDA_CUDAEXECUTOR_H
 #define TXC_RUNTIME_BACKENDS_CUDA_CUDAEXECUTOR_H
 
+#include "runtime/backends/cuda/StepTrace.h"
 #include "txc/artifact/Artifact.h"
 #include "txc/engine/Batch.h"
 #include "txc/engine/Engine.h"
@@ -170,6 +171,11 @@ struct CudaExecutorOptions {
   /// would run, or nothing at all, so the step's time without it shows
   /// what the attention costs in the step, beside the GEMVs, rather than
   /// alone (bench/README.md, session 11).
+  /// Diagnostics: the GEMV, decode attention and ablation kernels of each
+  /// decode step stamp when their first and last blocks start, when the
+  /// first passes its PDL wait and when the last finishes (globaltimer);
+  /// lastDecodeTrace() returns the last decode step's stamps.
+  bool trace_decode_steps = false;
   enum class DecodeAttentionAblation { kNone, kEmptyKernel, kNoLaunch };
   DecodeAttentionAblation ablate_decode_attention = DecodeAttentionAblation::kNone;
 };
@@ -243,6 +249,8 @@ public:
   int32_t decodeGraphCount() const;
   /// Empty unless created with profile_launches.
   std::vector<LaunchProfileEntry> launchProfile() const;
+  /// The last decode step's kernels, in launch order (trace_decode_steps).
+  std::vector<DecodeTraceEntry> lastDecodeTrace() const;
 
   struct State;
 

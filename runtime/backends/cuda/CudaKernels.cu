@@ -382,9 +382,12 @@ __global__ void spinKernel(long long cycles) {
     ;
 }
 
-__global__ void emptyPdlKernel() {
+__global__ void emptyPdlKernel(unsigned long long *trace) {
   pdlLaunchDependents();
+  kernels::traceEntry(trace);
   pdlWait();
+  kernels::traceWaitRelease(trace);
+  kernels::traceExit(trace);
 }
 
 } // namespace
@@ -405,8 +408,8 @@ cudaError_t launchSpin(long long cycles, cudaStream_t stream) {
   return cudaGetLastError();
 }
 
-cudaError_t launchEmptyKernel(bool pdl, cudaStream_t stream) {
-  return launchKernel(emptyPdlKernel, dim3(1), dim3(32), 0, stream, pdl);
+cudaError_t launchEmptyKernel(bool pdl, unsigned long long *trace, cudaStream_t stream) {
+  return launchKernel(emptyPdlKernel, dim3(1), dim3(32), 0, stream, pdl, trace);
 }
 
 size_t argmaxWorkspaceBytes(int64_t rows) {

@@ -31,8 +31,9 @@ cudaError_t launchSpin(long long cycles, cudaStream_t stream);
 
 /// One block that does nothing but the PDL handshake (triggers its
 /// dependents, waits for its predecessor): what a kernel boundary alone
-/// costs in a step (the decode attention ablation).
-cudaError_t launchEmptyKernel(bool pdl, cudaStream_t stream);
+/// costs in a step (the decode attention ablation). `trace`: its step-trace
+/// slots, or null.
+cudaError_t launchEmptyKernel(bool pdl, unsigned long long *trace, cudaStream_t stream);
 
 /// out[r] = argmax of fp32 logits row r (ties to the lowest id; -1 for a row
 /// with a NaN or only -inf). `workspace`: argmaxWorkspaceBytes(rows) bytes,

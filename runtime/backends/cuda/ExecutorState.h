@@ -198,6 +198,23 @@ struct CudaExecutor::State {
   // Set while the QKV projection's GEMM is launched (qkv_carveout_percent).
   bool qkv_gemv = false;
 
+  // Decode step tracing (options.trace_decode_steps): four globaltimer
+  // slots per traced kernel (kernels::TraceSlot) in d_trace; the labels of
+  // the kernels that took them, in launch order, as the last enqueue
+  // (trace_labels: a capture, for graph replays) and the step last run
+  // (step_trace_labels) assigned them; what that step recorded.
+  static constexpr size_t kMaxTracedLaunches = 4096;
+  unsigned long long *d_trace = nullptr;
+  std::string trace_op_label; // the plan launch being enqueued
+  std::vector<std::string> trace_labels;
+  std::map<std::pair<int32_t, int32_t>, std::vector<std::string>> graph_trace_labels;
+  std::vector<std::string> step_trace_labels;
+  std::vector<DecodeTraceEntry> last_trace;
+  /// The next kernel's slots, or null where the step is not traced (no
+  /// trace buffer, a prefill step, or the buffer full).
+  unsigned long long *takeTraceSlots(const char *kernel);
+  Status readTrace();
+
   // The step being run.
   const engine::Batch *batch = nullptr;
   const int32_t *d_tokens = nullptr, *d_positions = nullptr, *d_slots = nullptr, *d_qso = nullptr,

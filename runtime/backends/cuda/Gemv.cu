@@ -157,6 +157,7 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
     gemvKernel(const GemvArgs a, const int slices) {
   __shared__ float partial[kWarpsPerBlock][3][kMaxRows];
   pdlLaunchDependents();
+  kernels::traceEntry(a.trace);
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   const bool swiglu = a.epilogue == GemvEpilogue::kSwiglu;
   const int64_t pairs = swiglu ? a.n / 2 : (a.n + 1) / 2;
@@ -189,6 +190,7 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
       a1[u] = __ldcs(w1 + v + 32 * u);
     }
   pdlWait();
+  kernels::traceWaitRelease(a.trace);
   const uint4 *gamma = static_cast<const uint4 *>(a.norm_weight);
   float squares[kMaxRows]; // sum of x^2 over this warp's slice (fused norm)
 #pragma unroll
@@ -254,6 +256,7 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
     const int64_t pairs_per_block = kWarpsPerBlock / slices;
     finishHeadIfLast<kMaxRows>(a, 2 * pairs_per_block * blockIdx.x, 2 * pairs_per_block);
   }
+  kernels::traceExit(a.trace);
 }
 
 /// Warps per weight-row pair: enough warps in flight to cover the GPU's

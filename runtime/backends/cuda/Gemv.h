@@ -64,6 +64,9 @@ struct GemvArgs {
   /// >= 0: the shared-memory carveout the launch asks for, in percent
   /// (kernels::launchKernelWithCarveout); -1: the driver's choice.
   int carveout_percent = -1;
+  /// Diagnostics: the launch's four step-trace slots
+  /// (kernels::TraceSlot), or null.
+  unsigned long long *trace = nullptr;
   /// The QKV projection's rotary epilogue: with rope_counters set, `out` is
   /// the [m, (heads + 2 kv_heads) * head_dim] QKV (rope.qkv), and the last
   /// block to finish a head runs RopeAppend.cuh on it (q/k-norm, rotary,

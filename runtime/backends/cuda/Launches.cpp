@@ -106,6 +106,7 @@ StatusOr<bool> CudaExecutor::State::tryGemv(const DMatrix &input, const DMatrix 
   for (const GemvShapeConfig &c : options.gemv_configs)
     if (c.n == g.n && c.k == g.k)
       config = {c.warps_per_block, c.unroll, c.target_warps_per_sm};
+  g.trace = takeTraceSlots("gemv");
   TXC_RETURN_IF_ERROR(cudaStatus(launchGemvWithConfig(g, config, stream), "gemv launch"));
   pending_norm.active = false;
   return true;

@@ -5,6 +5,7 @@
 #include "runtime/backends/cuda/Sampler.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 namespace txc::cuda {
@@ -68,6 +69,33 @@ Status CudaExecutor::State::warmUp() {
   return Status::ok();
 }
 
+unsigned long long *CudaExecutor::State::takeTraceSlots(const char *kernel) {
+  if (!d_trace || !batch || batch->numTokens() != batch->numSequences() ||
+      trace_labels.size() >= kMaxTracedLaunches)
+    return nullptr;
+  trace_labels.push_back(trace_op_label + " / " + kernel);
+  return d_trace + 4 * (trace_labels.size() - 1);
+}
+
+// The traced step's stamps, relative to its first block start.
+Status CudaExecutor::State::readTrace() {
+  std::vector<unsigned long long> stamps(4 * step_trace_labels.size());
+  CU(cudaMemcpy(stamps.data(), d_trace, stamps.size() * sizeof(stamps[0]), cudaMemcpyDeviceToHost),
+     path + ": reading the step trace");
+  unsigned long long origin = ~0ull;
+  for (size_t i = 0; i < step_trace_labels.size(); ++i)
+    if (stamps[4 * i] != 0)
+      origin = std::min(origin, stamps[4 * i]);
+  auto micros = [&](unsigned long long t) {
+    return t == 0 ? std::nan("") : (static_cast<double>(t) - static_cast<double>(origin)) / 1000.0;
+  };
+  last_trace.clear();
+  for (size_t i = 0; i < step_trace_labels.size(); ++i)
+    last_trace.push_back({step_trace_labels[i], micros(stamps[4 * i]), micros(stamps[4 * i + 1]),
+                          micros(stamps[4 * i + 2]), micros(stamps[4 * i + 3])});
+  return Status::ok();
+}
+
 // Uploads the inputs and enqueues every launch of the plan for `b`.
 Status CudaExecutor::State::enqueueLaunches(const engine::Batch &b) {
   batch = &b;
@@ -75,6 +103,7 @@ Status CudaExecutor::State::enqueueLaunches(const engine::Batch &b) {
   wrote_logits = false;
   pending_norm.active = false;
   pending_rope.active = false;
+  trace_labels.clear();
   Status status = Status::ok();
   // ~20 ms at 2 GHz, longer than enqueueing a step's launches takes.
   if (profile)
@@ -83,6 +112,8 @@ Status CudaExecutor::State::enqueueLaunches(const engine::Batch &b) {
     const pb::Launch &launch = plan->launches(i);
     if (profile)
       cudaEventRecord(launch_events[i], stream);
+    if (d_trace)
+      trace_op_label = profileLabel(launch);
     status = withContext(path + ": " + describeLaunch(i, launch), runLaunch(i, launch));
   }
   if (profile)
@@ -221,7 +252,9 @@ Status CudaExecutor::State::runDecodeGraph(const engine::Batch &b) {
     cudaGraphDestroy(graph);
     TXC_RETURN_IF_ERROR(instantiated);
     it = decode_graphs.emplace(key, exec).first;
+    graph_trace_labels[key] = trace_labels;
   }
+  step_trace_labels = graph_trace_labels[key];
   batch = &b;
   return cudaStatus(cudaGraphLaunch(it->second, stream), path + ": launching the decode graph");
 }
@@ -237,6 +270,10 @@ Status CudaExecutor::State::step(const engine::Batch &b, float *logits, int32_t 
   if (n > device_logits_rows)
     return outOfRange(path + ": batch of " + std::to_string(n) +
                       " sequences exceeds max_num_seqs " + std::to_string(device_logits_rows));
+  const bool traced = d_trace && b.numTokens() == n;
+  if (traced)
+    CU(cudaMemsetAsync(d_trace, 0, kMaxTracedLaunches * 4 * sizeof(unsigned long long), stream),
+       path + ": clearing the step trace");
   CU(cudaEventRecord(step_start, stream), path + ": event");
   Status status = Status::ok();
   if (graphable(b)) {
@@ -245,6 +282,7 @@ Status CudaExecutor::State::step(const engine::Batch &b, float *logits, int32_t 
     status = uploadInputs(b);
     if (status.isOk())
       status = enqueueLaunches(b);
+    step_trace_labels = trace_labels;
   }
   if (status.isOk() && logits)
     status =
@@ -300,6 +338,8 @@ Status CudaExecutor::State::step(const engine::Batch &b, float *logits, int32_t 
     std::memcpy(tokens, host_tokens, static_cast<size_t>(n) * 4);
   }
   cudaEventElapsedTime(&last_step_ms, step_start, step_end);
+  if (traced)
+    TXC_RETURN_IF_ERROR(readTrace());
   if (profile) {
     bool decode = b.numTokens() == n;
     for (int i = 0; i < plan->launches_size(); ++i) {

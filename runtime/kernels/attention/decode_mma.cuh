@@ -145,11 +145,14 @@ __global__ void __launch_bounds__(Traits::kThreads) pagedDecodeMmaKernel(const D
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
   const int group = lane / 4, quad = lane % 4;
   pdlLaunchDependents();
+  traceEntry(params.maybe_trace);
   // The query and the newest key's K/V come from the previous kernel; the
   // older keys, the page table and kv_lens do not (kv_before_wait).
   const bool early = params.kv_before_wait;
-  if (!early)
+  if (!early) {
     pdlWait();
+    traceWaitRelease(params.maybe_trace);
+  }
 
   const int kv_len = params.kv_lens[seq];
   const int key_begin = kv_len > 0 ? Variant::keyBegin(kv_len - 1, params.variant) : 0;
@@ -215,6 +218,7 @@ __global__ void __launch_bounds__(Traits::kThreads) pagedDecodeMmaKernel(const D
     if (num_tiles > 0)
       loadTile(0, 0, newest);
     pdlWait();
+    traceWaitRelease(params.maybe_trace);
     if (rope) {
       __syncthreads(); // the rotary factors
       if constexpr (Traits::kCanFoldRope)
@@ -361,6 +365,7 @@ __global__ void __launch_bounds__(Traits::kThreads) pagedDecodeMmaKernel(const D
   }
   __syncthreads();
   decodeEpilogue<T, G, D, W, Traits::kThreads>(params, warp_acc, warp_m, warp_l, split, seq, kv_head);
+  traceExit(params.maybe_trace);
 }
 
 } // namespace txc::kernels

@@ -33,6 +33,51 @@ __device__ __forceinline__ void pdlWait() { asm volatile("griddepcontrol.wait;" 
 /// in pdlWait until this grid is done). A no-op without the attribute.
 __device__ __forceinline__ void pdlLaunchDependents() { asm volatile("griddepcontrol.launch_dependents;" ::: "memory"); }
 
+/// Step tracing, a diagnostic (DecodeParams::maybe_trace, GemvArgs::trace):
+/// a launch's four slots take globaltimer stamps in nanoseconds, [0] when
+/// the grid's first block started, [1] when its last block started, [2]
+/// when its first block passed pdlWait and [3] when its last block
+/// finished. The first and last blocks by index stand in for the first and
+/// last to start (blocks are dispatched in index order), so only the exit
+/// takes an atomic, one reduction a block. Slots start at zero (not
+/// stamped). A null pointer costs one test a block.
+enum TraceSlot { kTraceFirstEntry = 0, kTraceLastEntry = 1, kTraceWaitRelease = 2, kTraceLastExit = 3 };
+
+__device__ __forceinline__ unsigned long long globalTimerNs() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
+__device__ __forceinline__ unsigned linearBlockIndex() {
+  return blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
+}
+
+__device__ __forceinline__ void traceEntry(unsigned long long *trace) {
+  if (trace == nullptr || threadIdx.x != 0)
+    return;
+  const unsigned block = linearBlockIndex();
+  if (block == 0)
+    trace[kTraceFirstEntry] = globalTimerNs();
+  if (block == gridDim.x * gridDim.y * gridDim.z - 1)
+    trace[kTraceLastEntry] = globalTimerNs();
+}
+
+__device__ __forceinline__ void traceWaitRelease(unsigned long long *trace) {
+  if (trace != nullptr && threadIdx.x == 0 && linearBlockIndex() == 0)
+    trace[kTraceWaitRelease] = globalTimerNs();
+}
+
+/// After the block's last store: the caller's whole block reaches it (a
+/// barrier when tracing; `trace` is the same for every thread).
+__device__ __forceinline__ void traceExit(unsigned long long *trace) {
+  if (trace == nullptr)
+    return;
+  __syncthreads();
+  if (threadIdx.x == 0)
+    atomicMax(trace + kTraceLastExit, globalTimerNs());
+}
+
 /// Conversions between a 16-bit storage type and fp32 pairs.
 template <typename T> struct ElementOps;
 

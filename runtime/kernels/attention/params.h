@@ -105,6 +105,9 @@ struct DecodeParams {
   // >= 0: the shared-memory carveout the launch asks for (percent; see
   // launchKernelWithCarveout), to match the kernel before it.
   int carveout_percent = -1;
+  // Diagnostics: the launch's four step-trace slots (device_utils.cuh,
+  // TraceSlot), or null. The tensor-core kernel stamps them.
+  unsigned long long *maybe_trace = nullptr;
   // Warps per CTA of the tensor-core kernel (GQA group >= 2): 4 (64-key
   // tiles, ~100 KB of shared memory at d128) or 1 (16-key tiles, 28 KB).
   int mma_warps = 4;

@@ -273,6 +273,59 @@ TEST(CudaExecutorTest, OneWarpDecodeAttentionMatchesFourWarps) {
       << refused.status().toString();
 }
 
+// trace_decode_steps: the last decode step's GEMVs and decode attention
+// (graph replay, labels from the capture) each carry four stamps in order,
+// each one's wait releases after its predecessor's last block finished, and
+// tracing changes no logit.
+TEST(CudaExecutorTest, DecodeStepTraceStampsEveryKernelInOrder) {
+  TXC_SKIP_WITHOUT_GPU();
+  TinyModelOptions model = groupOfTwoModel(2);
+  auto artifact = tinyArtifact(model, "tiny-cuda-step-trace.txm");
+  ASSERT_TRUE(artifact.isOk()) << artifact.status().toString();
+  CudaExecutorOptions plain;
+  CudaExecutorOptions traced;
+  traced.trace_decode_steps = true;
+  const std::vector<std::vector<int32_t>> one{prompts()[2]};
+  Generation reference = generate(**artifact, plain, true, {}, one);
+  auto executor = CudaExecutor::create(**artifact, traced);
+  ASSERT_TRUE(executor.isOk()) << executor.status().toString();
+  Generation with_trace = generate(**artifact, traced, true, {}, one);
+  EXPECT_EQ(with_trace.tokens, reference.tokens);
+  expectClose(with_trace, reference, 0.0, "a traced step");
+
+  // A step of its own on the executor kept here, to read its trace.
+  engine::Batch decode;
+  decode.token_ids = {1};
+  decode.positions = {3};
+  decode.slot_mapping = {3};
+  decode.query_start_offsets = {0, 1};
+  decode.context_lens = {4};
+  decode.max_pages_per_seq = 1;
+  decode.block_tables = {0};
+  decode.logits_indices = {0};
+  decode.request_ids = {0};
+  std::vector<float> logits((*executor)->vocabSize());
+  ASSERT_TRUE((*executor)->execute(decode, logits.data()).isOk());
+  const std::vector<DecodeTraceEntry> trace = (*executor)->lastDecodeTrace();
+  int gemvs = 0, attentions = 0;
+  for (size_t i = 0; i < trace.size(); ++i) {
+    const DecodeTraceEntry &e = trace[i];
+    SCOPED_TRACE(std::to_string(i) + " " + e.label);
+    gemvs += e.label.find("/ gemv") != std::string::npos;
+    attentions += e.label.find("/ decode attention") != std::string::npos;
+    ASSERT_FALSE(std::isnan(e.first_entry_us) || std::isnan(e.last_entry_us) ||
+                 std::isnan(e.wait_release_us) || std::isnan(e.last_exit_us));
+    EXPECT_LE(e.first_entry_us, e.last_entry_us);
+    EXPECT_LE(e.first_entry_us, e.wait_release_us);
+    EXPECT_LE(e.wait_release_us, e.last_exit_us);
+    if (i > 0) // globaltimer ticks are coarser than a microsecond on some GPUs
+      EXPECT_GE(e.wait_release_us, trace[i - 1].last_exit_us - 1.0);
+  }
+  EXPECT_EQ(attentions, model.num_layers);
+  EXPECT_GE(gemvs, 4 * model.num_layers); // qkv, o_proj, gate/up, down; and the lm_head
+  EXPECT_FALSE(summarizeDecodeTrace(trace).empty());
+}
+
 // attention_cluster_max_splits: 9-16 splits merged in one non-portable
 // cluster against the same splits merged through global memory (the
 // combine is the same code, so the logits agree to the bit). One sequence,

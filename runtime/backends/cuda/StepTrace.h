@@ -1,0 +1,52 @@
+//===- StepTrace.h - Summaries of a traced decode step --------------------===//
+//
+// trace_decode_steps stamps, per kernel of a decode step, when its first and
+// last blocks started, when its first block passed its PDL wait and when its
+// last block finished (DecodeTraceEntry). What a kernel costs the step is
+// not its own duration: behind PDL it starts under its predecessor, and its
+// share of the step is the time from the predecessor's end to its own end.
+// Host-only, so the arithmetic is tested without a GPU (StepTraceTest).
+//
+//===----------------------------------------------------------------------===//
+#ifndef TXC_RUNTIME_BACKENDS_CUDA_STEPTRACE_H
+#define TXC_RUNTIME_BACKENDS_CUDA_STEPTRACE_H
+
+#include <string>
+#include <vector>
+
+namespace txc::cuda {
+
+/// One traced kernel of a decode step: microseconds from the step's first
+/// traced block start; NaN where the kernel did not stamp it.
+struct DecodeTraceEntry {
+  std::string label; // the plan launch and the kernel: "txk.gemm 4096x4096 / gemv"
+  double first_entry_us = 0, last_entry_us = 0, wait_release_us = 0, last_exit_us = 0;
+};
+
+/// The means over a step's kernels of one label, each measured against the
+/// traced kernel before it (the first kernel of the step has none and is
+/// left out):
+/// - share: its last exit minus the previous one's, its part of the step;
+/// - wait_latency: its wait release minus the previous last exit, what the
+///   dependency costs after the predecessor's last block ends;
+/// - early_start: the previous last exit minus its first block start, how
+///   long it was resident before its predecessor ended (negative: it
+///   started after);
+/// - after_wait: its last exit minus its wait release, its own critical
+///   path once the dependency resolves.
+struct TraceKindSummary {
+  std::string label;
+  int count = 0;
+  double share_us = 0, wait_latency_us = 0, early_start_us = 0, after_wait_us = 0;
+};
+
+/// By label, in order of first appearance; entries with a stamp missing
+/// (theirs or the previous kernel's exit) are left out of the means.
+std::vector<TraceKindSummary> summarizeDecodeTrace(const std::vector<DecodeTraceEntry> &trace);
+
+/// The summary, then every kernel, as text lines for a terminal.
+std::string formatDecodeTrace(const std::vector<DecodeTraceEntry> &trace);
+
+} // namespace txc::cuda
+
+#endif // TXC_RUNTIME_BACKENDS_CUDA_STEPTRACE_H

@@ -1,0 +1,57 @@
+//===- StepTraceTest.cpp - Summaries of a traced decode step --------------===//
+//
+// Host-only: summarizeDecodeTrace measures each kernel against the one
+// before it (the first is left out), groups by label in order of first
+// appearance, skips kernels with a stamp missing, and the shares add up to
+// the step from the first kernel's exit to the last one's.
+//
+//===----------------------------------------------------------------------===//
+#include "runtime/backends/cuda/StepTrace.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+namespace txc::cuda {
+namespace {
+
+TEST(StepTraceTest, KernelsAreMeasuredAgainstTheOneBefore) {
+  const double nan = std::nan("");
+  // Two layers of GEMV -> attention: each GEMV starts 2 us before the
+  // attention ends and waits 1 us past it; the attention starts when the
+  // GEMV ends and waits 0.5 us.
+  std::vector<DecodeTraceEntry> trace = {
+      {"gemv", 0, 1, 0.5, 10},     {"attention", 10, 10.5, 10.5, 16},
+      {"gemv", 14, 15, 17, 30},    {"attention", 30, 31, 30.5, 38},
+      {"unstamped", nan, nan, nan, nan}, {"gemv", 37, 38, 39, 50},
+  };
+  std::vector<TraceKindSummary> kinds = summarizeDecodeTrace(trace);
+  ASSERT_EQ(kinds.size(), 2u);
+  EXPECT_EQ(kinds[0].label, "attention");
+  EXPECT_EQ(kinds[0].count, 2);
+  EXPECT_DOUBLE_EQ(kinds[0].share_us, (6.0 + 8.0) / 2);
+  EXPECT_DOUBLE_EQ(kinds[0].wait_latency_us, (0.5 + 0.5) / 2);
+  EXPECT_DOUBLE_EQ(kinds[0].early_start_us, 0.0);
+  EXPECT_DOUBLE_EQ(kinds[0].after_wait_us, (5.5 + 7.5) / 2);
+  // The second GEMV follows an attention; the third follows a kernel with
+  // no exit stamp, so only one GEMV is measured.
+  EXPECT_EQ(kinds[1].label, "gemv");
+  EXPECT_EQ(kinds[1].count, 1);
+  EXPECT_DOUBLE_EQ(kinds[1].share_us, 14.0);
+  EXPECT_DOUBLE_EQ(kinds[1].wait_latency_us, 1.0);
+  EXPECT_DOUBLE_EQ(kinds[1].early_start_us, 2.0);
+  EXPECT_DOUBLE_EQ(kinds[1].after_wait_us, 13.0);
+
+  const std::string text = formatDecodeTrace(trace);
+  EXPECT_NE(text.find("decode step trace: 6 kernels"), std::string::npos) << text;
+  EXPECT_NE(text.find("shares sum to 28.0 us"), std::string::npos) << text;
+  EXPECT_NE(text.find("unstamped"), std::string::npos) << text;
+}
+
+TEST(StepTraceTest, AnEmptyOrSingleKernelTraceHasNoKinds) {
+  EXPECT_TRUE(summarizeDecodeTrace({}).empty());
+  EXPECT_TRUE(summarizeDecodeTrace({{"gemv", 0, 1, 2, 3}}).empty());
+}
+
+} // namespace
+} // namespace txc::cuda

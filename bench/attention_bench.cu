@@ -25,6 +25,7 @@
 #include <numeric>
 #include <random>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include <cuda_runtime.h>
@@ -450,7 +451,57 @@ struct PrefillCase {
   int window_left = -1;
   float softcap = 0.f;
   bool timed = false;
+  bool phase_trace = false; // also run PrefillKernel::kWarpSpecializedPhaseTrace (bf16 d128)
 };
+
+/// Where a consumer's tile time goes (PrefillKernel::kWarpSpecializedPhaseTrace,
+/// one launch after the timed ones): SM cycles from the tile's start to its Q
+/// in shared memory, through the first step (Q K^T and softmax alone), each
+/// later step, the last P V alone and the epilogue; the gap from one tile's
+/// end to the next one's start; the first tile of a CTA apart (pipeline
+/// fill). Means over every stamped tile of every CTA, consumer by consumer.
+void printPhaseTrace(const std::string &name, const std::vector<long long> &trace, int ctas, int tiles) {
+  for (int consumer = 0; consumer < kMaxPrefillConsumers; ++consumer) {
+    double sum[6] = {}, gap = 0, first = 0;
+    long long count = 0, steps = 0, gaps = 0, firsts = 0;
+    for (int cta = 0; cta < ctas; ++cta)
+      for (int tile = 0; tile < tiles; ++tile) {
+        const long long *row = &trace[((size_t(cta) * tiles + tile) * kMaxPrefillConsumers + consumer) * kPrefillTraceSlots];
+        const long long blocks = row[kPhaseKeyBlocks];
+        bool complete = blocks > 1;
+        for (int ph = kPhaseTileStart; ph <= kPhaseEpilogue; ++ph)
+          complete = complete && row[ph] != 0;
+        if (!complete)
+          continue;
+        if (tile == 0) {
+          first += row[kPhaseEpilogue] - row[kPhaseTileStart];
+          ++firsts;
+          continue;
+        }
+        const long long *before = row - kMaxPrefillConsumers * kPrefillTraceSlots;
+        if (before[kPhaseEpilogue] != 0) {
+          gap += row[kPhaseTileStart] - before[kPhaseEpilogue];
+          ++gaps;
+        }
+        sum[0] += row[kPhaseQReady] - row[kPhaseTileStart];
+        sum[1] += row[kPhaseFirstStep] - row[kPhaseQReady];
+        sum[2] += row[kPhaseMainLoop] - row[kPhaseFirstStep];
+        sum[3] += row[kPhaseLastPV] - row[kPhaseMainLoop];
+        sum[4] += row[kPhaseEpilogue] - row[kPhaseLastPV];
+        sum[5] += row[kPhaseEpilogue] - row[kPhaseTileStart];
+        steps += blocks - 1;
+        ++count;
+      }
+    if (count == 0)
+      continue;
+    std::printf("  phases %s consumer %d: %lld tiles, cycles a tile: Q wait %.0f, first step %.0f, later steps "
+                "%.0f (%.0f a step), last P V %.0f, epilogue %.0f, total %.0f; gap to the next tile %.0f; "
+                "a CTA's first tile %.0f\n",
+                name.c_str(), consumer, count, sum[0] / count, sum[1] / count, sum[2] / count,
+                steps ? sum[2] / steps : 0.0, sum[3] / count, sum[4] / count, sum[5] / count,
+                gaps ? gap / gaps : 0.0, firsts ? first / firsts : 0.0);
+  }
+}
 
 template <typename T>
 void runPrefill(const PrefillCase &c, ElementType dtype, std::mt19937 &rng, PrefillKernel kernel = PrefillKernel::kAuto,
@@ -556,6 +607,28 @@ void runPrefill(const PrefillCase &c, ElementType dtype, std::mt19937 &rng, Pref
   t.shape_json = shape;
   std::printf("  time  %-40s %9.4f ms %8.1f TFLOP/s\n", t.name.c_str(), ms, t.tflops);
   g_timings.push_back(t);
+
+  if (c.phase_trace && std::is_same_v<T, __nv_bfloat16> && c.head_dim == 128) {
+    // Launched as the timed kernel, with the stamps compiled in; timed too,
+    // so the stamps' own cost shows against the row above.
+    AttentionConfig traced = config;
+    traced.prefill_kernel = PrefillKernel::kWarpSpecializedPhaseTrace;
+    const int tiles_per_cta = 64;
+    const int max_ctas = ceilDiv(max_q, 128) * c.qo_heads * batch; // one tile a CTA at most
+    std::vector<long long> trace(size_t(max_ctas) * tiles_per_cta * kMaxPrefillConsumers * kPrefillTraceSlots, 0);
+    DeviceBuffer d_trace(trace.size() * sizeof(long long));
+    PrefillParams tp = p;
+    tp.maybe_phase_trace = d_trace.as<long long>();
+    tp.phase_trace_tiles = tiles_per_cta;
+    const double traced_ms = timeMedianMs([&](int) { BENCH_CHECK_STATUS(launchPrefill(traced, tp, 0)); });
+    BENCH_CHECK_CUDA(cudaMemset(d_trace.ptr, 0, trace.size() * sizeof(long long)));
+    BENCH_CHECK_STATUS(launchPrefill(traced, tp, 0));
+    BENCH_CHECK_CUDA(cudaDeviceSynchronize());
+    BENCH_CHECK_CUDA(cudaMemcpy(trace.data(), d_trace.ptr, trace.size() * sizeof(long long), cudaMemcpyDeviceToHost));
+    std::printf("  phases %s: traced kernel %.4f ms (%.1f TFLOP/s)\n", t.name.c_str(), traced_ms,
+                flops / (traced_ms * 1e9));
+    printPhaseTrace(t.name, trace, max_ctas, tiles_per_cta);
+  }
 }
 
 bool g_prefill_compare = false;
@@ -864,6 +937,16 @@ int main(int argc, char **argv) {
       whole.timed = true;
       runPrefill<__nv_bfloat16>(whole, bf16, rng);
     }
+    // Where a tile's time goes at 1k (the rows that miss cuDNN) against
+    // 16k: the default kernel with its consumers' phases stamped.
+    for (int len : {1024, 16384})
+      for (bool causal : {false, true}) {
+        PrefillCase traced{std::string("diag phases ") + (causal ? "causal" : "full") + " d128 L" + std::to_string(len),
+                           16, 16, 128, std::vector<int>(16384 / len, len), {}, causal};
+        traced.timed = true;
+        traced.phase_trace = true;
+        runPrefill<__nv_bfloat16>(traced, bf16, rng);
+      }
   }
 
   int failed = 0;

@@ -29,6 +29,8 @@ enum class PrefillKernel {
                                 // 8192 queries on)
   kWarpSpecializedOneTileCausal, // the default, but causal masks one tile per CTA (not mirrored pairs)
   kWarpSpecializedPairPerCta,    // the default, but one causal pair per CTA (not persistent)
+  kWarpSpecializedPhaseTrace,    // the default with PrefillParams::maybe_phase_trace stamped
+                                 // (diagnostics; bf16 d128 without window or soft-cap only)
   kSingleWarpgroup,             // prefill.cuh: one warpgroup, QK^T on wgmma, PV on mma.sync
 };
 

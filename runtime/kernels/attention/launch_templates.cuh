@@ -7,6 +7,7 @@
 #pragma once
 
 #include <algorithm>
+#include <type_traits>
 
 #include <string>
 
@@ -255,6 +256,11 @@ template <typename T> Status launchPrefillTyped(const AttentionConfig &config, c
         return launch(PrefillTraits<T, kDim>{});
       case PrefillKernel::kWarpSpecializedOneTileCausal: return launch(PrefillOneTileCausalTraits<T, kDim>{});
       case PrefillKernel::kWarpSpecializedPairPerCta: return launch(PrefillTraits<T, kDim>{}, false);
+      case PrefillKernel::kWarpSpecializedPhaseTrace:
+        if constexpr (std::is_same_v<T, __nv_bfloat16> && kDim == 128 && !decltype(variant)::kWindow &&
+                      !decltype(variant)::kSoftCap)
+          return launch(PrefillPhaseTraceTraits<T, kDim>{});
+        return Status::unsupported("prefill: the phase trace is built for bf16, head_dim 128, no window or soft-cap");
       case PrefillKernel::kSingleWarpgroup: return launch(PrefillSingleWgTraits<T, kDim>{});
       case PrefillKernel::kAuto: break;
       }

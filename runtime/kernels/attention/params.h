@@ -153,6 +153,31 @@ struct PrefillParams {
   // key block's rows (contiguous K/V, or pages that hold whole blocks).
   bool kv_by_tma = false;
   TmaDescriptor tma_k, tma_v;
+
+  // Diagnostics (attention_bench's phase rows): with maybe_phase_trace set,
+  // thread 0 of each consumer warpgroup of the warp-specialized kernel
+  // records, for each of its CTA's first phase_trace_tiles tiles, clock64
+  // at each PrefillPhase and the tile's key-block count, at
+  // [((cta * phase_trace_tiles + tile) * kMaxPrefillConsumers + consumer) *
+  // kPrefillTraceSlots + slot]. Null: one uniform test per phase.
+  long long *maybe_phase_trace = nullptr;
+  int phase_trace_tiles = 0;
 };
+
+/// The points of a consumer's tile that maybe_phase_trace stamps: the top of
+/// the tile, its Q in shared memory, the first step's softmax done, the
+/// main loop done (every Q K^T issued), the last P V done, the epilogue done
+/// (O stored); then the tile's key-block count.
+enum PrefillPhase {
+  kPhaseTileStart = 0,
+  kPhaseQReady,
+  kPhaseFirstStep,
+  kPhaseMainLoop,
+  kPhaseLastPV,
+  kPhaseEpilogue,
+  kPhaseKeyBlocks,
+  kPrefillTraceSlots
+};
+constexpr int kMaxPrefillConsumers = 3;
 
 } // namespace txc::kernels

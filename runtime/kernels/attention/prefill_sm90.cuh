@@ -53,12 +53,16 @@ namespace txc::kernels {
 /// runs two causal tiles of mirrored lengths (prefillWalk); device run 44
 /// measured it +3..+13% over one tile per CTA (d128 L1024 325 -> 342,
 /// L4096 505 -> 534 TFLOP/s, d256 482 -> 544, d64 383 -> 394; L16384 even).
+/// kPhaseTrace_: the consumers stamp PrefillParams::maybe_phase_trace
+/// (diagnostics; PrefillKernel::kWarpSpecializedPhaseTrace). Compiled out
+/// otherwise: the stamps alone doubled d256's spills.
 template <typename DType_, int kHeadDim_, int kPageSize_ = 0, int kConsumerWarpgroups_ = 2, int kBlockN_ = 0,
-          bool kPairCausalTiles_ = true>
+          bool kPairCausalTiles_ = true, bool kPhaseTrace_ = false>
 struct PrefillSm90Traits {
   using DType = DType_;
   static constexpr bool kWarpSpecialized = true;
   static constexpr bool kPairCausalTiles = kPairCausalTiles_;
+  static constexpr bool kPhaseTrace = kPhaseTrace_;
   static constexpr int kHeadDim = kHeadDim_;
   static constexpr int kPageSize = kPageSize_;
   static constexpr int kConsumerWarpgroups = kConsumerWarpgroups_;
@@ -120,6 +124,11 @@ using PrefillFa3TileTraits =
 template <typename DType, int kHeadDim, int kPageSize = 0>
 using PrefillOneTileCausalTraits =
     PrefillSm90Traits<DType, kHeadDim, kPageSize, kHeadDim == 64 ? 3 : 2, kHeadDim == 256 ? 80 : 0, false>;
+
+/// The default tiles and walk with the phase trace compiled in.
+template <typename DType, int kHeadDim, int kPageSize = 0>
+using PrefillPhaseTraceTraits =
+    PrefillSm90Traits<DType, kHeadDim, kPageSize, kHeadDim == 64 ? 3 : 2, kHeadDim == 256 ? 80 : 0, true, true>;
 
 /// How the warp-specialized kernel's CTAs walk the tiles (tile_order.h); the
 /// launcher sizes the grid by it.
@@ -599,6 +608,16 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
     }
   };
 
+  // Diagnostics (Traits::kPhaseTrace): params.maybe_phase_trace (params.h,
+  // PrefillPhase), stamped by thread 0 of each consumer warpgroup.
+  int traced_tiles = 0;
+  long long *trace_row = nullptr;
+  auto stamp = [&](int slot) {
+    if constexpr (Traits::kPhaseTrace)
+      if (trace_row != nullptr)
+        trace_row[slot] = clock64();
+  };
+
   int g0 = 0; // ring position of this tile's step 0 (the producer's count)
   int t_cur = nextTile(first_tile);
   if (t_cur < num_tiles)
@@ -606,6 +625,17 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
   while (t_cur < num_tiles) {
     const Tile tile = tileAt(t_cur);
     const int n_count = tile.n_count, n_end = tile.n_end;
+    if constexpr (Traits::kPhaseTrace) {
+      trace_row = params.maybe_phase_trace != nullptr && t == 0 && traced_tiles < params.phase_trace_tiles
+                      ? params.maybe_phase_trace +
+                            ((cta * params.phase_trace_tiles + traced_tiles) * kMaxPrefillConsumers + consumer) *
+                                kPrefillTraceSlots
+                      : nullptr;
+      if (trace_row != nullptr)
+        trace_row[kPhaseKeyBlocks] = n_count;
+      ++traced_tiles;
+    }
+    stamp(kPhaseTileStart);
 #pragma unroll
     for (int j = 0; j < kOTiles; ++j)
 #pragma unroll
@@ -625,6 +655,7 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
     cpAsyncWait<0>();
     fenceProxyAsyncShared(); // wgmma reads what cp.async wrote
     namedBarrierSync(sm90::qBarrier(Traits::kConsumerWarpgroups, consumer), 128);
+    stamp(kPhaseQReady);
 
     if (n_count > 0) {
       // Step 0: S of the highest key block alone.
@@ -641,6 +672,7 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
       releaseStage(&empty_k[stage0]);
       softmax(tile, n_end - 1);
       rescaleOAndPackP();
+      stamp(kPhaseFirstStep);
 
       for (int step = 1; step < n_count; ++step) {
         const int g = g0 + step;
@@ -668,6 +700,7 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
         rescaleOAndPackP();
       }
 
+      stamp(kPhaseMainLoop);
       const int g_last = g0 + n_count - 1;
       const int last = g_last % kStages;
       mbarrierWait(&full_v[last], (g_last / kStages) & 1);
@@ -681,6 +714,7 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
       wgmmaWait<0>();
       pinRegisters(o_acc);
       releaseStage(&empty_v[last]);
+      stamp(kPhaseLastPV);
       g0 += n_count;
     }
 
@@ -718,6 +752,7 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
         params.maybe_lse[(long long)(done.q_start + row) * params.num_qo_heads + done.head] =
             sum > 0.f ? (row_max[r] * score_scale + log2f(sum)) * kLn2 : -INFINITY;
     }
+    stamp(kPhaseEpilogue);
   }
   if (consumer == 0)
     namedBarrierSync(my_turn, 256); // consumes the last consumer's last hand-over

@@ -7,8 +7,12 @@ that a drift of the GPU's clocks or temperature falls on every mode alike
 run prints its median decode step (GPU stream); this prints, per mode, the
 median over rounds and its difference from the first mode.
 
-  bench/ab_decode.py TX_RUN ARTIFACT [--batch B] [--new N] [--rounds R]
+  bench/ab_decode.py TX_RUN ARTIFACT [--batch B] [--new N] [--rounds R] [--trace]
       --mode NAME[=FLAGS] ... [-- EXTRA tx-run FLAGS for every run]
+
+With --trace, one more run per mode with tx-run --trace-step prints, per
+kind of kernel, what it adds to the last decode step (its share, the wait
+after its predecessor, how early it was resident, its time after the wait).
 
 Example: bench/ab_decode.py tx-run qwen3.txm --mode default --mode fold=--rope-in-attention \\
              -- --random-weights 1
@@ -24,14 +28,33 @@ STEP = re.compile(r"(\d+) decode steps, median ([0-9.]+) ms wall, ([0-9.]+) ms G
 SETUP = re.compile(r"tx-run timing: decode attention: (.*)")
 
 
-def decode_ms(args, flags, extra):
+def run_tx(args, flags, extra):
     rng = random.Random(0)
     prompt = ",".join(str(rng.randrange(1000, 30000)) for _ in range(args.prompt))
     cmd = [args.tx_run, args.artifact, "--device", "cuda", "--max-new-tokens", str(args.new),
            "--ignore-eos", "--timing"] + extra + flags
     for _ in range(args.batch):
         cmd += ["--prompt-ids", prompt]
-    out = subprocess.run(cmd, capture_output=True, text=True)
+    return subprocess.run(cmd, capture_output=True, text=True)
+
+
+def trace_summary(args, flags, extra):
+    """The per-kind lines of tx-run --trace-step's output."""
+    out = run_tx(args, flags + ["--trace-step"], extra)
+    if out.returncode != 0:
+        sys.exit(f"ab_decode: tx-run {' '.join(flags)} --trace-step failed ({out.returncode}): "
+                 f"{out.stderr.strip()[-2000:]}")
+    lines = []
+    for line in out.stderr.splitlines():
+        if line.strip().startswith("#"):
+            break  # the per-kernel listing follows the summary
+        if lines or line.startswith("decode step trace"):
+            lines.append(line)
+    return lines
+
+
+def decode_ms(args, flags, extra):
+    out = run_tx(args, flags, extra)
     m = STEP.search(out.stderr)
     if out.returncode != 0 or not m:
         sys.exit(f"ab_decode: tx-run {' '.join(flags)} failed ({out.returncode}): {out.stderr.strip()[-2000:]}")
@@ -47,6 +70,7 @@ def main():
     ap.add_argument("--prompt", type=int, default=128, help="prompt tokens per sequence")
     ap.add_argument("--new", type=int, default=64, help="new tokens per sequence")
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--trace", action="store_true", help="also print each mode's step trace summary")
     ap.add_argument("--mode", action="append", required=True, help="NAME or NAME=FLAGS (space-separated)")
     argv = sys.argv[1:]
     extra = argv[argv.index("--") + 1:] if "--" in argv else []
@@ -69,6 +93,11 @@ def main():
         print(f"ab {label} {name:<24} median {med:.3f} ms ({med - base:+.3f}) runs {runs}  [{' '.join(flags)}]")
         if setups[name]:
             print(f"   {name}: decode attention {setups[name]}")
+    if args.trace:
+        for name, flags in modes:
+            print(f"trace {label} {name} [{' '.join(flags)}]")
+            for line in trace_summary(args, flags, extra):
+                print("   " + line)
 
 
 if __name__ == "__main__":

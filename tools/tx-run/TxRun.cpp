@@ -484,6 +484,9 @@ int main(int argc, char **argv) {
     cuda_options.attention_carveout_percent = options.attention_carveout;
     using Ablation = txc::cuda::CudaExecutorOptions::DecodeAttentionAblation;
     if (!options.ablate_decode_attention.empty())
+      std::fprintf(stderr, "tx-run: --ablate-decode-attention %s: the outputs are wrong (for timing only)\n",
+                   options.ablate_decode_attention.c_str());
+    if (!options.ablate_decode_attention.empty())
       cuda_options.ablate_decode_attention =
           options.ablate_decode_attention == "empty" ? Ablation::kEmptyKernel : Ablation::kNoLaunch;
     auto cuda_executor = txc::cuda::CudaExecutor::create(**artifact, cuda_options);

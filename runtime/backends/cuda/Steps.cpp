@@ -252,9 +252,11 @@ Status CudaExecutor::State::runDecodeGraph(const engine::Batch &b) {
     cudaGraphDestroy(graph);
     TXC_RETURN_IF_ERROR(instantiated);
     it = decode_graphs.emplace(key, exec).first;
-    graph_trace_labels[key] = trace_labels;
+    if (d_trace)
+      graph_trace_labels[key] = trace_labels;
   }
-  step_trace_labels = graph_trace_labels[key];
+  if (d_trace)
+    step_trace_labels = graph_trace_labels[key];
   batch = &b;
   return cudaStatus(cudaGraphLaunch(it->second, stream), path + ": launching the decode graph");
 }

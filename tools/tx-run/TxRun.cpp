@@ -110,6 +110,10 @@ Output:
                           decode steps launch an empty kernel where the
                           decode attention would run, or nothing: the step
                           time without it is what it costs in the step
+  --attention-late-dependents
+                          (cuda) the decode attention lets the kernel after
+                          it launch once its keys are done, not at its start
+                          (for comparison)
   --no-attention-early-kv (cuda) decode attention reads every key after waiting
                           for the QKV kernel, not the older ones before it
                           (for comparison)
@@ -186,6 +190,7 @@ struct Options {
   int qkv_carveout = -1, gemv_carveout = -1, attention_carveout = -1; // --carveout
   int decode_attention_warps = 4;
   bool trace_step = false;
+  bool attention_late_dependents = false;
   struct GemvConfig {
     int64_t n, k;
     int warps, chunks, warps_per_sm;
@@ -307,6 +312,9 @@ Options parseArguments(int argc, char **argv) {
       cudaOnly();
       options.profile_ops = true;
       options.timing = true;
+    } else if (arg == "--attention-late-dependents") {
+      cudaOnly();
+      options.attention_late_dependents = true;
     } else if (arg == "--trace-step") {
       cudaOnly();
       options.trace_step = true;
@@ -480,6 +488,7 @@ int main(int argc, char **argv) {
     cuda_options.qkv_carveout_percent = options.qkv_carveout;
     cuda_options.decode_attention_warps = options.decode_attention_warps;
     cuda_options.trace_decode_steps = options.trace_step;
+    cuda_options.attention_late_dependents = options.attention_late_dependents;
     cuda_options.gemv_carveout_percent = options.gemv_carveout;
     cuda_options.attention_carveout_percent = options.attention_carveout;
     using Ablation = txc::cuda::CudaExecutorOptions::DecodeAttentionAblation;

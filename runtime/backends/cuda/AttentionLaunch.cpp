@@ -101,6 +101,7 @@ Status CudaExecutor::State::attention(const LaunchAttributes &attributes, const 
       p.carveout_percent = options.attention_carveout_percent;
       p.mma_warps = options.decode_attention_warps;
       p.kv_before_wait = options.attention_pdl && options.attention_early_kv;
+      p.late_dependents = options.attention_pdl && options.attention_late_dependents;
       p.cluster_combine = decode_attention.cluster_combine;
       p.cluster_max_splits = options.attention_cluster_max_splits;
       int splits = 1;

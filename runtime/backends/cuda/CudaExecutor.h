@@ -123,6 +123,10 @@ struct CudaExecutorOptions {
   /// key comes from it). Bit-identical; -0.03 ms per step on both shapes
   /// at batch 1 on the H200.
   bool attention_early_kv = true;
+  /// With attention_pdl: the decode attention lets the next kernel launch
+  /// only after its keys are done (before the split merge) instead of at its
+  /// start (DecodeParams::late_dependents). Not yet measured.
+  bool attention_late_dependents = false;
   /// Decode attention of 2-8 splits merges them in a thread-block cluster
   /// through distributed shared memory instead of partials in global memory,
   /// a fence and a counter (bit-identical). Unset:

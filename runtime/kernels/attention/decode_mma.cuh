@@ -144,7 +144,8 @@ __global__ void __launch_bounds__(Traits::kThreads) pagedDecodeMmaKernel(const D
   const int split = blockIdx.x, kv_head = blockIdx.y, seq = blockIdx.z;
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
   const int group = lane / 4, quad = lane % 4;
-  pdlLaunchDependents();
+  if (!params.late_dependents)
+    pdlLaunchDependents();
   traceEntry(params.maybe_trace);
   // The query and the newest key's K/V come from the previous kernel; the
   // older keys, the page table and kv_lens do not (kv_before_wait).
@@ -339,6 +340,8 @@ __global__ void __launch_bounds__(Traits::kThreads) pagedDecodeMmaKernel(const D
     }
   }
 
+  if (params.late_dependents)
+    pdlLaunchDependents();
   // Per-warp states to shared memory (the pipeline buffers are free now).
   cpAsyncWait<0>();
   __syncthreads();

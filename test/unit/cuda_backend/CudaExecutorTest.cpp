@@ -273,6 +273,24 @@ TEST(CudaExecutorTest, OneWarpDecodeAttentionMatchesFourWarps) {
       << refused.status().toString();
 }
 
+// attention_late_dependents moves only when the next kernel may launch:
+// the logits agree to the bit, with one sequence and five.
+TEST(CudaExecutorTest, LateDependentsOfTheDecodeAttentionChangeNoLogit) {
+  TXC_SKIP_WITHOUT_GPU();
+  TinyModelOptions model = groupOfTwoModel(2);
+  auto artifact = tinyArtifact(model, "tiny-cuda-late-dependents.txm");
+  ASSERT_TRUE(artifact.isOk()) << artifact.status().toString();
+  CudaExecutorOptions early;
+  CudaExecutorOptions late;
+  late.attention_late_dependents = true;
+  for (const auto &batch : {prompts(), std::vector<std::vector<int32_t>>{prompts()[2]}}) {
+    Generation reference = generate(**artifact, early, true, {}, batch);
+    Generation with_late = generate(**artifact, late, true, {}, batch);
+    EXPECT_EQ(with_late.tokens, reference.tokens);
+    expectClose(with_late, reference, 0.0, "late dependents");
+  }
+}
+
 // trace_decode_steps: the last decode step's GEMVs and decode attention
 // (graph replay, labels from the capture) each carry four stamps in order,
 // each one's wait releases after its predecessor's last block finished, and

@@ -8,7 +8,7 @@ run prints its median decode step (GPU stream); this prints, per mode, the
 median over rounds and its difference from the first mode.
 
   bench/ab_decode.py TX_RUN ARTIFACT [--batch B] [--new N] [--rounds R] [--trace]
-      --mode NAME[=FLAGS] ... [-- EXTRA tx-run FLAGS for every run]
+      --mode NAME[=FLAGS] ... [--modes-file FILE] [-- EXTRA tx-run FLAGS for every run]
 
 With --trace, one more run per mode with tx-run --trace-step prints, per
 kind of kernel, what it adds to the last decode step (its share, the wait
@@ -71,12 +71,19 @@ def main():
     ap.add_argument("--new", type=int, default=64, help="new tokens per sequence")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--trace", action="store_true", help="also print each mode's step trace summary")
-    ap.add_argument("--mode", action="append", required=True, help="NAME or NAME=FLAGS (space-separated)")
+    ap.add_argument("--mode", action="append", default=[], help="NAME or NAME=FLAGS (space-separated)")
+    ap.add_argument("--modes-file", help="more modes, one NAME or NAME=FLAGS a line (# comments)")
     argv = sys.argv[1:]
     extra = argv[argv.index("--") + 1:] if "--" in argv else []
     args = ap.parse_args(argv[:argv.index("--")] if "--" in argv else argv)
+    specs = list(args.mode)
+    if args.modes_file:
+        with open(args.modes_file) as f:
+            specs += [line.strip() for line in f if line.strip() and not line.lstrip().startswith("#")]
+    if not specs:
+        ap.error("give at least one --mode or a --modes-file")
     modes = []
-    for spec in args.mode:
+    for spec in specs:
         name, _, flags = spec.partition("=")
         modes.append((name, flags.split()))
     times = {name: [] for name, _ in modes}

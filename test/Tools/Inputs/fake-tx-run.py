@@ -1,0 +1,18 @@
+#!/usr/bin/env python3
+"""Stands in for tx-run in ab-decode.test: prints the timing line that
+bench/ab_decode.py parses, a step time that depends on the flags (so modes
+differ), and with --trace-step a trace summary in tx-run's format."""
+import sys
+
+args = sys.argv[1:]
+ms = 4.0 + 0.1 * args.count("--decode-attention-warps")
+sys.stderr.write(f"tx-run timing: 63 decode steps, median {ms + 0.1:.3f} ms wall, {ms:.3f} ms GPU stream; "
+                 "1 prefill steps, median 1.000 ms wall, 1.000 ms GPU stream; whole run 300.0 ms for 64 tokens\n")
+sys.stderr.write("tx-run timing: decode attention: rope folded in, global-memory merge, 16-token chunks\n")
+if "--trace-step" in args:
+    sys.stderr.write("decode step trace: 2 kernels; per kind, means in us against the kernel before:\n"
+                     "  kernel  count share wait early after\n"
+                     "  txk.attention / decode attention  1  6.00  0.50  0.00  5.50\n"
+                     "  (share: ...; shares sum to 6.0 us)\n"
+                     "     # kernel start last-start wait exit\n"
+                     "     0 txk.gemm 6144x4096 / gemv  0.00  1.00  0.50  10.00\n")

@@ -163,25 +163,25 @@ double parseNumber(const std::string &flag, const std::string &text) {
 }
 
 /// --gemv-config ROWSxCOLS=WARPS/CHUNKS/WARPS_PER_SM, e.g. 28672x4096=4/4/64.
-Options::GemvConfig parseGemvConfig(const std::string &flag, const std::string &text) {
+cuda::GemvShapeConfig parseGemvConfig(const std::string &flag, const std::string &text) {
   const std::string form = "expected ROWSxCOLS=WARPS/CHUNKS/WARPS_PER_SM (e.g. 28672x4096=4/4/64)";
   const size_t x = text.find('x'), eq = text.find('=');
   const size_t slash1 = text.find('/', eq == std::string::npos ? 0 : eq);
   const size_t slash2 = slash1 == std::string::npos ? slash1 : text.find('/', slash1 + 1);
   if (x == std::string::npos || eq == std::string::npos || x > eq || slash2 == std::string::npos)
     fail(flag + ": " + form + ", got '" + text + "'");
-  Options::GemvConfig c;
+  cuda::GemvShapeConfig c;
   c.n = parseInteger(flag + " rows", text.substr(0, x), 1, INT32_MAX);
   c.k = parseInteger(flag + " columns", text.substr(x + 1, eq - x - 1), 8, INT32_MAX);
-  c.warps = static_cast<int>(parseInteger(flag + " warps", text.substr(eq + 1, slash1 - eq - 1), 4, 8));
-  c.chunks = static_cast<int>(
+  c.warps_per_block = static_cast<int>(parseInteger(flag + " warps", text.substr(eq + 1, slash1 - eq - 1), 4, 8));
+  c.unroll = static_cast<int>(
       parseInteger(flag + " chunks", text.substr(slash1 + 1, slash2 - slash1 - 1), 2, 8));
-  c.warps_per_sm =
+  c.target_warps_per_sm =
       static_cast<int>(parseInteger(flag + " warps per SM", text.substr(slash2 + 1), 1, 1024));
-  if (c.warps != 4 && c.warps != 8)
-    fail(flag + ": warps per block must be 4 or 8, got " + std::to_string(c.warps));
-  if (c.chunks != 2 && c.chunks != 4 && c.chunks != 8)
-    fail(flag + ": chunks in flight must be 2, 4 or 8, got " + std::to_string(c.chunks));
+  if (c.warps_per_block != 4 && c.warps_per_block != 8)
+    fail(flag + ": warps per block must be 4 or 8, got " + std::to_string(c.warps_per_block));
+  if (c.unroll != 2 && c.unroll != 4 && c.unroll != 8)
+    fail(flag + ": chunks in flight must be 2, 4 or 8, got " + std::to_string(c.unroll));
   return c;
 }
 
@@ -250,95 +250,97 @@ Options parseArguments(int argc, char **argv) {
       options.return_logits = true;
     } else if (arg == "--profile-ops") {
       cudaOnly();
-      options.profile_ops = true;
+      options.cuda.profile_launches = true;
       options.timing = true;
     } else if (arg == "--attention-late-dependents") {
       cudaOnly();
-      options.attention_late_dependents = true;
+      options.cuda.attention_late_dependents = true;
     } else if (arg == "--trace-step") {
       cudaOnly();
-      options.trace_step = true;
+      options.cuda.trace_decode_steps = true;
       options.timing = true;
     } else if (arg == "--no-cuda-graphs") {
       cudaOnly();
-      options.cuda_graphs = false;
+      options.cuda.use_cuda_graphs = false;
     } else if (arg == "--no-pdl") {
       cudaOnly();
-      options.pdl = false;
+      options.cuda.use_pdl = false;
     } else if (arg == "--no-fuse-norms") {
       cudaOnly();
-      options.fuse_norms = false;
+      options.cuda.fuse_norms = false;
     } else if (arg == "--host-sampling") {
       cudaOnly();
-      options.device_sampling = false;
+      options.cuda.device_sampling = false;
     } else if (arg == "--no-attention-pdl") {
       cudaOnly();
-      options.attention_pdl = false;
+      options.cuda.attention_pdl = false;
     } else if (arg == "--gemv-config") {
       cudaOnly();
-      options.gemv_configs.push_back(parseGemvConfig(arg, value()));
+      options.cuda.gemv_configs.push_back(parseGemvConfig(arg, value()));
     } else if (arg == "--gemv-max-rows") {
       cudaOnly();
-      options.gemv_max_rows = static_cast<int>(parseInteger(arg, value(), 1, 2));
+      options.cuda.gemv_max_rows = static_cast<int>(parseInteger(arg, value(), 1, 2));
     } else if (arg == "--attention-cluster-max-splits") {
       cudaOnly();
-      options.attention_cluster_max_splits = static_cast<int>(parseInteger(arg, value(), 2, 16));
+      options.cuda.attention_cluster_max_splits = static_cast<int>(parseInteger(arg, value(), 2, 16));
     } else if (arg == "--decode-min-splits") {
       cudaOnly();
-      options.decode_min_splits = static_cast<int>(parseInteger(arg, value(), 1, 32));
+      options.cuda.decode_min_splits = static_cast<int>(parseInteger(arg, value(), 1, 32));
     } else if (arg == "--decode-split-min-tokens") {
       cudaOnly();
-      options.decode_split_min_tokens = static_cast<int>(parseInteger(arg, value(), 1, 1 << 20));
+      options.cuda.decode_split_min_tokens = static_cast<int>(parseInteger(arg, value(), 1, 1 << 20));
     } else if (arg == "--decode-attention-warps") {
       cudaOnly();
       const std::string warps = value();
       if (warps != "1" && warps != "4")
         fail("--decode-attention-warps takes 1 or 4, not '" + warps + "'");
-      options.decode_attention_warps = warps == "1" ? 1 : 4;
+      options.cuda.decode_attention_warps = warps == "1" ? 1 : 4;
     } else if (arg == "--carveout") {
       cudaOnly();
       const std::string spec = value();
       const size_t eq = spec.find('=');
       const std::string kind = spec.substr(0, eq);
-      int *target = kind == "qkv" ? &options.qkv_carveout
-                    : kind == "gemv" ? &options.gemv_carveout
-                    : kind == "attention" ? &options.attention_carveout
+      int *target = kind == "qkv" ? &options.cuda.qkv_carveout_percent
+                    : kind == "gemv" ? &options.cuda.gemv_carveout_percent
+                    : kind == "attention" ? &options.cuda.attention_carveout_percent
                                           : nullptr;
       if (eq == std::string::npos || !target)
         fail("--carveout: expected qkv|gemv|attention=PERCENT, got '" + spec + "'");
       *target = static_cast<int>(parseInteger("--carveout " + kind, spec.substr(eq + 1), 0, 100));
     } else if (arg == "--ablate-decode-attention") {
       cudaOnly();
-      options.ablate_decode_attention = value();
-      if (options.ablate_decode_attention != "empty" && options.ablate_decode_attention != "none")
-        fail("--ablate-decode-attention takes empty or none, not '" + options.ablate_decode_attention + "'");
+      const std::string mode = value();
+      using Ablation = cuda::CudaExecutorOptions::DecodeAttentionAblation;
+      if (mode != "empty" && mode != "none")
+        fail("--ablate-decode-attention takes empty or none, not '" + mode + "'");
+      options.cuda.ablate_decode_attention = mode == "empty" ? Ablation::kEmptyKernel : Ablation::kNoLaunch;
     } else if (arg == "--no-attention-early-kv") {
       cudaOnly();
-      options.attention_early_kv = false;
+      options.cuda.attention_early_kv = false;
     } else if (arg == "--no-skinny-gemm") {
       cudaOnly();
-      options.skinny_gemm = false;
+      options.cuda.use_skinny_gemm = false;
     } else if (arg == "--decode-gemm") {
       cudaOnly();
-      options.decode_gemm = true;
+      options.cuda.decode_gemm = true;
     } else if (arg == "--tune-decode-attention") {
       cudaOnly();
-      options.tune_decode_attention = true;
+      options.cuda.tune_decode_attention = true;
     } else if (arg == "--tune-gemms") {
       cudaOnly();
-      options.tune_gemms = true;
+      options.cuda.tune_gemms = true;
     } else if (arg == "--lazy-graphs") {
       cudaOnly();
-      options.capture_graphs = false;
+      options.cuda.capture_graphs_at_start = false;
     } else if (arg == "--attention-cluster-combine" || arg == "--no-attention-cluster-combine") {
       cudaOnly();
-      options.attention_cluster_combine = arg == "--attention-cluster-combine";
+      options.cuda.attention_cluster_combine = arg == "--attention-cluster-combine";
     } else if (arg == "--rope-in-attention" || arg == "--no-rope-in-attention") {
       cudaOnly();
-      options.rope_in_attention = arg == "--rope-in-attention";
+      options.cuda.rope_in_attention = arg == "--rope-in-attention";
     } else if (arg == "--fuse-rope") {
       cudaOnly();
-      options.fuse_rope = true;
+      options.cuda.fuse_rope = true;
     } else if (arg == "--timing") {
       options.timing = true;
     } else if (!arg.empty() && arg[0] == '-') {

@@ -8,6 +8,7 @@
 #ifndef TXC_TOOLS_TX_RUN_OPTIONS_H
 #define TXC_TOOLS_TX_RUN_OPTIONS_H
 
+#include "runtime/backends/cuda/CudaExecutor.h" // options only: no CUDA needed
 #include "txc/engine/Sampling.h"
 
 #include <cstdint>
@@ -30,35 +31,9 @@ struct Options {
   bool json = false;
   bool return_logits = false;
   bool timing = false;
-  bool profile_ops = false;
-  bool cuda_graphs = true;
-  bool pdl = true;
-  bool fuse_norms = true;
-  bool device_sampling = true;
-  bool attention_pdl = true;
-  bool fuse_rope = false;
-  std::optional<bool> rope_in_attention; // unset: the backend's rule
-  std::optional<bool> attention_cluster_combine;
-  int attention_cluster_max_splits = 8;
-  int gemv_max_rows = 4;
-  int decode_split_min_tokens = 0; // 0: the backend's rule
-  int decode_min_splits = 1;
-  bool tune_decode_attention = false;
-  bool tune_gemms = false;
-  bool decode_gemm = false;
-  bool capture_graphs = true;
-  bool skinny_gemm = true;
-  bool attention_early_kv = true;
-  std::string ablate_decode_attention; // "", "empty" or "none"
-  int qkv_carveout = -1, gemv_carveout = -1, attention_carveout = -1; // --carveout
-  int decode_attention_warps = 4;
-  bool trace_step = false;
-  bool attention_late_dependents = false;
-  struct GemvConfig {
-    int64_t n, k;
-    int warps, chunks, warps_per_sm;
-  };
-  std::vector<GemvConfig> gemv_configs; // --gemv-config, in the order given
+  /// What the (cuda) flags set; --device cuda hands it to the backend
+  /// (num_kv_pages from --kv-pages, the flag both backends read).
+  cuda::CudaExecutorOptions cuda;
   std::string cuda_only_flag; // the first flag given that only --device cuda reads
 };
 

@@ -74,42 +74,11 @@ int main(int argc, char **argv) {
   txc::engine::EngineConfig engine_config;
 #ifdef TXC_HAVE_CUDA_BACKEND
   if (options.device == "cuda") {
-    txc::cuda::CudaExecutorOptions cuda_options;
+    txc::cuda::CudaExecutorOptions cuda_options = options.cuda;
     cuda_options.num_kv_pages = options.kv_pages;
-    cuda_options.profile_launches = options.profile_ops;
-    cuda_options.use_cuda_graphs = options.cuda_graphs;
-    cuda_options.use_pdl = options.pdl;
-    cuda_options.fuse_norms = options.fuse_norms;
-    cuda_options.device_sampling = options.device_sampling;
-    cuda_options.attention_pdl = options.attention_pdl;
-    cuda_options.fuse_rope = options.fuse_rope;
-    cuda_options.rope_in_attention = options.rope_in_attention;
-    cuda_options.attention_cluster_combine = options.attention_cluster_combine;
-    cuda_options.attention_cluster_max_splits = options.attention_cluster_max_splits;
-    cuda_options.gemv_max_rows = options.gemv_max_rows;
-    for (const Options::GemvConfig &c : options.gemv_configs)
-      cuda_options.gemv_configs.push_back({c.n, c.k, c.warps, c.chunks, c.warps_per_sm});
-    cuda_options.decode_split_min_tokens = options.decode_split_min_tokens;
-    cuda_options.decode_min_splits = options.decode_min_splits;
-    cuda_options.capture_graphs_at_start = options.capture_graphs;
-    cuda_options.tune_decode_attention = options.tune_decode_attention;
-    cuda_options.tune_gemms = options.tune_gemms;
-    cuda_options.decode_gemm = options.decode_gemm;
-    cuda_options.use_skinny_gemm = options.skinny_gemm;
-    cuda_options.attention_early_kv = options.attention_early_kv;
-    cuda_options.qkv_carveout_percent = options.qkv_carveout;
-    cuda_options.decode_attention_warps = options.decode_attention_warps;
-    cuda_options.trace_decode_steps = options.trace_step;
-    cuda_options.attention_late_dependents = options.attention_late_dependents;
-    cuda_options.gemv_carveout_percent = options.gemv_carveout;
-    cuda_options.attention_carveout_percent = options.attention_carveout;
     using Ablation = txc::cuda::CudaExecutorOptions::DecodeAttentionAblation;
-    if (!options.ablate_decode_attention.empty())
-      std::fprintf(stderr, "tx-run: --ablate-decode-attention %s: the outputs are wrong (for timing only)\n",
-                   options.ablate_decode_attention.c_str());
-    if (!options.ablate_decode_attention.empty())
-      cuda_options.ablate_decode_attention =
-          options.ablate_decode_attention == "empty" ? Ablation::kEmptyKernel : Ablation::kNoLaunch;
+    if (cuda_options.ablate_decode_attention != Ablation::kNone)
+      std::fprintf(stderr, "tx-run: --ablate-decode-attention: the outputs are wrong (for timing only)\n");
     auto cuda_executor = txc::cuda::CudaExecutor::create(**artifact, cuda_options);
     if (!cuda_executor.isOk())
       fail("--device cuda: " + cuda_executor.status().message());
@@ -177,7 +146,7 @@ int main(int argc, char **argv) {
             tuning.candidates, tuning.chosen_ms, describe(tuning.rule).c_str(), tuning.rule_ms);
       std::fprintf(stderr, "\n");
     }
-    if (cuda_backend && options.trace_step)
+    if (cuda_backend && options.cuda.trace_decode_steps)
       std::fprintf(stderr, "%s", txc::cuda::formatDecodeTrace(cuda_backend->lastDecodeTrace()).c_str());
     if (cuda_backend)
       for (const auto &entry : cuda_backend->launchProfile())

@@ -18,6 +18,7 @@ Example: bench/ab_decode.py tx-run qwen3.txm --mode default --mode fold=--rope-i
              -- --random-weights 1
 """
 import argparse
+import os
 import random
 import re
 import statistics
@@ -38,12 +39,17 @@ def run_tx(args, flags, extra):
     return subprocess.run(cmd, capture_output=True, text=True)
 
 
-def trace_summary(args, flags, extra):
-    """The per-kind lines of tx-run --trace-step's output."""
+def trace_summary(args, name, flags, extra):
+    """The per-kind lines of tx-run --trace-step's output (its whole output
+    goes to --trace-dir when given). A failed run is reported, not fatal: a
+    device call should bring back the other modes' figures."""
     out = run_tx(args, flags + ["--trace-step"], extra)
+    if args.trace_dir:
+        os.makedirs(args.trace_dir, exist_ok=True)
+        with open(os.path.join(args.trace_dir, f"{name}.log"), "w") as f:
+            f.write(out.stderr)
     if out.returncode != 0:
-        sys.exit(f"ab_decode: tx-run {' '.join(flags)} --trace-step failed ({out.returncode}): "
-                 f"{out.stderr.strip()[-2000:]}")
+        return [f"FAILED ({out.returncode}): {out.stderr.strip()[-2000:]}"]
     lines = []
     for line in out.stderr.splitlines():
         if line.strip().startswith("#"):
@@ -53,11 +59,17 @@ def trace_summary(args, flags, extra):
     return lines
 
 
-def decode_ms(args, flags, extra):
+def decode_ms(args, name, flags, extra):
+    """The run's median GPU-stream decode step and its attention set-up, or
+    (None, why) when the run failed; each run is logged as it ends, so a
+    device call cut short still shows what ran."""
     out = run_tx(args, flags, extra)
     m = STEP.search(out.stderr)
     if out.returncode != 0 or not m:
-        sys.exit(f"ab_decode: tx-run {' '.join(flags)} failed ({out.returncode}): {out.stderr.strip()[-2000:]}")
+        why = f"tx-run {' '.join(flags)} failed ({out.returncode}): {out.stderr.strip()[-2000:]}"
+        print(f"ab_decode: {name}: {why}", file=sys.stderr, flush=True)
+        return None, why
+    print(f"ab_decode: {name} {float(m.group(3)):.3f} ms", file=sys.stderr, flush=True)
     setup = SETUP.search(out.stderr)
     return float(m.group(3)), setup.group(1) if setup else ""
 
@@ -71,6 +83,7 @@ def main():
     ap.add_argument("--new", type=int, default=64, help="new tokens per sequence")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--trace", action="store_true", help="also print each mode's step trace summary")
+    ap.add_argument("--trace-dir", help="with --trace, keep each mode's whole trace output in DIR/NAME.log")
     ap.add_argument("--mode", action="append", default=[], help="NAME or NAME=FLAGS (space-separated)")
     ap.add_argument("--modes-file", help="more modes, one NAME or NAME=FLAGS a line (# comments)")
     argv = sys.argv[1:]
@@ -90,22 +103,38 @@ def main():
     setups = {}  # the decode attention set-up each mode ran (the last round's)
     for _ in range(args.rounds):
         for name, flags in modes:
-            ms, setups[name] = decode_ms(args, flags, extra)
-            times[name].append(ms)
-    base = statistics.median(times[modes[0][0]])
+            ms, setups[name] = decode_ms(args, name, flags, extra)
+            if ms is not None:
+                times[name].append(ms)
+    base_times = times[modes[0][0]]
+    base = statistics.median(base_times) if base_times else None
     label = f"{args.artifact} b{args.batch}"
+    failed = False
     for name, flags in modes:
+        if not times[name]:
+            failed = True
+            print(f"ab {label} {name:<24} FAILED: {setups[name]}  [{' '.join(flags)}]")
+            continue
         med = statistics.median(times[name])
+        diff = f"{med - base:+.3f}" if base is not None else "no baseline"
         runs = " ".join(f"{t:.3f}" for t in times[name])
-        print(f"ab {label} {name:<24} median {med:.3f} ms ({med - base:+.3f}) runs {runs}  [{' '.join(flags)}]")
+        print(f"ab {label} {name:<24} median {med:.3f} ms ({diff}) runs {runs}  [{' '.join(flags)}]",
+              flush=True)
+        if len(times[name]) < args.rounds:
+            failed = True
+            print(f"   {name}: {args.rounds - len(times[name])} run(s) failed (see the log above)")
+            continue
         if setups[name]:
             print(f"   {name}: decode attention {setups[name]}")
     if args.trace:
         for name, flags in modes:
             print(f"trace {label} {name} [{' '.join(flags)}]")
-            for line in trace_summary(args, flags, extra):
-                print("   " + line)
+            lines = trace_summary(args, name, flags, extra)
+            failed |= not lines or lines[0].startswith("FAILED")
+            for line in lines:
+                print("   " + line, flush=True)
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -5,6 +5,9 @@ differ), and with --trace-step a trace summary in tx-run's format."""
 import sys
 
 args = sys.argv[1:]
+if "--fail-here" in args:
+    sys.stderr.write("fake-tx-run: asked to fail\n")
+    sys.exit(3)
 ms = 4.0 + 0.1 * args.count("--decode-attention-warps")
 sys.stderr.write(f"tx-run timing: 63 decode steps, median {ms + 0.1:.3f} ms wall, {ms:.3f} ms GPU stream; "
                  "1 prefill steps, median 1.000 ms wall, 1.000 ms GPU stream; whole run 300.0 ms for 64 tokens\n")

@@ -457,12 +457,13 @@ struct PrefillCase {
 /// Where a consumer's tile time goes (PrefillKernel::kWarpSpecializedPhaseTrace,
 /// one launch after the timed ones): SM cycles from the tile's start to its Q
 /// in shared memory, through the first step (Q K^T and softmax alone), each
-/// later step, the last P V alone and the epilogue; the gap from one tile's
+/// later step, the last P V alone and the epilogue (finding the next tile
+/// and issuing its Q load, then storing O); the gap from one tile's
 /// end to the next one's start; the first tile of a CTA apart (pipeline
 /// fill). Means over every stamped tile of every CTA, consumer by consumer.
 void printPhaseTrace(const std::string &name, const std::vector<long long> &trace, int ctas, int tiles) {
   for (int consumer = 0; consumer < kMaxPrefillConsumers; ++consumer) {
-    double sum[6] = {}, gap = 0, first = 0;
+    double sum[7] = {}, gap = 0, first = 0;
     long long count = 0, steps = 0, gaps = 0, firsts = 0;
     for (int cta = 0; cta < ctas; ++cta)
       for (int tile = 0; tile < tiles; ++tile) {
@@ -489,16 +490,18 @@ void printPhaseTrace(const std::string &name, const std::vector<long long> &trac
         sum[3] += row[kPhaseLastPV] - row[kPhaseMainLoop];
         sum[4] += row[kPhaseEpilogue] - row[kPhaseLastPV];
         sum[5] += row[kPhaseEpilogue] - row[kPhaseTileStart];
+        sum[6] += row[kPhaseNextQIssued] - row[kPhaseLastPV];
         steps += blocks - 1;
         ++count;
       }
     if (count == 0)
       continue;
     std::printf("  phases %s consumer %d: %lld tiles, cycles a tile: Q wait %.0f, first step %.0f, later steps "
-                "%.0f (%.0f a step), last P V %.0f, epilogue %.0f, total %.0f; gap to the next tile %.0f; "
-                "a CTA's first tile %.0f\n",
+                "%.0f (%.0f a step), last P V %.0f, epilogue %.0f (next tile and its Q issued %.0f, O stored %.0f), "
+                "total %.0f; gap to the next tile %.0f; a CTA's first tile %.0f\n",
                 name.c_str(), consumer, count, sum[0] / count, sum[1] / count, sum[2] / count,
-                steps ? sum[2] / steps : 0.0, sum[3] / count, sum[4] / count, sum[5] / count,
+                steps ? sum[2] / steps : 0.0, sum[3] / count, sum[4] / count, sum[6] / count,
+                (sum[4] - sum[6]) / count, sum[5] / count,
                 gaps ? gap / gaps : 0.0, firsts ? first / firsts : 0.0);
   }
 }

@@ -384,7 +384,7 @@ Status CudaExecutor::State::prepare() {
     CU(cudaMemset(sc, 0, counter_bytes), path + ": clearing split counters");
   }
   if (options.trace_decode_steps) {
-    TXC_ASSIGN_OR_RETURN(void *tr, allocate(kMaxTracedLaunches * 4 * sizeof(unsigned long long),
+    TXC_ASSIGN_OR_RETURN(void *tr, allocate(kMaxTracedLaunches * kTraceSlotsPerLaunch * sizeof(unsigned long long),
                                             "the decode step trace"));
     d_trace = static_cast<unsigned long long *>(tr);
   }

@@ -110,8 +110,9 @@ struct CudaExecutorOptions {
   /// Warps per CTA of the tensor-core decode attention: 4 (64-key tiles,
   /// ~100 KB of shared memory at d128) or 1 (16-key tiles, 28 KB; the
   /// decode step's GEMVs run with little shared memory, and an SM changes
-  /// its carveout only when idle). Not yet measured in the step. With the
-  /// rope folded in, one warp's stage holds it for groups of up to 5 query
+  /// its carveout only when idle). Device run 62: slower in the step (its
+  /// folded rope then ran six L2 round trips in a row; one since). With the
+  /// rope folded in, one warp's stage holds it for groups of up to 6 query
   /// heads at head_dim 128 (attention/decode_mma.cuh, kCanFoldRope); larger
   /// groups fall back to the simple attention kernel.
   int decode_attention_warps = 4;

@@ -2,6 +2,7 @@
 #include "runtime/backends/cuda/CudaKernels.h"
 #include "runtime/backends/cuda/Launch.cuh"
 #include "runtime/backends/cuda/RopeAppend.cuh"
+#include "runtime/backends/cuda/StepTrace.h"
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -381,6 +382,9 @@ __global__ void spinKernel(long long cycles) {
   while (clock64() - start < cycles)
     ;
 }
+
+static_assert(kernels::kTraceSlotsPerLaunch == kTraceSlotsPerLaunch,
+              "the step trace's slots a launch, on the device and the host");
 
 __global__ void emptyPdlKernel(unsigned long long *trace) {
   pdlLaunchDependents();

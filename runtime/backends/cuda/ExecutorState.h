@@ -198,8 +198,8 @@ struct CudaExecutor::State {
   // Set while the QKV projection's GEMM is launched (qkv_carveout_percent).
   bool qkv_gemv = false;
 
-  // Decode step tracing (options.trace_decode_steps): four globaltimer
-  // slots per traced kernel (kernels::TraceSlot) in d_trace; the labels of
+  // Decode step tracing (options.trace_decode_steps): kTraceSlotsPerLaunch
+  // globaltimer slots per traced kernel (kernels::TraceSlot) in d_trace; the labels of
   // the kernels that took them, in launch order, as the last enqueue
   // (trace_labels: a capture, for graph replays) and the step last run
   // (step_trace_labels) assigned them; what that step recorded.

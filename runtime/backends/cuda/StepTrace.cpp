@@ -27,12 +27,26 @@ std::vector<TraceKindSummary> summarizeDecodeTrace(const std::vector<DecodeTrace
     kind->wait_latency_us += e.wait_release_us - previous_exit;
     kind->early_start_us += previous_exit - e.first_entry_us;
     kind->after_wait_us += e.last_exit_us - e.wait_release_us;
+    if (std::isnan(e.latest_entry_us) || std::isnan(e.latest_wait_release_us) ||
+        std::isnan(e.query_ready_us) || std::isnan(e.tiles_done_us))
+      continue;
+    ++kind->phase_count;
+    kind->latest_entry_us += e.latest_entry_us - e.wait_release_us;
+    kind->latest_wait_release_us += e.latest_wait_release_us - e.wait_release_us;
+    kind->query_ready_us += e.query_ready_us - e.wait_release_us;
+    kind->tiles_done_us += e.tiles_done_us - e.wait_release_us;
   }
   for (TraceKindSummary &k : kinds) {
     k.share_us /= k.count;
     k.wait_latency_us /= k.count;
     k.early_start_us /= k.count;
     k.after_wait_us /= k.count;
+    if (k.phase_count > 0) {
+      k.latest_entry_us /= k.phase_count;
+      k.latest_wait_release_us /= k.phase_count;
+      k.query_ready_us /= k.phase_count;
+      k.tiles_done_us /= k.phase_count;
+    }
   }
   return kinds;
 }
@@ -48,7 +62,8 @@ std::string formatDecodeTrace(const std::vector<DecodeTraceEntry> &trace) {
                 "wait", "early", "after");
   text += line;
   double total = 0;
-  for (const TraceKindSummary &k : summarizeDecodeTrace(trace)) {
+  const std::vector<TraceKindSummary> kinds = summarizeDecodeTrace(trace);
+  for (const TraceKindSummary &k : kinds) {
     std::snprintf(line, sizeof line, "  %-44s %5d %8.2f %8.2f %8.2f %8.2f\n", k.label.c_str(),
                   k.count, k.share_us, k.wait_latency_us, k.early_start_us, k.after_wait_us);
     text += line;
@@ -60,14 +75,30 @@ std::string formatDecodeTrace(const std::vector<DecodeTraceEntry> &trace) {
                 "sum to %.1f us)\n",
                 total);
   text += line;
-  std::snprintf(line, sizeof line, "  %4s %-44s %9s %9s %9s %9s\n", "#", "kernel", "start",
-                "last-start", "wait", "exit");
+  for (const TraceKindSummary &k : kinds) {
+    if (k.phase_count == 0)
+      continue;
+    std::snprintf(line, sizeof line,
+                  "  %-44s after its first wait release: latest start %.2f, latest wait %.2f, "
+                  "query ready %.2f, tiles done %.2f, exit %.2f us\n",
+                  k.label.c_str(), k.latest_entry_us, k.latest_wait_release_us, k.query_ready_us,
+                  k.tiles_done_us, k.after_wait_us);
+    text += line;
+  }
+  std::snprintf(line, sizeof line, "  %4s %-44s %9s %9s %9s %9s  %s\n", "#", "kernel", "start",
+                "last-start", "wait", "exit", "[latest start, latest wait, query ready, tiles done]");
   text += line;
   for (size_t i = 0; i < trace.size(); ++i) {
     const DecodeTraceEntry &e = trace[i];
-    std::snprintf(line, sizeof line, "  %4zu %-44s %9.2f %9.2f %9.2f %9.2f\n", i, e.label.c_str(),
+    std::snprintf(line, sizeof line, "  %4zu %-44s %9.2f %9.2f %9.2f %9.2f", i, e.label.c_str(),
                   e.first_entry_us, e.last_entry_us, e.wait_release_us, e.last_exit_us);
     text += line;
+    if (!std::isnan(e.latest_entry_us)) {
+      std::snprintf(line, sizeof line, "  [%.2f, %.2f, %.2f, %.2f]", e.latest_entry_us,
+                    e.latest_wait_release_us, e.query_ready_us, e.tiles_done_us);
+      text += line;
+    }
+    text += "\n";
   }
   return text;
 }

@@ -11,16 +11,25 @@
 #ifndef TXC_RUNTIME_BACKENDS_CUDA_STEPTRACE_H
 #define TXC_RUNTIME_BACKENDS_CUDA_STEPTRACE_H
 
+#include <cmath>
 #include <string>
 #include <vector>
 
 namespace txc::cuda {
 
+/// Stamps a traced launch takes (kernels::TraceSlot, device_utils.cuh).
+constexpr int kTraceSlotsPerLaunch = 8;
+
 /// One traced kernel of a decode step: microseconds from the step's first
-/// traced block start; NaN where the kernel did not stamp it.
+/// traced block start; NaN where the kernel did not stamp it. Only kernels
+/// with few blocks (the decode attention) stamp the latest-over-blocks
+/// points: latest start and wait release, query ready (after the folded
+/// rope) and tiles done (before the epilogue and the split combine).
 struct DecodeTraceEntry {
   std::string label; // the plan launch and the kernel: "txk.gemm 4096x4096 / gemv"
   double first_entry_us = 0, last_entry_us = 0, wait_release_us = 0, last_exit_us = 0;
+  double latest_entry_us = std::nan(""), latest_wait_release_us = std::nan("");
+  double query_ready_us = std::nan(""), tiles_done_us = std::nan("");
 };
 
 /// The means over a step's kernels of one label, each measured against the
@@ -34,10 +43,17 @@ struct DecodeTraceEntry {
 ///   started after);
 /// - after_wait: its last exit minus its wait release, its own critical
 ///   path once the dependency resolves.
+///
+/// For kernels with the latest-over-blocks points, their means against the
+/// first block's wait release (phase_count of them): the latest block
+/// start and wait release, query ready, tiles done; the exit is
+/// after_wait_us.
 struct TraceKindSummary {
   std::string label;
   int count = 0;
   double share_us = 0, wait_latency_us = 0, early_start_us = 0, after_wait_us = 0;
+  int phase_count = 0;
+  double latest_entry_us = 0, latest_wait_release_us = 0, query_ready_us = 0, tiles_done_us = 0;
 };
 
 /// By label, in order of first appearance; entries with a stamp missing

@@ -74,25 +74,27 @@ unsigned long long *CudaExecutor::State::takeTraceSlots(const char *kernel) {
       trace_labels.size() >= kMaxTracedLaunches)
     return nullptr;
   trace_labels.push_back(trace_op_label + " / " + kernel);
-  return d_trace + 4 * (trace_labels.size() - 1);
+  return d_trace + kTraceSlotsPerLaunch * (trace_labels.size() - 1);
 }
 
 // The traced step's stamps, relative to its first block start.
 Status CudaExecutor::State::readTrace() {
-  std::vector<unsigned long long> stamps(4 * step_trace_labels.size());
+  constexpr int S = kTraceSlotsPerLaunch;
+  std::vector<unsigned long long> stamps(S * step_trace_labels.size());
   CU(cudaMemcpy(stamps.data(), d_trace, stamps.size() * sizeof(stamps[0]), cudaMemcpyDeviceToHost),
      path + ": reading the step trace");
   unsigned long long origin = ~0ull;
   for (size_t i = 0; i < step_trace_labels.size(); ++i)
-    if (stamps[4 * i] != 0)
-      origin = std::min(origin, stamps[4 * i]);
+    if (stamps[S * i] != 0)
+      origin = std::min(origin, stamps[S * i]);
   auto micros = [&](unsigned long long t) {
     return t == 0 ? std::nan("") : (static_cast<double>(t) - static_cast<double>(origin)) / 1000.0;
   };
   last_trace.clear();
   for (size_t i = 0; i < step_trace_labels.size(); ++i)
-    last_trace.push_back({step_trace_labels[i], micros(stamps[4 * i]), micros(stamps[4 * i + 1]),
-                          micros(stamps[4 * i + 2]), micros(stamps[4 * i + 3])});
+    last_trace.push_back({step_trace_labels[i], micros(stamps[S * i]), micros(stamps[S * i + 1]),
+                          micros(stamps[S * i + 2]), micros(stamps[S * i + 3]), micros(stamps[S * i + 4]),
+                          micros(stamps[S * i + 5]), micros(stamps[S * i + 6]), micros(stamps[S * i + 7])});
   return Status::ok();
 }
 
@@ -274,7 +276,7 @@ Status CudaExecutor::State::step(const engine::Batch &b, float *logits, int32_t 
                       " sequences exceeds max_num_seqs " + std::to_string(device_logits_rows));
   const bool traced = d_trace && b.numTokens() == n;
   if (traced)
-    CU(cudaMemsetAsync(d_trace, 0, kMaxTracedLaunches * 4 * sizeof(unsigned long long), stream),
+    CU(cudaMemsetAsync(d_trace, 0, kMaxTracedLaunches * kTraceSlotsPerLaunch * sizeof(unsigned long long), stream),
        path + ": clearing the step trace");
   CU(cudaEventRecord(step_start, stream), path + ": event");
   Status status = Status::ok();

@@ -67,8 +67,9 @@ __device__ __forceinline__ void mergeSoftmaxState(float &m, float &l, float (&ac
   m = m_new;
 }
 
-/// The fused combine stages split weights in shared memory; more splits than
-/// this use the combine kernel.
+/// The most splits the fused combine merges (it would take any number; more
+/// than this means a launch the split heuristic never makes, and the
+/// combine kernel spreads them over more threads).
 constexpr int kMaxFusedSplits = 128;
 
 /// Merges the num_splits partials of element `dim` of (seq, head) and writes
@@ -97,61 +98,67 @@ __device__ __forceinline__ void combineOneElement(const DecodeParams &p, int seq
 
 /// Merges the num_splits partials of the G heads of (seq, kv_head) in one
 /// CTA and writes the output: load_lse(split, g) gives a split's base-2 LSE,
-/// load_o4(split, g, quad) four of its normalized output elements. The split
-/// weights are staged in shared memory once, so the element loop issues only
-/// independent loads; splits are summed in order (deterministic).
-/// Shared scratch of combineSplitsInCta.
-template <int G> struct CombineScratch {
-  float split_weight[G * kMaxFusedSplits];
-  float head_lse[G], head_weight_sum[G];
-};
-
+/// load_o4(split, g, quad) four of its normalized output elements. This is
+/// the serial tail of the decode step's attention, so latency is what
+/// counts: each thread loads the LSEs and outputs of kSplitsPerLoad splits
+/// of its head at once (one L2 round trip for up to that many splits, not
+/// one for the weights and another for the outputs) and rescales its
+/// running sum between batches; splits are summed in order (deterministic).
 template <typename T, int G, int D, int kThreads, typename LoadLse, typename LoadO4>
 __device__ __forceinline__ void combineSplitsInCta(const DecodeParams &params, int seq, int kv_head,
-                                                   CombineScratch<G> &scratch, LoadLse load_lse, LoadO4 load_o4) {
+                                                   LoadLse load_lse, LoadO4 load_o4) {
   using Ops = ElementOps<T>;
-  float *split_weight = scratch.split_weight, *head_lse = scratch.head_lse, *head_weight_sum = scratch.head_weight_sum;
+  constexpr int kSplitsPerLoad = 8;
   const int num_splits = params.num_splits;
-  for (int i = threadIdx.x; i < G * num_splits; i += kThreads)
-    split_weight[i] = load_lse(i % num_splits, i / num_splits);
-  __syncthreads();
-  if (threadIdx.x < G) {
-    float *w = split_weight + threadIdx.x * num_splits;
-    float max_lse = -INFINITY;
-    for (int sp = 0; sp < num_splits; ++sp)
-      max_lse = fmaxf(max_lse, w[sp]);
-    float sum = 0.f;
-    for (int sp = 0; sp < num_splits; ++sp) {
-      w[sp] = max_lse == -INFINITY ? 0.f : exp2f(w[sp] - max_lse);
-      sum += w[sp];
-    }
-    head_lse[threadIdx.x] = max_lse == -INFINITY ? -INFINITY : (max_lse + log2f(sum)) * kLn2;
-    head_weight_sum[threadIdx.x] = sum;
-  }
-  __syncthreads();
-  // Many loads in flight per thread: this loop is the serial tail of the
-  // launch, so it is latency that counts here, not bandwidth.
   constexpr int kQuads = D / 4;
   for (int idx = threadIdx.x; idx < G * kQuads; idx += kThreads) {
     const int g = idx / kQuads, quad4 = idx % kQuads, head = kv_head * G + g;
-    const long long row = (long long)seq * params.num_qo_heads + head;
-    const float *w = split_weight + g * num_splits;
+    float run_max = -INFINITY, run_sum = 0.f;
     float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
-#pragma unroll 16
-    for (int sp = 0; sp < num_splits; ++sp) {
-      const float4 v = load_o4(sp, g, quad4);
-      acc.x += w[sp] * v.x;
-      acc.y += w[sp] * v.y;
-      acc.z += w[sp] * v.z;
-      acc.w += w[sp] * v.w;
+    for (int sp0 = 0; sp0 < num_splits; sp0 += kSplitsPerLoad) {
+      float lse[kSplitsPerLoad];
+      float4 part[kSplitsPerLoad];
+#pragma unroll
+      for (int b = 0; b < kSplitsPerLoad; ++b) {
+        lse[b] = -INFINITY;
+        if (sp0 + b < num_splits) {
+          lse[b] = load_lse(sp0 + b, g);
+          part[b] = load_o4(sp0 + b, g, quad4);
+        }
+      }
+      float batch_max = run_max;
+#pragma unroll
+      for (int b = 0; b < kSplitsPerLoad; ++b)
+        batch_max = fmaxf(batch_max, lse[b]);
+      if (batch_max == -INFINITY)
+        continue; // every split so far was empty
+      const float rescale = exp2f(run_max - batch_max);
+      run_sum *= rescale;
+      acc.x *= rescale;
+      acc.y *= rescale;
+      acc.z *= rescale;
+      acc.w *= rescale;
+#pragma unroll
+      for (int b = 0; b < kSplitsPerLoad; ++b) {
+        if (lse[b] == -INFINITY)
+          continue;
+        const float w = exp2f(lse[b] - batch_max);
+        run_sum += w;
+        acc.x += w * part[b].x;
+        acc.y += w * part[b].y;
+        acc.z += w * part[b].z;
+        acc.w += w * part[b].w;
+      }
+      run_max = batch_max;
     }
-    const float sum = head_weight_sum[g];
-    const float inv = sum > 0.f ? 1.f / sum : 0.f;
+    const float inv = run_sum > 0.f ? 1.f / run_sum : 0.f;
     T *o = static_cast<T *>(params.o) + seq * params.o_batch_stride + head * params.o_head_stride + quad4 * 4;
     const unsigned lo = Ops::fromFloat2(acc.x * inv, acc.y * inv), hi = Ops::fromFloat2(acc.z * inv, acc.w * inv);
     *reinterpret_cast<uint2 *>(o) = make_uint2(lo, hi);
-    if (params.maybe_lse != nullptr && quad4 == 0)
-      params.maybe_lse[row] = head_lse[g];
+    if (params.maybe_lse != nullptr && quad4 == 0) {
+      const long long row = (long long)seq * params.num_qo_heads + head;
+      params.maybe_lse[row] = run_max == -INFINITY ? -INFINITY : (run_max + log2f(run_sum)) * kLn2;
+    }
   }
 }
 
@@ -170,7 +177,6 @@ __device__ __forceinline__ void decodeEpilogue(const DecodeParams &params, const
   const bool cluster = params.cluster_combine;
   __shared__ __align__(16) float cluster_o[G * D];
   __shared__ float cluster_lse[G];
-  __shared__ CombineScratch<G> combine_scratch;
   for (int idx = threadIdx.x; idx < G * D; idx += kThreads) {
     const int g = idx / D, dim = idx % D;
     const int head = kv_head * G + g;
@@ -211,7 +217,7 @@ __device__ __forceinline__ void decodeEpilogue(const DecodeParams &params, const
     clusterSync(); // every CTA's partial is in its shared memory
     if (clusterCtaRank() == 0)
       combineSplitsInCta<T, G, D, kThreads>(
-          params, seq, kv_head, combine_scratch,
+          params, seq, kv_head,
           [&](int sp, int g) { return loadCluster(clusterSharedAddress(cluster_lse + g, sp)); },
           [&](int sp, int g, int quad4) {
             return loadCluster4(clusterSharedAddress(cluster_o + g * D + quad4 * 4, sp));
@@ -236,7 +242,7 @@ __device__ __forceinline__ void decodeEpilogue(const DecodeParams &params, const
   const long long head0 = (long long)seq * params.num_qo_heads + kv_head * G;
   const float4 *partial_o = reinterpret_cast<const float4 *>(params.maybe_partial_o);
   combineSplitsInCta<T, G, D, kThreads>(
-      params, seq, kv_head, combine_scratch, [&](int sp, int g) { return __ldcg(params.maybe_partial_lse + sp * rows + head0 + g); },
+      params, seq, kv_head, [&](int sp, int g) { return __ldcg(params.maybe_partial_lse + sp * rows + head0 + g); },
       [&](int sp, int g, int quad4) { return __ldcg(partial_o + ((sp * rows + head0 + g) * D) / 4 + quad4); });
   if (threadIdx.x == 0)
     *counter = 0; // ready for the next launch (and for CUDA graph replays)

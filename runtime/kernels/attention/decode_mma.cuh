@@ -53,10 +53,13 @@ struct DecodeMmaTraits {
   static_assert(kGroupSize >= 1 && kGroupSize <= kRows, "GQA group must fit the 16 MMA rows");
   static_assert(kHeadDim == 64 || kHeadDim == 128 || kHeadDim == 256, "head_dim must be 64, 128 or 256");
   static_assert(kSmemBytes <= 227 * 1024, "shared memory over the sm_90 limit");
-  // The folded rope stages the group's query heads, the key, the value and
-  // the rotary factors as fp32 in the last pipeline stage's K buffer.
-  // (Not with one warp and a group of 8: the launcher refuses the fold.)
-  static constexpr bool kCanFoldRope = (kGroupSize + 3) * kHeadDim * 4 <= kKVElems * (int)sizeof(DType);
+  // The folded rope stages the group's query heads, the key and the value
+  // as fp32 in the last pipeline stage's K buffer, the rotary factors and
+  // the q/k-norm weights (kFoldAuxFloats) in its V buffer. (Not with one
+  // warp and a group over 6: the launcher refuses the fold.)
+  static constexpr int kFoldAuxFloats = 3 * kHeadDim;
+  static constexpr bool kCanFoldRope = (kGroupSize + 2) * kHeadDim * 4 <= kKVElems * (int)sizeof(DType) &&
+                                       kFoldAuxFloats * 4 <= kKVElems * (int)sizeof(DType);
   static_assert(kWarps == 1 || kWarps == 4, "decode runs one or four warps a CTA");
   static_assert(kStages >= 2, "the folded rope needs a stage the prologue leaves empty");
 };
@@ -64,34 +67,77 @@ struct DecodeMmaTraits {
 /// DecodeParams::maybe_rope_qkv, after the wait: the CTA's query heads
 /// (q-norm, rotary) into smem_q, rows past the group zeroed as loadQ leaves
 /// them; if the CTA holds the newest key (`owner`), that key (k-norm,
-/// rotary) and its value into their cache slot. When the newest key is row
-/// `tile0_row` of the first tile, it also goes straight into stage 0 (which
-/// the tile's loads skipped); otherwise a later cp.async reads it back from
-/// the cache, so the write is fenced. `scratch` holds (kGroupSize + 2) *
-/// kHeadDim floats; `cos_sin` the rotary pairs' factors, computed before the
-/// wait.
+/// rotary) and its value into their cache slot. When the newest key lies in
+/// a tile of the prologue, it also goes straight into row `staged_row` of
+/// that tile's stage (`stage_k`, `stage_v`; the tile's loads skipped it);
+/// otherwise a later cp.async reads it back from the cache, so the write is
+/// fenced.
+///
+/// This runs on the step's critical path (the attention's own time after
+/// the QKV GEMV ends), so every global load is issued at once, by all
+/// threads, before any is used: one L2 round trip, not one per head a warp
+/// (with one warp and a group of 4 that was six in a row). `heads` holds
+/// (kGroupSize + 2) * kHeadDim floats (the last stage's K buffer), `aux`
+/// the rotary factors, computed before the wait, then the q- and k-norm
+/// weights (the last stage's V buffer, kFoldAuxFloats floats).
 template <class Traits>
 __device__ __forceinline__ void foldRope(const DecodeParams &params, typename Traits::DType *smem_q,
-                                         typename Traits::DType *smem_k, typename Traits::DType *smem_v,
-                                         float *scratch, const float *cos_sin, int kv_head, int seq, bool owner,
-                                         int tile0_row) {
+                                         typename Traits::DType *stage_k, typename Traits::DType *stage_v,
+                                         float *heads, float *aux, int kv_head, int seq, bool owner,
+                                         int staged_row) {
   using T = typename Traits::DType;
   using Ops = ElementOps<T>;
-  constexpr int G = Traits::kGroupSize, D = Traits::kHeadDim;
+  constexpr int G = Traits::kGroupSize, D = Traits::kHeadDim, CPR = Traits::kChunksPerRow;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const T *qkv = static_cast<const T *>(params.maybe_rope_qkv) + seq * params.rope_qkv_batch_stride;
+  const T *q_norm = static_cast<const T *>(params.maybe_q_norm);
+  const T *k_norm = static_cast<const T *>(params.maybe_k_norm);
+  const float *cos_sin = aux;
+  float *q_norm_staged = aux + D, *k_norm_staged = aux + 2 * D;
   const int count = G + (owner ? 2 : 0);
+  // Staged row j: j < G query head kv_head * G + j, j = G the key, G + 1
+  // the value, G + 2 the q-norm weights, G + 3 the k-norm weights.
+  auto rowSource = [&](int j) -> const T * {
+    if (j < G)
+      return qkv + (long long)(kv_head * G + j) * D;
+    if (j < count)
+      return qkv + (long long)(params.num_qo_heads + (j - G) * params.num_kv_heads + kv_head) * D;
+    return j == G + 2 ? q_norm : k_norm;
+  };
+  auto rowTarget = [&](int j) { return j < G + 2 ? heads + j * D : (j == G + 2 ? q_norm_staged : k_norm_staged); };
+  auto rowLoaded = [&](int j) { return j < count || (j >= G + 2 && rowSource(j) != nullptr); };
+  constexpr int kChunks = (G + 4) * CPR;
+  constexpr int kPerThread = (kChunks + Traits::kThreads - 1) / Traits::kThreads;
+  uint4 staged[kPerThread];
+#pragma unroll
+  for (int i = 0; i < kPerThread; ++i) {
+    const int idx = threadIdx.x + i * Traits::kThreads, j = idx / CPR, c = idx % CPR;
+    if (idx < kChunks && rowLoaded(j))
+      staged[i] = *reinterpret_cast<const uint4 *>(rowSource(j) + c * 8);
+  }
+#pragma unroll
+  for (int i = 0; i < kPerThread; ++i) {
+    const int idx = threadIdx.x + i * Traits::kThreads, j = idx / CPR, c = idx % CPR;
+    if (idx < kChunks && rowLoaded(j)) {
+      float *dst = rowTarget(j) + c * 8;
+      const unsigned words[4] = {staged[i].x, staged[i].y, staged[i].z, staged[i].w};
+#pragma unroll
+      for (int w = 0; w < 4; ++w) {
+        const float2 f = Ops::toFloat2(words[w]);
+        dst[2 * w] = f.x;
+        dst[2 * w + 1] = f.y;
+      }
+    }
+  }
+  __syncthreads();
+
   for (int j = warp; j < count; j += Traits::kWarps) {
-    // j < G: query head kv_head * G + j; j = G: the key; j = G + 1: the value.
-    const int h = j < G ? kv_head * G + j : params.num_qo_heads + (j - G) * params.num_kv_heads + kv_head;
-    float *head = scratch + j * D;
-    for (int i = lane; i < D; i += 32)
-      head[i] = static_cast<float>(qkv[(long long)h * D + i]);
-    __syncwarp();
+    float *head = heads + j * D;
     if (j <= G) {
-      const T *norm = static_cast<const T *>(j < G ? params.maybe_q_norm : params.maybe_k_norm);
-      if (norm)
-        rmsNormStagedHead(head, D, params.rope_norm_eps, [&](int i) { return static_cast<float>(norm[i]); }, lane);
+      if ((j < G ? q_norm : k_norm) != nullptr) {
+        const float *norm = j < G ? q_norm_staged : k_norm_staged;
+        rmsNormStagedHead(head, D, params.rope_norm_eps, [&](int i) { return norm[i]; }, lane);
+      }
       rotateStagedHead(
           head, params.rope_half,
           [&](int i, float &c, float &s) {
@@ -113,10 +159,10 @@ __device__ __forceinline__ void foldRope(const DecodeParams &params, typename Tr
         for (int i = lane; i < D; i += 32)
           dst[i] = Ops::fromFloat(head[i]);
       }
-      if (tile0_row >= 0) {
-        T *staged = j == G ? smem_k : smem_v;
+      if (staged_row >= 0) {
+        T *stage = j == G ? stage_k : stage_v;
         for (int i = lane; i < D; i += 32)
-          staged[swizzled<D>(tile0_row, i / 8) + i % 8] = Ops::fromFloat(head[i]);
+          stage[swizzled<D>(staged_row, i / 8) + i % 8] = Ops::fromFloat(head[i]);
       }
     }
   }
@@ -124,7 +170,7 @@ __device__ __forceinline__ void foldRope(const DecodeParams &params, typename Tr
     const int r = G + idx / D, i = idx % D;
     smem_q[swizzled<D>(r, i / 8) + i % 8] = Ops::fromFloat(0.f);
   }
-  if (owner && tile0_row < 0)
+  if (owner && staged_row < 0)
     __threadfence();
   __syncthreads();
 }
@@ -146,14 +192,22 @@ __global__ void __launch_bounds__(Traits::kThreads) pagedDecodeMmaKernel(const D
   const int group = lane / 4, quad = lane % 4;
   if (!params.late_dependents)
     pdlLaunchDependents();
-  traceEntry(params.maybe_trace);
+  // Traced (a diagnostic), this kernel also stamps the latest over its
+  // blocks of: start, wait release, query ready (mark A: after the folded
+  // rope) and tiles done (mark B: before the epilogue and the combine).
+  unsigned long long *const trace = params.maybe_trace;
+  traceEntry(trace);
+  traceLatest(trace, kTraceLatestEntry);
   // The query and the newest key's K/V come from the previous kernel; the
   // older keys, the page table and kv_lens do not (kv_before_wait).
   const bool early = params.kv_before_wait;
-  if (!early) {
+  auto waitForPredecessor = [&]() {
     pdlWait();
-    traceWaitRelease(params.maybe_trace);
-  }
+    traceWaitRelease(trace);
+    traceLatest(trace, kTraceLatestWaitRelease);
+  };
+  if (!early)
+    waitForPredecessor();
 
   const int kv_len = params.kv_lens[seq];
   const int key_begin = kv_len > 0 ? Variant::keyBegin(kv_len - 1, params.variant) : 0;
@@ -200,11 +254,20 @@ __global__ void __launch_bounds__(Traits::kThreads) pagedDecodeMmaKernel(const D
   // there before the wait (positions are a step input).
   const bool rope = Traits::kCanFoldRope && params.maybe_rope_qkv != nullptr;
   float *rope_scratch = reinterpret_cast<float *>(smem_k + (STAGES - 1) * Traits::kKVElems);
-  float *rope_cos_sin = rope_scratch + (G + 2) * D;
-  const bool rope_owner = kv_len > 0 && kv_len - 1 >= chunk_begin && kv_len - 1 < chunk_end;
-  // The newest key's row in the first tile, which the fold writes straight
-  // into shared memory; -1 if it lies elsewhere (or the rope is not folded).
-  const int rope_tile0_row = rope && rope_owner && kv_len - 1 < chunk_begin + BN ? kv_len - 1 - chunk_begin : -1;
+  float *rope_cos_sin = reinterpret_cast<float *>(smem_v + (STAGES - 1) * Traits::kKVElems);
+  // The newest key (its K/V come from the previous kernel): whether this
+  // CTA holds it, and whether it lies in a tile of the prologue (the first
+  // STAGES - 1, loaded before the main loop), whose loads skip it; the
+  // folded rope writes it straight into that stage, or without the fold a
+  // cp.async after the wait loads it.
+  const int newest = kv_len - 1;
+  const bool rope_owner = kv_len > 0 && newest >= chunk_begin && newest < chunk_end;
+  const int newest_tile = rope_owner ? (newest - chunk_begin) / BN : -1;
+  const bool newest_in_prologue = rope_owner && newest_tile < STAGES - 1;
+  T *const newest_stage_k = smem_k + (newest_in_prologue ? newest_tile : 0) * Traits::kKVElems;
+  T *const newest_stage_v = smem_v + (newest_in_prologue ? newest_tile : 0) * Traits::kKVElems;
+  const int newest_row = (newest - chunk_begin) % BN;
+  const int rope_staged_row = rope && newest_in_prologue ? newest_row : -1;
   if (rope) {
     const float pos = static_cast<float>(params.rope_positions[seq]);
     for (int i = tid; i < params.rope_half; i += Traits::kThreads)
@@ -212,52 +275,53 @@ __global__ void __launch_bounds__(Traits::kThreads) pagedDecodeMmaKernel(const D
   }
 
   if (early) {
-    // Tile 0 before the wait, without the newest key: the previous kernel
-    // may still be writing it (its cache lines are not touched until after
-    // the wait). Group 0 then also carries that key and Q, as below.
-    const int newest = kv_len - 1;
-    if (num_tiles > 0)
-      loadTile(0, 0, newest);
-    pdlWait();
-    traceWaitRelease(params.maybe_trace);
+    // The whole prologue before the wait, without the newest key: the
+    // previous kernel may still be writing it (its cache lines are not
+    // touched until after the wait). In the decode step the wait is the
+    // attention's critical path, so every key it can have in flight by then
+    // shortens it. Without the fold, one more group after the wait carries
+    // the newest key and Q, and the first tile waits for every group.
+#pragma unroll
+    for (int s = 0; s < STAGES - 1; ++s) {
+      if (s < num_tiles)
+        loadTile(s, s, newest);
+      cpAsyncCommit();
+    }
+    waitForPredecessor();
     if (rope) {
       __syncthreads(); // the rotary factors
       if constexpr (Traits::kCanFoldRope)
-        foldRope<Traits>(params, smem_q, smem_k, smem_v, rope_scratch, rope_cos_sin, kv_head, seq, rope_owner,
-                         rope_tile0_row);
-    }
-    if (!rope && num_tiles > 0 && newest >= chunk_begin && newest < min(chunk_end, chunk_begin + BN) &&
-        tid < CPR) {
-      const int r = newest - chunk_begin;
-      const long long row = kvRowOffset<Traits::kPageSize>(kv, seq, newest) + tid * 8;
-      cpAsync16(smem_k + swizzled<D>(r, tid), k_base + row, true);
-      cpAsync16(smem_v + swizzled<D>(r, tid), v_base + row, true);
-    }
-    if (!rope)
+        foldRope<Traits>(params, smem_q, newest_stage_k, newest_stage_v, rope_scratch, rope_cos_sin, kv_head, seq,
+                         rope_owner, rope_staged_row);
+    } else {
+      if (newest_in_prologue && tid < CPR) {
+        const long long row = kvRowOffset<Traits::kPageSize>(kv, seq, newest) + tid * 8;
+        cpAsync16(newest_stage_k + swizzled<D>(newest_row, tid), k_base + row, true);
+        cpAsync16(newest_stage_v + swizzled<D>(newest_row, tid), v_base + row, true);
+      }
       loadQ();
-    cpAsyncCommit();
-#pragma unroll
-    for (int s = 1; s < STAGES - 1; ++s) {
-      if (s < num_tiles)
-        loadTile(s, s);
       cpAsyncCommit();
     }
   } else {
     if (rope) {
       __syncthreads(); // the rotary factors
       if constexpr (Traits::kCanFoldRope)
-        foldRope<Traits>(params, smem_q, smem_k, smem_v, rope_scratch, rope_cos_sin, kv_head, seq, rope_owner,
-                         rope_tile0_row);
+        foldRope<Traits>(params, smem_q, newest_stage_k, newest_stage_v, rope_scratch, rope_cos_sin, kv_head, seq,
+                         rope_owner, rope_staged_row);
     } else {
       loadQ();
     }
 #pragma unroll
     for (int s = 0; s < STAGES - 1; ++s) {
       if (s < num_tiles)
-        loadTile(s, s, s == 0 && rope_tile0_row >= 0 ? kv_len - 1 : -1);
+        loadTile(s, s, rope_staged_row >= 0 ? newest : -1);
       cpAsyncCommit(); // the first group also carries Q
     }
   }
+  // The early path without the fold committed Q after the prologue's tiles.
+  const bool first_tile_waits_all = early && !rope;
+
+  traceLatest(trace, kTraceLatestMarkA);
 
   float o_acc[kOTiles][4];
 #pragma unroll
@@ -270,7 +334,10 @@ __global__ void __launch_bounds__(Traits::kThreads) pagedDecodeMmaKernel(const D
   unsigned q_frag[D / 16][4];
 
   for (int tile = 0; tile < num_tiles; ++tile) {
-    cpAsyncWait<STAGES - 2>();
+    if (tile == 0 && first_tile_waits_all)
+      cpAsyncWait<0>();
+    else
+      cpAsyncWait<STAGES - 2>();
     __syncthreads();
     if (tile + STAGES - 1 < num_tiles)
       loadTile(tile + STAGES - 1, (tile + STAGES - 1) % STAGES);
@@ -345,6 +412,7 @@ __global__ void __launch_bounds__(Traits::kThreads) pagedDecodeMmaKernel(const D
   // Per-warp states to shared memory (the pipeline buffers are free now).
   cpAsyncWait<0>();
   __syncthreads();
+  traceLatest(trace, kTraceLatestMarkB);
   float *warp_acc = reinterpret_cast<float *>(smem_raw); // [W][G][D]
   float *warp_m = warp_acc + W * G * D;                   // [W][G]
   float *warp_l = warp_m + W * G;                         // [W][G]
@@ -368,7 +436,7 @@ __global__ void __launch_bounds__(Traits::kThreads) pagedDecodeMmaKernel(const D
   }
   __syncthreads();
   decodeEpilogue<T, G, D, W, Traits::kThreads>(params, warp_acc, warp_m, warp_l, split, seq, kv_head);
-  traceExit(params.maybe_trace);
+  traceExit(trace);
 }
 
 } // namespace txc::kernels

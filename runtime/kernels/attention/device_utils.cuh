@@ -34,14 +34,28 @@ __device__ __forceinline__ void pdlWait() { asm volatile("griddepcontrol.wait;" 
 __device__ __forceinline__ void pdlLaunchDependents() { asm volatile("griddepcontrol.launch_dependents;" ::: "memory"); }
 
 /// Step tracing, a diagnostic (DecodeParams::maybe_trace, GemvArgs::trace):
-/// a launch's four slots take globaltimer stamps in nanoseconds, [0] when
-/// the grid's first block started, [1] when its last block started, [2]
-/// when its first block passed pdlWait and [3] when its last block
-/// finished. The first and last blocks by index stand in for the first and
-/// last to start (blocks are dispatched in index order), so only the exit
-/// takes an atomic, one reduction a block. Slots start at zero (not
-/// stamped). A null pointer costs one test a block.
-enum TraceSlot { kTraceFirstEntry = 0, kTraceLastEntry = 1, kTraceWaitRelease = 2, kTraceLastExit = 3 };
+/// a launch's kTraceSlotsPerLaunch slots take globaltimer stamps in
+/// nanoseconds: [0] when the grid's first block started, [1] when its last
+/// block started, [2] when its first block passed pdlWait and [3] when its
+/// last block finished. The first and last blocks by index stand in for the
+/// first and last to start (blocks are dispatched in index order), so only
+/// the exit takes an atomic, one reduction a block. Kernels with few blocks
+/// (the decode attention) also stamp the latest over their blocks of the
+/// start [4], the wait release [5] and two points of their own [6], [7]
+/// (traceLatest: an atomic a block each, which a GEMV's thousands of
+/// blocks would queue at one address). Slots start at zero (not stamped).
+/// A null pointer costs one test a block.
+enum TraceSlot {
+  kTraceFirstEntry = 0,
+  kTraceLastEntry = 1,
+  kTraceWaitRelease = 2,
+  kTraceLastExit = 3,
+  kTraceLatestEntry = 4,
+  kTraceLatestWaitRelease = 5,
+  kTraceLatestMarkA = 6,
+  kTraceLatestMarkB = 7,
+  kTraceSlotsPerLaunch = 8,
+};
 
 __device__ __forceinline__ unsigned long long globalTimerNs() {
   unsigned long long t;
@@ -66,6 +80,13 @@ __device__ __forceinline__ void traceEntry(unsigned long long *trace) {
 __device__ __forceinline__ void traceWaitRelease(unsigned long long *trace) {
   if (trace != nullptr && threadIdx.x == 0 && linearBlockIndex() == 0)
     trace[kTraceWaitRelease] = globalTimerNs();
+}
+
+/// The latest over the grid's blocks of the point where thread 0 calls it
+/// (slot kTraceLatest*).
+__device__ __forceinline__ void traceLatest(unsigned long long *trace, TraceSlot slot) {
+  if (trace != nullptr && threadIdx.x == 0)
+    atomicMax(trace + slot, globalTimerNs());
 }
 
 /// After the block's last store: the caller's whole block reaches it (a

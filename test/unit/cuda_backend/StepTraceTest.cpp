@@ -48,6 +48,36 @@ TEST(StepTraceTest, KernelsAreMeasuredAgainstTheOneBefore) {
   EXPECT_NE(text.find("unstamped"), std::string::npos) << text;
 }
 
+TEST(StepTraceTest, LatestOverBlocksPointsAreMeansAfterTheFirstWaitRelease) {
+  // An attention that stamps its phases twice (the second 1 us slower in
+  // each), between GEMVs that do not; phases are measured from the
+  // attention's own first wait release.
+  DecodeTraceEntry gemv{"gemv", 0, 1, 2, 10};
+  DecodeTraceEntry first{"attention", 9, 9.5, 10.5, 20};
+  first.latest_entry_us = 11, first.latest_wait_release_us = 12, first.query_ready_us = 13,
+  first.tiles_done_us = 15;
+  DecodeTraceEntry later{"attention", 29, 29.5, 30.5, 41};
+  later.latest_entry_us = 32, later.latest_wait_release_us = 33, later.query_ready_us = 34,
+  later.tiles_done_us = 36;
+  DecodeTraceEntry gemv2{"gemv", 19, 20, 21, 30};
+  std::vector<TraceKindSummary> kinds = summarizeDecodeTrace({gemv, first, gemv2, later});
+  ASSERT_EQ(kinds.size(), 2u);
+  EXPECT_EQ(kinds[0].label, "attention");
+  EXPECT_EQ(kinds[0].phase_count, 2);
+  EXPECT_DOUBLE_EQ(kinds[0].latest_entry_us, (0.5 + 1.5) / 2);
+  EXPECT_DOUBLE_EQ(kinds[0].latest_wait_release_us, (1.5 + 2.5) / 2);
+  EXPECT_DOUBLE_EQ(kinds[0].query_ready_us, (2.5 + 3.5) / 2);
+  EXPECT_DOUBLE_EQ(kinds[0].tiles_done_us, (4.5 + 5.5) / 2);
+  EXPECT_EQ(kinds[1].label, "gemv");
+  EXPECT_EQ(kinds[1].phase_count, 0);
+  const std::string text = formatDecodeTrace({gemv, first, gemv2, later});
+  EXPECT_NE(text.find("attention                                    after its first wait release: latest "
+                      "start 1.00, latest wait 2.00, query ready 3.00, tiles done 5.00, exit 10.00 us"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("20.00  [11.00, 12.00, 13.00, 15.00]"), std::string::npos) << text; // absolute, per kernel
+}
+
 TEST(StepTraceTest, AnEmptyOrSingleKernelTraceHasNoKinds) {
   EXPECT_TRUE(summarizeDecodeTrace({}).empty());
   EXPECT_TRUE(summarizeDecodeTrace({{"gemv", 0, 1, 2, 3}}).empty());

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# One device call's worth of GPU work, every result under $OUT (the device
+# tool brings back a limited number of files, so each step's logs and traces
+# are packed into one tarball). Each step is bounded, so a hung or slow step
+# still leaves the rest of the call and its output. From the repo root on the
+# GPU machine, after `tar xzf build-cuda/gpu-bundle.tgz -C build-cuda`:
+#   bench/device_call.sh BUNDLE COMMIT STEP...
+# STEP is one of
+#   unit                          CudaBackendTests (brief)
+#   check                         bench/gpu_check.sh (kernels against torch)
+#   ab:MODEL:MODES:ROUNDS:SECONDS bench/ab_decode.py --trace on BUNDLE/MODEL.txm
+#                                 with the modes file MODES (random weights)
+# e.g. bench/device_call.sh build-cuda/gpu abc1234 unit \
+#        ab:llama-3-8b:bench/modes/decode-attention-carveout-llama.txt:1:240 check
+set -u
+B=$1 COMMIT=$2
+shift 2
+OUT=${OUT:-/tmp/txc-out}
+mkdir -p "$OUT"
+nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv > "$OUT/gpu.txt"
+status=0
+for step in "$@"; do
+  start=$(date +%s)
+  case "$step" in
+    unit)
+      timeout 120 "$B/CudaBackendTests" --gtest_brief=1 > "$OUT/unit.log" 2>&1
+      rc=$?
+      tail -n 15 "$OUT/unit.log";;
+    check)
+      OUT="$OUT/check" TXC_COMMIT="$COMMIT" timeout 300 bench/gpu_check.sh "$B" > "$OUT/check.log" 2>&1
+      rc=$?
+      (cd "$OUT" && tar czf check.tgz check && rm -rf check)
+      grep -E "^  (time|phases)|FAIL" "$OUT/check.log" | head -n 80;;
+    ab:*)
+      IFS=: read -r _ model modes rounds seconds <<< "$step"
+      name=$(basename "$modes" .txt)
+      timeout "$seconds" python3 bench/ab_decode.py "$B/tx-run" "$B/$model.txm" --rounds "$rounds" --trace \
+        --trace-dir "$OUT/trace-$model-$name" --modes-file "$modes" -- --random-weights 1 \
+        > "$OUT/ab-$model-$name.txt" 2> "$OUT/ab-$model-$name.err"
+      rc=$?
+      (cd "$OUT" && tar czf "trace-$model-$name.tgz" "trace-$model-$name" 2>/dev/null && rm -rf "trace-$model-$name")
+      cat "$OUT/ab-$model-$name.txt";;
+    *)
+      echo "device_call: unknown step '$step'" >&2
+      rc=2;;
+  esac
+  echo "device_call: $step rc=$rc in $(( $(date +%s) - start )) s"
+  [ "$rc" = 0 ] || status=1
+done
+exit $status

@@ -25,6 +25,7 @@
 #include <numeric>
 #include <random>
 #include <string>
+#include <tuple>
 #include <type_traits>
 #include <vector>
 
@@ -296,6 +297,7 @@ struct DecodeCase {
   bool cluster_combine = false; // DecodeParams::cluster_combine (splits merged in a cluster)
   int cluster_max_splits = kPortableClusterSplits; // DecodeParams::cluster_max_splits
   int mma_warps = 4; // DecodeParams::mma_warps (tensor-core kernel: 4 warps, 64-key tiles; 1, 16-key tiles)
+  bool single_kv_stage = false; // DecodeParams::single_kv_stage (one K/V stage, tiles one after another)
 };
 
 constexpr int kGraphLaunches = 20;
@@ -348,6 +350,7 @@ template <typename T> void runDecode(const DecodeCase &c, ElementType dtype, std
     p.cluster_combine = c.cluster_combine;
     p.cluster_max_splits = c.cluster_max_splits;
     p.mma_warps = c.mma_warps;
+    p.single_kv_stage = c.single_kv_stage;
     if (splits > 1) {
       p.maybe_partial_o = reinterpret_cast<float *>(workspace.as<char>() + ws.partial_o_offset);
       p.maybe_partial_lse = reinterpret_cast<float *>(workspace.as<char>() + ws.partial_lse_offset);
@@ -757,6 +760,19 @@ int main(int argc, char **argv) {
     one_warp_fp16.name += " 1-warp";
     one_warp_fp16.mma_warps = 1;
     runDecode<__half>(one_warp_fp16, fp16, rng);
+    // One K/V stage (tiles one after another through it, ~45 KB at d128):
+    // the same cases, chunks of several tiles included.
+    for (int i : {0, 1, 4, 5, 7, 8}) {
+      DecodeCase c = decode_checks[i];
+      c.name += " single-stage";
+      c.single_kv_stage = true;
+      runDecode<__nv_bfloat16>(c, bf16, rng);
+      c.name += " early-kv cluster";
+      c.early_kv = true;
+      c.cluster_combine = true;
+      c.forced_splits = 5;
+      runDecode<__nv_bfloat16>(c, bf16, rng);
+    }
   }
 
   std::printf("== prefill correctness\n");
@@ -881,6 +897,18 @@ int main(int argc, char **argv) {
       c.mma_warps = 1;
       c.forced_splits = 4;
       c.cluster_combine = true;
+      runDecode<__nv_bfloat16>(c, bf16, rng);
+    }
+    // One K/V stage at the carveout of one CTA, as the step launches it at
+    // short contexts (Llama-3-8B's 16 splits, Qwen3-0.6B's 4 of 64 tokens),
+    // and at 4k, where each chunk is two tiles run one after the other.
+    for (const auto &[name, heads, splits, context] :
+         std::vector<std::tuple<std::string, int, int, int>>{{"diag b1 L256 h32/8 graph+pdl+early-kv splits=16", 32, 16, 256},
+                                                             {"diag b1 L256 h16/8 graph+pdl+early-kv splits=4", 16, 4, 256},
+                                                             {"diag b1 L4096 graph+pdl+early-kv splits=32", 32, 32, 4096}}) {
+      DecodeCase c = asInTheStep({name + " single-stage", 1, heads, 8, 128, 16, {}, context});
+      c.forced_splits = splits;
+      c.single_kv_stage = true;
       runDecode<__nv_bfloat16>(c, bf16, rng);
     }
     for (int variant = 0; variant < 4; ++variant) {

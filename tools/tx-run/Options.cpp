@@ -101,6 +101,11 @@ Output:
                           (cuda) the decode attention lets the kernel after
                           it launch once its keys are done, not at its start
                           (for comparison)
+  --no-decode-single-kv-stage
+                          (cuda) the decode step's attention keeps its K/V
+                          pipeline (~105 KB of shared memory at d128) where
+                          one stage would do (chunks of one tile, one wave of
+                          CTAs; for comparison)
   --no-attention-early-kv (cuda) decode attention reads every key after waiting
                           for the QKV kernel, not the older ones before it
                           (for comparison)
@@ -252,6 +257,9 @@ Options parseArguments(int argc, char **argv) {
       cudaOnly();
       options.cuda.profile_launches = true;
       options.timing = true;
+    } else if (arg == "--no-decode-single-kv-stage") {
+      cudaOnly();
+      options.cuda.decode_single_kv_stage = false;
     } else if (arg == "--attention-late-dependents") {
       cudaOnly();
       options.cuda.attention_late_dependents = true;

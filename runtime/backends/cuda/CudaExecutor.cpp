@@ -153,6 +153,7 @@ Status CudaExecutor::State::prepare() {
     return failedPrecondition(path + ": GPU " + std::to_string(options.device) + " (" + prop.name +
                               ") is sm_" + std::to_string(prop.major) + std::to_string(prop.minor) +
                               "; the CUDA backend is built for sm_90a (Hopper)");
+  num_sms = prop.multiProcessorCount;
 
   // A cpu-target plan uses the same txk ops and runs here too (the tests
   // compare the two); a plan for another GPU generation does not.

@@ -110,12 +110,17 @@ struct CudaExecutorOptions {
   /// Warps per CTA of the tensor-core decode attention: 4 (64-key tiles,
   /// ~100 KB of shared memory at d128) or 1 (16-key tiles, 28 KB; the
   /// decode step's GEMVs run with little shared memory, and an SM changes
-  /// its carveout only when idle). Device run 62: slower in the step (its
-  /// folded rope then ran six L2 round trips in a row; one since). With the
-  /// rope folded in, one warp's stage holds it for groups of up to 6 query
-  /// heads at head_dim 128 (attention/decode_mma.cuh, kCanFoldRope); larger
-  /// groups fall back to the simple attention kernel.
+  /// its carveout only when idle). Device runs 62-63: slower in the step
+  /// (its merge of the splits, on one warp, is a chain of L2 round trips).
   int decode_attention_warps = 4;
+  /// The decode attention with one stage of K/V (DecodeParams::
+  /// single_kv_stage, ~45 KB at d128 instead of ~105 KB, at the carveout one
+  /// CTA needs) where the step's chunks fit one tile and its CTAs one wave.
+  /// Behind PDL an SM keeps the attention's carveout for the GEMVs after
+  /// it; at the driver's choice for the pipelined kernel (nearly all of the
+  /// L1 given to shared memory) o_proj and down ran 2 and 5 us slower a
+  /// Llama-3-8B layer (device run 63).
+  bool decode_single_kv_stage = true;
   int qkv_carveout_percent = -1;
   int gemv_carveout_percent = -1;
   int attention_carveout_percent = -1;

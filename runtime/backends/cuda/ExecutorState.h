@@ -195,6 +195,7 @@ struct CudaExecutor::State {
     bool active = false;
     RopeAppendArgs args;
   } pending_rope;
+  int num_sms = 0; // of the GPU (launch shapes that fit one wave)
   // Set while the QKV projection's GEMM is launched (qkv_carveout_percent).
   bool qkv_gemv = false;
 

@@ -39,27 +39,29 @@ struct DecodeMmaTraits {
   static constexpr int kWarps = kWarps_;
   static constexpr int kThreads = kWarps * 32;
   static constexpr int kRows = 16; // MMA M: the group's heads, zero-padded
-  static constexpr int kBlockN = 16 * kWarps;
+  static constexpr int kBlockN = kDecodeMmaKeysPerWarp * kWarps;
   // About 64 KB of K/V in flight per CTA and two CTAs per SM.
   static constexpr int kStages = kHeadDim <= 64 ? 6 : (kHeadDim <= 128 ? 3 : 2);
   static constexpr int kChunksPerRow = kHeadDim / 8;
   static constexpr int kQElems = kRows * kHeadDim;
   static constexpr int kKVElems = kBlockN * kHeadDim;
-  static constexpr int kPipelineBytes = (kQElems + 2 * kStages * kKVElems) * (int)sizeof(DType);
+  // Shared memory: Q, the folded rope's scratch (the group's query heads,
+  // the key and the value as fp32, then the rotary factors and the q/k-norm
+  // weights), then the stages, K and V of stage 0 first: a launch with
+  // DecodeParams::single_kv_stage allocates only up to the end of stage 0.
+  static constexpr int kFoldAuxFloats = 3 * kHeadDim;
+  static constexpr int kFoldScratchBytes = ((kGroupSize + 2) * kHeadDim + kFoldAuxFloats) * 4;
+  static constexpr int kStageOffsetBytes = kQElems * (int)sizeof(DType) + kFoldScratchBytes;
+  static constexpr int kPipelineBytes = kStageOffsetBytes + 2 * kStages * kKVElems * (int)sizeof(DType);
+  static constexpr int kSingleStageBytes = kStageOffsetBytes + 2 * kKVElems * (int)sizeof(DType);
   static constexpr int kMergeBytes = (kWarps * kGroupSize * (kHeadDim + 2)) * (int)sizeof(float);
   static constexpr int kSmemBytes = kPipelineBytes > kMergeBytes ? kPipelineBytes : kMergeBytes;
+  static constexpr int kSmemBytesSingleStage = kSingleStageBytes > kMergeBytes ? kSingleStageBytes : kMergeBytes;
 
   static_assert(sizeof(DType) == 2, "decode supports 16-bit element types");
   static_assert(kGroupSize >= 1 && kGroupSize <= kRows, "GQA group must fit the 16 MMA rows");
   static_assert(kHeadDim == 64 || kHeadDim == 128 || kHeadDim == 256, "head_dim must be 64, 128 or 256");
   static_assert(kSmemBytes <= 227 * 1024, "shared memory over the sm_90 limit");
-  // The folded rope stages the group's query heads, the key and the value
-  // as fp32 in the last pipeline stage's K buffer, the rotary factors and
-  // the q/k-norm weights (kFoldAuxFloats) in its V buffer. (Not with one
-  // warp and a group over 6: the launcher refuses the fold.)
-  static constexpr int kFoldAuxFloats = 3 * kHeadDim;
-  static constexpr bool kCanFoldRope = (kGroupSize + 2) * kHeadDim * 4 <= kKVElems * (int)sizeof(DType) &&
-                                       kFoldAuxFloats * 4 <= kKVElems * (int)sizeof(DType);
   static_assert(kWarps == 1 || kWarps == 4, "decode runs one or four warps a CTA");
   static_assert(kStages >= 2, "the folded rope needs a stage the prologue leaves empty");
 };
@@ -77,9 +79,9 @@ struct DecodeMmaTraits {
 /// the QKV GEMV ends), so every global load is issued at once, by all
 /// threads, before any is used: one L2 round trip, not one per head a warp
 /// (with one warp and a group of 4 that was six in a row). `heads` holds
-/// (kGroupSize + 2) * kHeadDim floats (the last stage's K buffer), `aux`
-/// the rotary factors, computed before the wait, then the q- and k-norm
-/// weights (the last stage's V buffer, kFoldAuxFloats floats).
+/// (kGroupSize + 2) * kHeadDim floats, `aux` (kFoldAuxFloats) the rotary
+/// factors, computed before the wait, then the q- and k-norm weights: the
+/// kernel's fold scratch.
 template <class Traits>
 __device__ __forceinline__ void foldRope(const DecodeParams &params, typename Traits::DType *smem_q,
                                          typename Traits::DType *stage_k, typename Traits::DType *stage_v,
@@ -184,8 +186,16 @@ __global__ void __launch_bounds__(Traits::kThreads) pagedDecodeMmaKernel(const D
 
   extern __shared__ __align__(128) unsigned char smem_raw[];
   T *smem_q = reinterpret_cast<T *>(smem_raw);
-  T *smem_k = smem_q + Traits::kQElems;
-  T *smem_v = smem_k + STAGES * Traits::kKVElems;
+  float *rope_scratch = reinterpret_cast<float *>(smem_raw + Traits::kQElems * sizeof(T));
+  float *rope_cos_sin = rope_scratch + (G + 2) * D;
+  // Stage s: K at stageK(s), V right after it.
+  T *const stage_base = reinterpret_cast<T *>(smem_raw + Traits::kStageOffsetBytes);
+  auto stageK = [&](int s) { return stage_base + 2 * s * Traits::kKVElems; };
+  auto stageV = [&](int s) { return stage_base + (2 * s + 1) * Traits::kKVElems; };
+  // One stage (DecodeParams::single_kv_stage): tiles load and run one after
+  // another through stage 0; otherwise a STAGES-deep pipeline.
+  const bool single = params.single_kv_stage;
+  const int prologue_tiles = single ? 1 : STAGES - 1;
 
   const int split = blockIdx.x, kv_head = blockIdx.y, seq = blockIdx.z;
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
@@ -233,8 +243,8 @@ __global__ void __launch_bounds__(Traits::kThreads) pagedDecodeMmaKernel(const D
   // row of key `skip` is not written at all (the early path loads it after
   // the wait).
   auto loadTile = [&](int tile, int stage, int skip = -1) {
-    T *sk = smem_k + stage * Traits::kKVElems;
-    T *sv = smem_v + stage * Traits::kKVElems;
+    T *sk = stageK(stage);
+    T *sv = stageV(stage);
     constexpr int kRowsPerPass = Traits::kThreads / CPR;
     const int c = tid % CPR;
 #pragma unroll
@@ -249,23 +259,20 @@ __global__ void __launch_bounds__(Traits::kThreads) pagedDecodeMmaKernel(const D
     }
   };
 
-  // The folded rope's scratch: the last pipeline stage, which the prologue
-  // leaves empty; the rotary factors of this token's position are computed
-  // there before the wait (positions are a step input).
-  const bool rope = Traits::kCanFoldRope && params.maybe_rope_qkv != nullptr;
-  float *rope_scratch = reinterpret_cast<float *>(smem_k + (STAGES - 1) * Traits::kKVElems);
-  float *rope_cos_sin = reinterpret_cast<float *>(smem_v + (STAGES - 1) * Traits::kKVElems);
+  // The folded rope: the rotary factors of this token's position are
+  // computed into its scratch before the wait (positions are a step input).
+  const bool rope = params.maybe_rope_qkv != nullptr;
   // The newest key (its K/V come from the previous kernel): whether this
   // CTA holds it, and whether it lies in a tile of the prologue (the first
-  // STAGES - 1, loaded before the main loop), whose loads skip it; the
+  // prologue_tiles, loaded before the main loop), whose loads skip it; the
   // folded rope writes it straight into that stage, or without the fold a
   // cp.async after the wait loads it.
   const int newest = kv_len - 1;
   const bool rope_owner = kv_len > 0 && newest >= chunk_begin && newest < chunk_end;
   const int newest_tile = rope_owner ? (newest - chunk_begin) / BN : -1;
-  const bool newest_in_prologue = rope_owner && newest_tile < STAGES - 1;
-  T *const newest_stage_k = smem_k + (newest_in_prologue ? newest_tile : 0) * Traits::kKVElems;
-  T *const newest_stage_v = smem_v + (newest_in_prologue ? newest_tile : 0) * Traits::kKVElems;
+  const bool newest_in_prologue = rope_owner && newest_tile < prologue_tiles;
+  T *const newest_stage_k = stageK(newest_in_prologue ? newest_tile : 0);
+  T *const newest_stage_v = stageV(newest_in_prologue ? newest_tile : 0);
   const int newest_row = (newest - chunk_begin) % BN;
   const int rope_staged_row = rope && newest_in_prologue ? newest_row : -1;
   if (rope) {
@@ -283,16 +290,15 @@ __global__ void __launch_bounds__(Traits::kThreads) pagedDecodeMmaKernel(const D
     // the newest key and Q, and the first tile waits for every group.
 #pragma unroll
     for (int s = 0; s < STAGES - 1; ++s) {
-      if (s < num_tiles)
+      if (s < num_tiles && s < prologue_tiles)
         loadTile(s, s, newest);
       cpAsyncCommit();
     }
     waitForPredecessor();
     if (rope) {
       __syncthreads(); // the rotary factors
-      if constexpr (Traits::kCanFoldRope)
-        foldRope<Traits>(params, smem_q, newest_stage_k, newest_stage_v, rope_scratch, rope_cos_sin, kv_head, seq,
-                         rope_owner, rope_staged_row);
+      foldRope<Traits>(params, smem_q, newest_stage_k, newest_stage_v, rope_scratch, rope_cos_sin, kv_head, seq,
+                       rope_owner, rope_staged_row);
     } else {
       if (newest_in_prologue && tid < CPR) {
         const long long row = kvRowOffset<Traits::kPageSize>(kv, seq, newest) + tid * 8;
@@ -305,15 +311,14 @@ __global__ void __launch_bounds__(Traits::kThreads) pagedDecodeMmaKernel(const D
   } else {
     if (rope) {
       __syncthreads(); // the rotary factors
-      if constexpr (Traits::kCanFoldRope)
-        foldRope<Traits>(params, smem_q, newest_stage_k, newest_stage_v, rope_scratch, rope_cos_sin, kv_head, seq,
-                         rope_owner, rope_staged_row);
+      foldRope<Traits>(params, smem_q, newest_stage_k, newest_stage_v, rope_scratch, rope_cos_sin, kv_head, seq,
+                       rope_owner, rope_staged_row);
     } else {
       loadQ();
     }
 #pragma unroll
     for (int s = 0; s < STAGES - 1; ++s) {
-      if (s < num_tiles)
+      if (s < num_tiles && s < prologue_tiles)
         loadTile(s, s, rope_staged_row >= 0 ? newest : -1);
       cpAsyncCommit(); // the first group also carries Q
     }
@@ -334,12 +339,12 @@ __global__ void __launch_bounds__(Traits::kThreads) pagedDecodeMmaKernel(const D
   unsigned q_frag[D / 16][4];
 
   for (int tile = 0; tile < num_tiles; ++tile) {
-    if (tile == 0 && first_tile_waits_all)
+    if (single || (tile == 0 && first_tile_waits_all))
       cpAsyncWait<0>();
     else
       cpAsyncWait<STAGES - 2>();
     __syncthreads();
-    if (tile + STAGES - 1 < num_tiles)
+    if (!single && tile + STAGES - 1 < num_tiles)
       loadTile(tile + STAGES - 1, (tile + STAGES - 1) % STAGES);
     cpAsyncCommit();
     if (tile == 0) {
@@ -348,9 +353,9 @@ __global__ void __launch_bounds__(Traits::kThreads) pagedDecodeMmaKernel(const D
         ldmatrixX4(q_frag[kk], smemAddress(smem_q) + 2 * swizzled<D>(lane % 16, kk * 2 + lane / 16));
     }
 
-    const int stage = tile % STAGES;
-    const unsigned sk_addr = smemAddress(smem_k + stage * Traits::kKVElems);
-    const unsigned sv_addr = smemAddress(smem_v + stage * Traits::kKVElems);
+    const int stage = single ? 0 : tile % STAGES;
+    const unsigned sk_addr = smemAddress(stageK(stage));
+    const unsigned sv_addr = smemAddress(stageV(stage));
     const int warp_key0 = warp * 16;
 
     float s[2][4] = {{0.f, 0.f, 0.f, 0.f}, {0.f, 0.f, 0.f, 0.f}};
@@ -404,6 +409,11 @@ __global__ void __launch_bounds__(Traits::kThreads) pagedDecodeMmaKernel(const D
       ldmatrixX4Trans(b, sv_addr + 2 * swizzled<D>(warp_key0 + lane % 8 + ((lane / 8) % 2) * 8, dd * 2 + lane / 16));
       mma16816<T>(o_acc[2 * dd], p, b[0], b[1]);
       mma16816<T>(o_acc[2 * dd + 1], p, b[2], b[3]);
+    }
+    if (single && tile + 1 < num_tiles) {
+      __syncthreads(); // every warp is done with stage 0
+      loadTile(tile + 1, 0);
+      cpAsyncCommit();
     }
   }
 

@@ -111,17 +111,26 @@ template <typename T> Status launchPagedDecodeTyped(const AttentionConfig &confi
         if constexpr (kGroup >= kMinGroupForMmaDecode) {
           auto launchMma = [&](auto warps) -> Status {
             using Traits = DecodeMmaTraits<T, kDim, kGroup, 0, decltype(warps)::value>;
-            if (p.maybe_rope_qkv != nullptr && !Traits::kCanFoldRope)
-              return Status::unsupported("decode: the folded rope does not fit one warp's stage at group " +
-                                         std::to_string(kGroup) + ", head_dim " + std::to_string(kDim));
             auto kernel = pagedDecodeMmaKernel<Traits, decltype(variant)>;
             TXC_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                                 Traits::kSmemBytes));
             if (non_portable)
               TXC_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
-            TXC_CUDA_CHECK(launchKernelWithCarveout(kernel, grid, dim3(Traits::kThreads), Traits::kSmemBytes,
-                                                    stream, p.programmatic_launch, cluster_x, p.carveout_percent,
-                                                    p));
+            const int smem = p.single_kv_stage ? Traits::kSmemBytesSingleStage : Traits::kSmemBytes;
+            int carveout = p.carveout_percent;
+            if (carveout < 0 && p.single_kv_stage) {
+              // The carveout one CTA needs, not the driver's choice (which
+              // maximizes occupancy and so takes nearly all of the L1).
+              static const int static_bytes = [&] {
+                cudaFuncAttributes attributes{};
+                return cudaFuncGetAttributes(&attributes, kernel) == cudaSuccess
+                           ? static_cast<int>(attributes.sharedSizeBytes)
+                           : 0;
+              }();
+              carveout = carveoutPercentFor(smem + static_bytes);
+            }
+            TXC_CUDA_CHECK(launchKernelWithCarveout(kernel, grid, dim3(Traits::kThreads), smem, stream,
+                                                    p.programmatic_launch, cluster_x, carveout, p));
             return Status::ok();
           };
           TXC_RETURN_IF_ERROR(p.mma_warps == 1 ? launchMma(std::integral_constant<int, 1>{})

@@ -15,6 +15,10 @@ namespace txc::kernels {
 /// kernel (decode.cuh) spends. Shared by the launchers and the codegen.
 constexpr int kMinGroupForMmaDecode = 2;
 
+/// Keys a warp of the tensor-core decode kernel holds in a tile (an MMA's
+/// N of two n8 tiles); a tile is this times the CTA's warps.
+constexpr int kDecodeMmaKeysPerWarp = 16;
+
 /// The most splits DecodeParams::cluster_combine merges in one cluster: 8 is
 /// the portable cluster size, the default of DecodeParams::
 /// cluster_max_splits; up to 16 where it opts into non-portable sizes.
@@ -111,12 +115,22 @@ struct DecodeParams {
   // >= 0: the shared-memory carveout the launch asks for (percent; see
   // launchKernelWithCarveout), to match the kernel before it.
   int carveout_percent = -1;
-  // Diagnostics: the launch's four step-trace slots (device_utils.cuh,
+  // Diagnostics: the launch's step-trace slots (device_utils.cuh,
   // TraceSlot), or null. The tensor-core kernel stamps them.
   unsigned long long *maybe_trace = nullptr;
   // Warps per CTA of the tensor-core kernel (GQA group >= 2): 4 (64-key
   // tiles, ~100 KB of shared memory at d128) or 1 (16-key tiles, 28 KB).
   int mma_warps = 4;
+  // The tensor-core kernel with one stage of K/V in shared memory instead of
+  // a pipeline (tiles then load and run one after another): for chunks of
+  // one tile, as in the decode step at short contexts, where the pipeline's
+  // stages are never filled. At d128 that is ~45 KB instead of ~105 KB,
+  // which the SM holds at a carveout that leaves the GEMVs around it most
+  // of the L1 (device run 63: behind PDL an SM keeps the attention's
+  // carveout for the next kernels; at the driver's choice for a 105 KB
+  // kernel, o_proj and down ran 2 and 5 us slower a Llama-3-8B layer). With
+  // carveout_percent < 0 the launch asks for the carveout one CTA needs.
+  bool single_kv_stage = false;
 
   // The decode step's rope folded in (the tensor-core kernel only, GQA
   // group >= 2): when maybe_rope_qkv is set, q is not read. Each CTA reads

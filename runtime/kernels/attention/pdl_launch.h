@@ -22,6 +22,17 @@ namespace txc::kernels {
 /// memory) instead of the driver's choice for the kernel: an SM changes its
 /// carveout only when idle, so a kernel whose carveout differs from its
 /// predecessor's cannot start blocks beside that one's tail.
+/// The carveout (percent, rounded up) whose shared memory holds one CTA of
+/// `cta_bytes` (dynamic and static) on an sm_90 SM: 228 KB of shared memory
+/// at 100%, 1 KB of it reserved per CTA. The driver rounds it up to the
+/// next configuration it has (0, 8, 16, 32, 64, 100, 132, 164, 196, 228 KB).
+inline int carveoutPercentFor(int cta_bytes) {
+  constexpr int kSharedBytesAt100 = 228 * 1024, kReservedPerCta = 1024;
+  const int needed = cta_bytes + kReservedPerCta;
+  const int percent = (needed * 100 + kSharedBytesAt100 - 1) / kSharedBytesAt100;
+  return percent > 100 ? 100 : percent;
+}
+
 template <typename... Params, typename... Args>
 cudaError_t launchKernelWithCarveout(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem,
                                      cudaStream_t stream, bool pdl, unsigned cluster_x, int carveout_percent,

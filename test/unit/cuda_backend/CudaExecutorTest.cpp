@@ -273,6 +273,34 @@ TEST(CudaExecutorTest, OneWarpDecodeAttentionMatchesFourWarps) {
       << refused.status().toString();
 }
 
+// decode_single_kv_stage (on by default where chunks fit one tile) only
+// changes when K/V tiles load: the logits agree to the bit with the
+// pipelined kernel, one sequence and five, the rope folded in or not, on
+// four warps and one. (Chunks of several tiles through the one stage:
+// attention_bench's "single-stage" checks.)
+TEST(CudaExecutorTest, SingleKvStageDecodeMatchesThePipeline) {
+  TXC_SKIP_WITHOUT_GPU();
+  TinyModelOptions model = groupOfTwoModel(2);
+  auto artifact = tinyArtifact(model, "tiny-cuda-single-kv-stage.txm");
+  ASSERT_TRUE(artifact.isOk()) << artifact.status().toString();
+  for (bool fold : {true, false})
+    for (int warps : {4, 1}) {
+      CudaExecutorOptions pipelined;
+      pipelined.rope_in_attention = fold;
+      pipelined.decode_attention_warps = warps;
+      pipelined.decode_split_min_tokens = 16;
+      pipelined.decode_single_kv_stage = false;
+      CudaExecutorOptions single = pipelined;
+      single.decode_single_kv_stage = true;
+      for (const auto &batch : {prompts(), std::vector<std::vector<int32_t>>{prompts()[2]}}) {
+        Generation reference = generate(**artifact, pipelined, true, {}, batch);
+        Generation with_single = generate(**artifact, single, true, {}, batch);
+        EXPECT_EQ(with_single.tokens, reference.tokens) << "fold " << fold << " warps " << warps;
+        expectClose(with_single, reference, 0.0, "single K/V stage");
+      }
+    }
+}
+
 // attention_late_dependents moves only when the next kernel may launch:
 // the logits agree to the bit, with one sequence and five.
 TEST(CudaExecutorTest, LateDependentsOfTheDecodeAttentionChangeNoLogit) {

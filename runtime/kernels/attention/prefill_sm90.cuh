@@ -743,45 +743,17 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
       sum += __shfl_xor_sync(0xffffffffu, sum, 2);
       const float inv = sum > 0.f ? 1.f / sum : 0.f;
       const int row = wm0 + warp * 16 + group + r * 8;
-      const bool valid = row < done.q_len;
-      T *o_row = o_base + (long long)(done.q_start + (valid ? row : 0)) * params.o_token_stride;
-      // A quad holds a row's n8 tiles two columns a thread; four tiles at a
-      // time are transposed across the quad (shuffles) so that each thread
-      // stores one whole tile, 16 bytes: a quarter of the store
-      // instructions, and full sectors instead of 8-byte pieces. The
-      // epilogue is ~15% of a tile at 1k keys (device run 62). Not at d256,
-      // whose 128 accumulator registers a thread leave no room for the
-      // transpose (ptxas: spills 36 -> 60 bytes): 4-byte stores there.
-      if constexpr (kOTiles > 16) {
+      if (row >= done.q_len)
+        continue;
+      T *o_row = o_base + (long long)(done.q_start + row) * params.o_token_stride;
+      // (Transposing four n8 tiles across the quad for 16-byte stores
+      // measured even, device run 63: the epilogue costs because the
+      // warpgroup's next tile waits for it, not for its store count.)
 #pragma unroll
-        for (int j = 0; j < kOTiles; ++j)
-          if (valid)
-            *reinterpret_cast<unsigned *>(o_row + j * 8 + quad * 2) =
-                Ops::fromFloat2(o_acc[j][2 * r] * inv, o_acc[j][2 * r + 1] * inv);
-      } else {
-#pragma unroll
-        for (int b = 0; b < kOTiles / 4; ++b) {
-          unsigned x[4];
-#pragma unroll
-          for (int k = 0; k < 4; ++k)
-            x[k] = Ops::fromFloat2(o_acc[4 * b + k][2 * r] * inv, o_acc[4 * b + k][2 * r + 1] * inv);
-          unsigned out[4];
-          out[0] = out[1] = out[2] = out[3] = 0u;
-          auto pick = [&](int i) { return i == 0 ? x[0] : i == 1 ? x[1] : i == 2 ? x[2] : x[3]; };
-          auto place = [&](int i, unsigned v) {
-#pragma unroll
-            for (int k = 0; k < 4; ++k)
-              out[k] = i == k ? v : out[k];
-          };
-          place(quad, pick(quad));
-#pragma unroll
-          for (int k = 1; k < 4; ++k) // from quad-mate quad ^ k: its columns of tile 4b + quad
-            place(quad ^ k, __shfl_xor_sync(0xffffffffu, pick(quad ^ k), k));
-          if (valid)
-            *reinterpret_cast<uint4 *>(o_row + (4 * b + quad) * 8) = make_uint4(out[0], out[1], out[2], out[3]);
-        }
-      }
-      if (valid && params.maybe_lse != nullptr && quad == 0)
+      for (int j = 0; j < kOTiles; ++j)
+        *reinterpret_cast<unsigned *>(o_row + j * 8 + quad * 2) =
+            Ops::fromFloat2(o_acc[j][2 * r] * inv, o_acc[j][2 * r + 1] * inv);
+      if (params.maybe_lse != nullptr && quad == 0)
         params.maybe_lse[(long long)(done.q_start + row) * params.num_qo_heads + done.head] =
             sum > 0.f ? (row_max[r] * score_scale + log2f(sum)) * kLn2 : -INFINITY;
     }

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# One device call's worth of GPU work, every result under $OUT (the device
-# tool brings back a limited number of files, so each step's logs and traces
-# are packed into one tarball). Each step is bounded, so a hung or slow step
+# One device call's worth of GPU work, every result under $OUT. The device
+# tool brings back at most 8 files: gpu.txt, then unit.log, check.log +
+# check.tgz, and per ab step its summary .txt + a .tgz of its progress log
+# and traces (so one call holds unit, check and two ab steps). Each step is bounded, so a hung or slow step
 # still leaves the rest of the call and its output. From the repo root on the
 # GPU machine, after `tar xzf build-cuda/gpu-bundle.tgz -C build-cuda`:
 #   bench/device_call.sh BUNDLE COMMIT STEP...
@@ -34,12 +35,15 @@ for step in "$@"; do
     ab:*)
       IFS=: read -r _ model modes rounds seconds <<< "$step"
       name=$(basename "$modes" .txt)
+      dir="ab-$model-$name"
+      mkdir -p "$OUT/$dir"
       timeout "$seconds" python3 bench/ab_decode.py "$B/tx-run" "$B/$model.txm" --rounds "$rounds" --trace \
-        --trace-dir "$OUT/trace-$model-$name" --modes-file "$modes" -- --random-weights 1 \
-        > "$OUT/ab-$model-$name.txt" 2> "$OUT/ab-$model-$name.err"
+        --trace-dir "$OUT/$dir/traces" --modes-file "$modes" -- --random-weights 1 \
+        > "$OUT/$dir.txt" 2> "$OUT/$dir/progress.err"
       rc=$?
-      (cd "$OUT" && tar czf "trace-$model-$name.tgz" "trace-$model-$name" 2>/dev/null && rm -rf "trace-$model-$name")
-      cat "$OUT/ab-$model-$name.txt";;
+      # Two files a step: the summary, and the progress log with every whole trace.
+      (cd "$OUT" && tar czf "$dir.tgz" "$dir" && rm -rf "$dir")
+      cat "$OUT/$dir.txt";;
     *)
       echo "device_call: unknown step '$step'" >&2
       rc=2;;

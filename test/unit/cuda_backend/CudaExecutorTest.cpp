@@ -292,11 +292,21 @@ TEST(CudaExecutorTest, SingleKvStageDecodeMatchesThePipeline) {
       pipelined.decode_single_kv_stage = false;
       CudaExecutorOptions single = pipelined;
       single.decode_single_kv_stage = true;
+      // Chunks of two 16-key tiles on one warp take the two stages.
+      CudaExecutorOptions two = pipelined;
+      two.decode_two_kv_stages = true;
+      two.decode_split_min_tokens = 32;
+      CudaExecutorOptions two_reference = pipelined;
+      two_reference.decode_split_min_tokens = 32;
       for (const auto &batch : {prompts(), std::vector<std::vector<int32_t>>{prompts()[2]}}) {
         Generation reference = generate(**artifact, pipelined, true, {}, batch);
         Generation with_single = generate(**artifact, single, true, {}, batch);
         EXPECT_EQ(with_single.tokens, reference.tokens) << "fold " << fold << " warps " << warps;
         expectClose(with_single, reference, 0.0, "single K/V stage");
+        Generation reference32 = generate(**artifact, two_reference, true, {}, batch);
+        Generation with_two = generate(**artifact, two, true, {}, batch);
+        EXPECT_EQ(with_two.tokens, reference32.tokens) << "fold " << fold << " warps " << warps;
+        expectClose(with_two, reference32, 0.0, "two K/V stages");
       }
     }
 }

@@ -13,6 +13,9 @@ median over rounds and its difference from the first mode.
 With --trace, one more run per mode with tx-run --trace-step prints, per
 kind of kernel, what it adds to the last decode step (its share, the wait
 after its predecessor, how early it was resident, its time after the wait).
+--by-layer KERNEL adds, for the kernels whose label contains KERNEL, each
+launch's time after its wait in launch order (a state that flips within a
+step shows there, not in the means).
 
 Example: bench/ab_decode.py tx-run qwen3.txm --mode default --mode fold=--rope-in-attention \\
              -- --random-weights 1
@@ -27,6 +30,10 @@ import sys
 
 STEP = re.compile(r"(\d+) decode steps, median ([0-9.]+) ms wall, ([0-9.]+) ms GPU stream")
 SETUP = re.compile(r"tx-run timing: decode attention: (.*)")
+# A row of --trace-step's per-kernel listing: index, label, first start,
+# last start, wait release, exit (us), then optional latest-over-blocks points.
+KERNEL_ROW = re.compile(r"\s*\d+ (?P<label>.+?)\s+(?P<start>-?[\d.]+|nan)\s+(?P<last>-?[\d.]+|nan)"
+                        r"\s+(?P<wait>-?[\d.]+|nan)\s+(?P<exit>-?[\d.]+|nan)(\s+\[.*\])?\s*$")
 
 
 def run_tx(args, flags, extra):
@@ -51,11 +58,25 @@ def trace_summary(args, name, flags, extra):
     if out.returncode != 0:
         return [f"FAILED ({out.returncode}): {out.stderr.strip()[-2000:]}"]
     lines = []
+    listing = False
+    after_wait = {kind: [] for kind in args.by_layer}
     for line in out.stderr.splitlines():
         if line.strip().startswith("#"):
-            break  # the per-kernel listing follows the summary
-        if lines or line.startswith("decode step trace"):
+            listing = True  # the per-kernel listing follows the summary
+            continue
+        if listing:
+            m = KERNEL_ROW.match(line)
+            if m:
+                for kind in args.by_layer:
+                    if kind in m.group("label"):
+                        after_wait[kind].append(float(m.group("exit")) - float(m.group("wait")))
+        elif lines or line.startswith("decode step trace"):
             lines.append(line)
+    # A kernel's time after its wait, layer by layer: a state that flips
+    # within a step (device run 63: an SM's carveout) shows here, not in
+    # the means.
+    for kind, values in after_wait.items():
+        lines.append(f"{kind} after its wait, us by launch: " + " ".join(f"{v:.1f}" for v in values))
     return lines
 
 
@@ -84,6 +105,9 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--trace", action="store_true", help="also print each mode's step trace summary")
     ap.add_argument("--trace-dir", help="with --trace, keep each mode's whole trace output in DIR/NAME.log")
+    ap.add_argument("--by-layer", action="append", default=[], metavar="KERNEL",
+                    help="with --trace, also each launch's time after its wait of the kernels whose label "
+                         "contains KERNEL (e.g. '4096x14336'), in launch order")
     ap.add_argument("--mode", action="append", default=[], help="NAME or NAME=FLAGS (space-separated)")
     ap.add_argument("--modes-file", help="more modes, one NAME or NAME=FLAGS a line (# comments)")
     argv = sys.argv[1:]

@@ -273,11 +273,12 @@ TEST(CudaExecutorTest, OneWarpDecodeAttentionMatchesFourWarps) {
       << refused.status().toString();
 }
 
-// decode_single_kv_stage (on by default where chunks fit one tile) only
-// changes when K/V tiles load: the logits agree to the bit with the
-// pipelined kernel, one sequence and five, the rope folded in or not, on
-// four warps and one. (Chunks of several tiles through the one stage:
-// attention_bench's "single-stage" checks.)
+// decode_single_kv_stage (on by default where chunks fit one tile) and
+// decode_two_kv_stages (chunks of two tiles) only change when K/V tiles
+// load: the logits agree to the bit with the pipelined kernel, one sequence
+// and five, the rope folded in or not, on four warps and one. (Chunks of
+// several tiles through one or two stages: attention_bench's "single-stage"
+// and "two-stage" checks.)
 TEST(CudaExecutorTest, SingleKvStageDecodeMatchesThePipeline) {
   TXC_SKIP_WITHOUT_GPU();
   TinyModelOptions model = groupOfTwoModel(2);

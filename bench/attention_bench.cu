@@ -743,30 +743,13 @@ int main(int argc, char **argv) {
       }
     runDecode<__half>(decode_checks[0], fp16, rng);
     runDecode<__half>(decode_checks[5], fp16, rng);
-    // The tensor-core kernel on one warp (16-key tiles, 28 KB of shared
-    // memory at d128): every GQA case, plain, early and in a cluster.
-    for (int i : {0, 1, 4, 5, 7, 8}) {
-      DecodeCase c = decode_checks[i];
-      c.name += " 1-warp";
-      c.mma_warps = 1;
-      runDecode<__nv_bfloat16>(c, bf16, rng);
-      c.name += " early-kv cluster";
-      c.early_kv = true;
-      c.cluster_combine = true;
-      c.forced_splits = 5;
-      runDecode<__nv_bfloat16>(c, bf16, rng);
-    }
-    DecodeCase one_warp_fp16 = decode_checks[5];
-    one_warp_fp16.name += " 1-warp";
-    one_warp_fp16.mma_warps = 1;
-    runDecode<__half>(one_warp_fp16, fp16, rng);
-    // One K/V stage (tiles one after another through it, ~45 KB at d128)
-    // and two: the same cases, chunks of several tiles included.
-    for (int stages : {1, 2})
+    // A kernel set-up on every GQA case, plain, then with early K/V and the
+    // splits merged in a cluster.
+    auto checkGqaCases = [&](const std::string &suffix, auto setUp) {
       for (int i : {0, 1, 4, 5, 7, 8}) {
         DecodeCase c = decode_checks[i];
-        c.name += stages == 1 ? " single-stage" : " two-stage";
-        c.kv_stages = stages;
+        c.name += suffix;
+        setUp(c);
         runDecode<__nv_bfloat16>(c, bf16, rng);
         c.name += " early-kv cluster";
         c.early_kv = true;
@@ -774,6 +757,18 @@ int main(int argc, char **argv) {
         c.forced_splits = 5;
         runDecode<__nv_bfloat16>(c, bf16, rng);
       }
+    };
+    // The tensor-core kernel on one warp (16-key tiles, 28 KB of shared
+    // memory at d128).
+    checkGqaCases(" 1-warp", [](DecodeCase &c) { c.mma_warps = 1; });
+    DecodeCase one_warp_fp16 = decode_checks[5];
+    one_warp_fp16.name += " 1-warp";
+    one_warp_fp16.mma_warps = 1;
+    runDecode<__half>(one_warp_fp16, fp16, rng);
+    // One K/V stage (tiles one after another through it, ~45 KB at d128)
+    // and two: chunks of several tiles included.
+    checkGqaCases(" single-stage", [](DecodeCase &c) { c.kv_stages = 1; });
+    checkGqaCases(" two-stage", [](DecodeCase &c) { c.kv_stages = 2; });
   }
 
   std::printf("== prefill correctness\n");

@@ -272,9 +272,9 @@ __global__ void __launch_bounds__(Traits::kThreads) pagedDecodeMmaKernel(const D
   // folded rope writes it straight into that stage, or without the fold a
   // cp.async after the wait loads it.
   const int newest = kv_len - 1;
-  const bool rope_owner = kv_len > 0 && newest >= chunk_begin && newest < chunk_end;
-  const int newest_tile = rope_owner ? (newest - chunk_begin) / BN : -1;
-  const bool newest_in_prologue = rope_owner && newest_tile < prologue_tiles;
+  const bool holds_newest = kv_len > 0 && newest >= chunk_begin && newest < chunk_end;
+  const int newest_tile = holds_newest ? (newest - chunk_begin) / BN : -1;
+  const bool newest_in_prologue = holds_newest && newest_tile < prologue_tiles;
   T *const newest_stage_k = stageK(newest_in_prologue ? newest_tile : 0);
   T *const newest_stage_v = stageV(newest_in_prologue ? newest_tile : 0);
   const int newest_row = (newest - chunk_begin) % BN;
@@ -302,7 +302,7 @@ __global__ void __launch_bounds__(Traits::kThreads) pagedDecodeMmaKernel(const D
     if (rope) {
       __syncthreads(); // the rotary factors
       foldRope<Traits>(params, smem_q, newest_stage_k, newest_stage_v, rope_scratch, rope_cos_sin, kv_head, seq,
-                       rope_owner, rope_staged_row);
+                       holds_newest, rope_staged_row);
     } else {
       if (newest_in_prologue && tid < CPR) {
         const long long row = kvRowOffset<Traits::kPageSize>(kv, seq, newest) + tid * 8;
@@ -316,7 +316,7 @@ __global__ void __launch_bounds__(Traits::kThreads) pagedDecodeMmaKernel(const D
     if (rope) {
       __syncthreads(); // the rotary factors
       foldRope<Traits>(params, smem_q, newest_stage_k, newest_stage_v, rope_scratch, rope_cos_sin, kv_head, seq,
-                       rope_owner, rope_staged_row);
+                       holds_newest, rope_staged_row);
     } else {
       loadQ();
     }

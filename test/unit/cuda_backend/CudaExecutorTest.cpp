@@ -98,6 +98,18 @@ void expectClose(const Generation &a, const Generation &b, double atol, const st
   EXPECT_LE(worst, atol) << what;
 }
 
+/// `options` against `reference`, on five sequences together and on one:
+/// the same greedy tokens, logits within `atol`.
+void expectSameGenerations(const artifact::LoadedArtifact &artifact, const CudaExecutorOptions &reference,
+                           const CudaExecutorOptions &options, double atol, const std::string &what) {
+  for (const auto &batch : {prompts(), std::vector<std::vector<int32_t>>{prompts()[2]}}) {
+    Generation expected = generate(artifact, reference, true, {}, batch);
+    Generation actual = generate(artifact, options, true, {}, batch);
+    EXPECT_EQ(actual.tokens, expected.tokens) << what;
+    expectClose(actual, expected, atol, what);
+  }
+}
+
 TEST(CudaExecutorTest, GraphsGemvAndDeviceGreedyAgreeWithPlainLaunches) {
   TXC_SKIP_WITHOUT_GPU();
   TinyModelOptions model;
@@ -204,12 +216,7 @@ TEST(CudaExecutorTest, RopeFoldedIntoAttentionMatchesTheRopeKernel) {
   rope_kernel.rope_in_attention = false;
   CudaExecutorOptions folded;
   folded.rope_in_attention = true;
-  for (const auto &batch : {prompts(), std::vector<std::vector<int32_t>>{prompts()[2]}}) {
-    Generation reference = generate(**artifact, rope_kernel, true, {}, batch);
-    Generation with_folded = generate(**artifact, folded, true, {}, batch);
-    EXPECT_EQ(with_folded.tokens, reference.tokens);
-    expectClose(with_folded, reference, 0.0, "rope folded into the decode attention");
-  }
+  expectSameGenerations(**artifact, rope_kernel, folded, 0.0, "rope folded into the decode attention");
 }
 
 // gemv_configs: every 2-D weight's one-row GEMV on a configuration far
@@ -258,12 +265,8 @@ TEST(CudaExecutorTest, OneWarpDecodeAttentionMatchesFourWarps) {
     four.decode_split_min_tokens = 16; // several splits, some of several tiles
     CudaExecutorOptions one = four;
     one.decode_attention_warps = 1;
-    for (const auto &batch : {prompts(), std::vector<std::vector<int32_t>>{prompts()[2]}}) {
-      Generation reference = generate(**artifact, four, true, {}, batch);
-      Generation with_one = generate(**artifact, one, true, {}, batch);
-      EXPECT_EQ(with_one.tokens, reference.tokens) << "fold " << fold;
-      expectClose(with_one, reference, 0.05, "one-warp decode attention");
-    }
+    expectSameGenerations(**artifact, four, one, 0.05,
+                          "one-warp decode attention, fold " + std::to_string(fold));
   }
   CudaExecutorOptions two;
   two.decode_attention_warps = 2;
@@ -299,16 +302,9 @@ TEST(CudaExecutorTest, SingleKvStageDecodeMatchesThePipeline) {
       two.decode_split_min_tokens = 32;
       CudaExecutorOptions two_reference = pipelined;
       two_reference.decode_split_min_tokens = 32;
-      for (const auto &batch : {prompts(), std::vector<std::vector<int32_t>>{prompts()[2]}}) {
-        Generation reference = generate(**artifact, pipelined, true, {}, batch);
-        Generation with_single = generate(**artifact, single, true, {}, batch);
-        EXPECT_EQ(with_single.tokens, reference.tokens) << "fold " << fold << " warps " << warps;
-        expectClose(with_single, reference, 0.0, "single K/V stage");
-        Generation reference32 = generate(**artifact, two_reference, true, {}, batch);
-        Generation with_two = generate(**artifact, two, true, {}, batch);
-        EXPECT_EQ(with_two.tokens, reference32.tokens) << "fold " << fold << " warps " << warps;
-        expectClose(with_two, reference32, 0.0, "two K/V stages");
-      }
+      const std::string where = ", fold " + std::to_string(fold) + " warps " + std::to_string(warps);
+      expectSameGenerations(**artifact, pipelined, single, 0.0, "single K/V stage" + where);
+      expectSameGenerations(**artifact, two_reference, two, 0.0, "two K/V stages" + where);
     }
 }
 
@@ -322,12 +318,7 @@ TEST(CudaExecutorTest, LateDependentsOfTheDecodeAttentionChangeNoLogit) {
   CudaExecutorOptions early;
   CudaExecutorOptions late;
   late.attention_late_dependents = true;
-  for (const auto &batch : {prompts(), std::vector<std::vector<int32_t>>{prompts()[2]}}) {
-    Generation reference = generate(**artifact, early, true, {}, batch);
-    Generation with_late = generate(**artifact, late, true, {}, batch);
-    EXPECT_EQ(with_late.tokens, reference.tokens);
-    expectClose(with_late, reference, 0.0, "late dependents");
-  }
+  expectSameGenerations(**artifact, early, late, 0.0, "late dependents");
 }
 
 // trace_decode_steps: the last decode step's GEMVs and decode attention

@@ -297,7 +297,7 @@ struct DecodeCase {
   bool cluster_combine = false; // DecodeParams::cluster_combine (splits merged in a cluster)
   int cluster_max_splits = kPortableClusterSplits; // DecodeParams::cluster_max_splits
   int mma_warps = 4; // DecodeParams::mma_warps (tensor-core kernel: 4 warps, 64-key tiles; 1, 16-key tiles)
-  int kv_stages = 0; // DecodeParams::kv_stages (0: the pipeline; 1 or 2 stages)
+  bool single_kv_stage = false; // DecodeParams::single_kv_stage
 };
 
 constexpr int kGraphLaunches = 20;
@@ -350,7 +350,7 @@ template <typename T> void runDecode(const DecodeCase &c, ElementType dtype, std
     p.cluster_combine = c.cluster_combine;
     p.cluster_max_splits = c.cluster_max_splits;
     p.mma_warps = c.mma_warps;
-    p.kv_stages = c.kv_stages;
+    p.single_kv_stage = c.single_kv_stage;
     if (splits > 1) {
       p.maybe_partial_o = reinterpret_cast<float *>(workspace.as<char>() + ws.partial_o_offset);
       p.maybe_partial_lse = reinterpret_cast<float *>(workspace.as<char>() + ws.partial_lse_offset);
@@ -767,8 +767,7 @@ int main(int argc, char **argv) {
     runDecode<__half>(one_warp_fp16, fp16, rng);
     // One K/V stage (tiles one after another through it, ~45 KB at d128)
     // and two: chunks of several tiles included.
-    checkGqaCases(" single-stage", [](DecodeCase &c) { c.kv_stages = 1; });
-    checkGqaCases(" two-stage", [](DecodeCase &c) { c.kv_stages = 2; });
+    checkGqaCases(" single-stage", [](DecodeCase &c) { c.single_kv_stage = true; });
   }
 
   std::printf("== prefill correctness\n");
@@ -904,20 +903,7 @@ int main(int argc, char **argv) {
                                                              {"diag b1 L4096 graph+pdl+early-kv splits=32", 32, 32, 4096}}) {
       DecodeCase c = asInTheStep({name + " single-stage", 1, heads, 8, 128, 16, {}, context});
       c.forced_splits = splits;
-      c.kv_stages = 1;
-      runDecode<__nv_bfloat16>(c, bf16, rng);
-    }
-    // Two stages where a chunk is two tiles: Llama-3-8B's b1 step at 2k of
-    // context (16 splits of 125 keys) and 4k at 32 splits.
-    for (const auto &[name, splits, context] : std::vector<std::tuple<std::string, int, int>>{
-             {"diag b1 L2000 h32/8 graph+pdl+early-kv splits=16", 16, 2000},
-             {"diag b1 L4096 graph+pdl+early-kv splits=32", 32, 4096}}) {
-      DecodeCase c = asInTheStep({name + " two-stage", 1, 32, 8, 128, 16, {}, context});
-      c.forced_splits = splits;
-      c.kv_stages = 2;
-      runDecode<__nv_bfloat16>(c, bf16, rng);
-      c = asInTheStep({name, 1, 32, 8, 128, 16, {}, context});
-      c.forced_splits = splits;
+      c.single_kv_stage = true;
       runDecode<__nv_bfloat16>(c, bf16, rng);
     }
     for (int variant = 0; variant < 4; ++variant) {

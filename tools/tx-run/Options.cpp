@@ -106,8 +106,6 @@ Output:
                           pipeline (~105 KB of shared memory at d128) where
                           one stage would do (chunks of one tile, one wave of
                           CTAs; for comparison)
-  --decode-two-kv-stages  (cuda) two K/V stages (~77 KB) where the chunks are
-                          two tiles and the CTAs one wave (not yet measured)
   --no-attention-early-kv (cuda) decode attention reads every key after waiting
                           for the QKV kernel, not the older ones before it
                           (for comparison)
@@ -262,9 +260,6 @@ Options parseArguments(int argc, char **argv) {
     } else if (arg == "--no-decode-single-kv-stage") {
       cudaOnly();
       options.cuda.decode_single_kv_stage = false;
-    } else if (arg == "--decode-two-kv-stages") {
-      cudaOnly();
-      options.cuda.decode_two_kv_stages = true;
     } else if (arg == "--attention-late-dependents") {
       cudaOnly();
       options.cuda.attention_late_dependents = true;

@@ -131,17 +131,13 @@ Status CudaExecutor::State::attention(const LaunchAttributes &attributes, const 
         }
         p.num_splits = splits;
         // One K/V stage where each split's chunk fits one tile (the pipeline
-        // would stay empty), two where it is two tiles, when the CTAs make
-        // one wave (the launch then asks for the carveout of one CTA an SM).
+        // would stay empty) and the CTAs one wave (the launch then asks for
+        // the carveout of one CTA an SM).
         const int64_t planned_context = graph_context > 0 ? graph_context : max_context;
         const int64_t chunk = (planned_context + splits - 1) / splits;
-        const int64_t tile_keys = kernels::kDecodeMmaKeysPerWarp * p.mma_warps;
-        const int64_t tiles = (chunk + tile_keys - 1) / tile_keys;
-        const bool one_wave = static_cast<int64_t>(splits) * kv_heads * seqs <= num_sms;
-        if (one_wave && tiles <= 1 && options.decode_single_kv_stage)
-          p.kv_stages = 1;
-        else if (one_wave && tiles == 2 && options.decode_two_kv_stages)
-          p.kv_stages = 2;
+        p.single_kv_stage = options.decode_single_kv_stage &&
+                            chunk <= kernels::kDecodeMmaKeysPerWarp * p.mma_warps &&
+                            static_cast<int64_t>(splits) * kv_heads * seqs <= num_sms;
         if (fold_rope) {
           p.maybe_rope_qkv = rope.qkv;
           p.rope_qkv_batch_stride = (rope.heads + 2 * rope.kv_heads) * rope.head_dim;

@@ -113,18 +113,14 @@ struct CudaExecutorOptions {
   /// its carveout only when idle). Device runs 62-63: slower in the step
   /// (its merge of the splits, on one warp, is a chain of L2 round trips).
   int decode_attention_warps = 4;
-  /// The decode attention with one stage of K/V (DecodeParams::kv_stages
-  /// 1, ~45 KB at d128 instead of ~105 KB, at the carveout one CTA needs)
+  /// The decode attention with one stage of K/V (DecodeParams::
+  /// single_kv_stage, ~45 KB at d128 instead of ~105 KB, at the carveout one CTA needs)
   /// where the step's chunks fit one tile and its CTAs one wave. Behind PDL
   /// an SM keeps the attention's carveout for the GEMVs after it; at the
   /// driver's choice for the pipelined kernel (nearly all of the L1 given
   /// to shared memory) o_proj and down ran 2 and 5 us slower a Llama-3-8B
   /// layer (device run 63); Llama b1 4.56 -> 4.45 ms with it (run 64).
   bool decode_single_kv_stage = true;
-  /// Likewise two K/V stages (~77 KB at d128, the 100 KB configuration: 156
-  /// KB of L1 left) where the chunks are two tiles, as at a few thousand
-  /// tokens of context at batch 1. Not yet measured: off.
-  bool decode_two_kv_stages = false;
   int qkv_carveout_percent = -1;
   int gemv_carveout_percent = -1;
   int attention_carveout_percent = -1;

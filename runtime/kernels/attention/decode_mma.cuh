@@ -48,17 +48,15 @@ struct DecodeMmaTraits {
   // Shared memory: Q, the folded rope's scratch (the group's query heads,
   // the key and the value as fp32, then the rotary factors and the q/k-norm
   // weights), then the stages, K and V of stage 0 first: a launch with
-  // DecodeParams::kv_stages 1 or 2 allocates only up to the end of its last.
+  // DecodeParams::single_kv_stage allocates only up to the end of stage 0.
   static constexpr int kFoldAuxFloats = 3 * kHeadDim;
   static constexpr int kFoldScratchBytes = ((kGroupSize + 2) * kHeadDim + kFoldAuxFloats) * 4;
   static constexpr int kStageOffsetBytes = kQElems * (int)sizeof(DType) + kFoldScratchBytes;
   static constexpr int kPipelineBytes = kStageOffsetBytes + 2 * kStages * kKVElems * (int)sizeof(DType);
   static constexpr int kSingleStageBytes = kStageOffsetBytes + 2 * kKVElems * (int)sizeof(DType);
-  static constexpr int kTwoStagesBytes = kStageOffsetBytes + 4 * kKVElems * (int)sizeof(DType);
   static constexpr int kMergeBytes = (kWarps * kGroupSize * (kHeadDim + 2)) * (int)sizeof(float);
   static constexpr int kSmemBytes = kPipelineBytes > kMergeBytes ? kPipelineBytes : kMergeBytes;
   static constexpr int kSmemBytesSingleStage = kSingleStageBytes > kMergeBytes ? kSingleStageBytes : kMergeBytes;
-  static constexpr int kSmemBytesTwoStages = kTwoStagesBytes > kMergeBytes ? kTwoStagesBytes : kMergeBytes;
 
   static_assert(sizeof(DType) == 2, "decode supports 16-bit element types");
   static_assert(kGroupSize >= 1 && kGroupSize <= kRows, "GQA group must fit the 16 MMA rows");
@@ -194,12 +192,10 @@ __global__ void __launch_bounds__(Traits::kThreads) pagedDecodeMmaKernel(const D
   T *const stage_base = reinterpret_cast<T *>(smem_raw + Traits::kStageOffsetBytes);
   auto stageK = [&](int s) { return stage_base + 2 * s * Traits::kKVElems; };
   auto stageV = [&](int s) { return stage_base + (2 * s + 1) * Traits::kKVElems; };
-  // The stages in use (DecodeParams::kv_stages): one (tiles load and run
-  // one after another through stage 0), two (the next tile loads while this
-  // one runs), or the STAGES-deep pipeline.
-  const int depth = params.kv_stages == 1 ? 1 : (params.kv_stages == 2 ? 2 : STAGES);
-  const bool single = depth == 1;
-  const int prologue_tiles = single ? 1 : depth - 1;
+  // One stage (DecodeParams::single_kv_stage): tiles load and run one after
+  // another through stage 0; otherwise a STAGES-deep pipeline.
+  const bool single = params.single_kv_stage;
+  const int prologue_tiles = single ? 1 : STAGES - 1;
 
   const int split = blockIdx.x, kv_head = blockIdx.y, seq = blockIdx.z;
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
@@ -343,15 +339,13 @@ __global__ void __launch_bounds__(Traits::kThreads) pagedDecodeMmaKernel(const D
   unsigned q_frag[D / 16][4];
 
   for (int tile = 0; tile < num_tiles; ++tile) {
-    // Tile `tile` was the oldest group in flight; with two stages or fewer
-    // nothing issued after it may stay pending.
-    if (depth <= 2 || (tile == 0 && first_tile_waits_all))
+    if (single || (tile == 0 && first_tile_waits_all))
       cpAsyncWait<0>();
     else
       cpAsyncWait<STAGES - 2>();
     __syncthreads();
-    if (!single && tile + depth - 1 < num_tiles)
-      loadTile(tile + depth - 1, (tile + depth - 1) % depth);
+    if (!single && tile + STAGES - 1 < num_tiles)
+      loadTile(tile + STAGES - 1, (tile + STAGES - 1) % STAGES);
     cpAsyncCommit();
     if (tile == 0) {
 #pragma unroll
@@ -359,7 +353,7 @@ __global__ void __launch_bounds__(Traits::kThreads) pagedDecodeMmaKernel(const D
         ldmatrixX4(q_frag[kk], smemAddress(smem_q) + 2 * swizzled<D>(lane % 16, kk * 2 + lane / 16));
     }
 
-    const int stage = tile % depth;
+    const int stage = single ? 0 : tile % STAGES;
     const unsigned sk_addr = smemAddress(stageK(stage));
     const unsigned sv_addr = smemAddress(stageV(stage));
     const int warp_key0 = warp * 16;

@@ -116,11 +116,9 @@ template <typename T> Status launchPagedDecodeTyped(const AttentionConfig &confi
                                                 Traits::kSmemBytes));
             if (non_portable)
               TXC_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
-            const int smem = p.kv_stages == 1   ? Traits::kSmemBytesSingleStage
-                             : p.kv_stages == 2 ? Traits::kSmemBytesTwoStages
-                                                : Traits::kSmemBytes;
+            const int smem = p.single_kv_stage ? Traits::kSmemBytesSingleStage : Traits::kSmemBytes;
             int carveout = p.carveout_percent;
-            if (carveout < 0 && (p.kv_stages == 1 || p.kv_stages == 2)) {
+            if (carveout < 0 && p.single_kv_stage) {
               // The carveout one CTA needs, not the driver's choice (which
               // maximizes occupancy and so takes nearly all of the L1).
               static const int static_bytes = [&] {

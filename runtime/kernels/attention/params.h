@@ -121,17 +121,18 @@ struct DecodeParams {
   // Warps per CTA of the tensor-core kernel (GQA group >= 2): 4 (64-key
   // tiles, ~100 KB of shared memory at d128) or 1 (16-key tiles, 28 KB).
   int mma_warps = 4;
-  // K/V stages in shared memory of the tensor-core kernel: 0, its pipeline
-  // (3 at d128); 1, one stage (tiles load and run one after another); 2,
-  // the next tile loading while one runs. For chunks of one or two tiles,
-  // as in the decode step, where the deeper pipeline is never filled: at
-  // d128 ~45 KB (one) or ~77 KB (two) instead of ~105 KB, which the SM holds
-  // at a carveout that leaves the GEMVs around it more of the L1 (device
-  // run 63: behind PDL an SM keeps the attention's carveout for the next
-  // kernels; at the driver's choice for a 105 KB kernel, o_proj and down
-  // ran 2 and 5 us slower a Llama-3-8B layer). With 1 or 2 and
+  // The tensor-core kernel with one stage of K/V in shared memory instead of
+  // its pipeline (tiles then load and run one after another): for chunks of
+  // one tile, as in the decode step at short contexts, where the pipeline's
+  // stages are never filled. At d128 that is ~45 KB instead of ~105 KB,
+  // which the SM holds at a carveout that leaves the GEMVs around it most
+  // of the L1 (device run 63: behind PDL an SM keeps the attention's
+  // carveout for the next kernels; at the driver's choice for a 105 KB
+  // kernel, o_proj and down ran 2 and 5 us slower a Llama-3-8B layer). With
   // carveout_percent < 0 the launch asks for the carveout one CTA needs.
-  int kv_stages = 0;
+  // (Two stages where chunks are two tiles measured no better in the step
+  // and slower alone, device run 66.)
+  bool single_kv_stage = false;
 
   // The decode step's rope folded in (the tensor-core kernel only, GQA
   // group >= 2): when maybe_rope_qkv is set, q is not read. Each CTA reads

@@ -217,6 +217,15 @@ __device__ __forceinline__ void ldmatrixX4Trans(unsigned (&r)[4], unsigned addr)
                : "r"(addr));
 }
 
+/// Four 8x8 b16 matrices to shared memory; lane l gives the address of row
+/// l % 8 of matrix l / 8, and register i holds (row lane / 4, columns
+/// 2 (lane % 4) and + 1) of matrix i: an mma accumulator's layout.
+__device__ __forceinline__ void stmatrixX4(unsigned addr, const unsigned (&r)[4]) {
+  asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1,%2,%3,%4};" ::"r"(addr), "r"(r[0]), "r"(r[1]),
+               "r"(r[2]), "r"(r[3])
+               : "memory");
+}
+
 /// D = A(16x16) * B(16x8) + D, fp32 accumulation.
 template <typename T>
 __device__ __forceinline__ void mma16816(float (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {

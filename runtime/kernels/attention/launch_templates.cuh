@@ -192,6 +192,9 @@ template <typename T> Status launchPrefillTyped(const AttentionConfig &config, c
   if (p.kv.page_table != nullptr && (p.kv.page_size <= 0 || (1 << p.kv.page_size_log2) != p.kv.page_size))
     return Status::invalidArgument("prefill: page size " + std::to_string(p.kv.page_size) +
                                    " is not a power of two matching page_size_log2");
+  const unsigned long long addresses = (unsigned long long)p.q | (unsigned long long)p.o;
+  if (addresses % 16 != 0 || (p.q_token_stride | p.q_head_stride | p.o_token_stride | p.o_head_stride) % 8 != 0)
+    return Status::invalidArgument("prefill: q, o and their strides must be 16-byte aligned (16-byte loads and stores)");
   if (p.max_seqlen_q <= 0)
     return Status::ok();
   const PrefillKernel kind =

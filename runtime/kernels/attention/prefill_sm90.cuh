@@ -90,7 +90,16 @@ struct PrefillSm90Traits {
   // being issued, and the next one being resolved): one page-table lookup per
   // key per block, shared by the producer threads.
   static constexpr int kOffsetSlots = 3;
-  static constexpr int kSmemBytes = kTileBytes + kBarriers * 8 + kOffsetSlots * kBlockN * 8;
+  static constexpr int kBookkeepingBytes = kBarriers * 8 + kOffsetSlots * kBlockN * 8;
+  // O leaves through shared memory where that fits beside the tiles (d64,
+  // d128; not d256's 224 KB of tiles): each warp stores its 16 rows there
+  // with stmatrix and reads them back as whole rows, so each 16-byte global
+  // store instruction writes full rows (two at d128) instead of four bytes
+  // in each of eight rows from the accumulator's fragment layout.
+  static constexpr int kOStageBytes = kQElems * (int)sizeof(DType);
+  static constexpr bool kStageO = kTileBytes + kOStageBytes + kBookkeepingBytes <= 227 * 1024;
+  static constexpr int kBookkeepingOffset = kTileBytes + (kStageO ? kOStageBytes : 0);
+  static constexpr int kSmemBytes = kBookkeepingOffset + kBookkeepingBytes;
 
   static_assert(sizeof(DType) == 2, "prefill supports 16-bit element types");
   static_assert(kConsumerWarpgroups == 2 || (kConsumerWarpgroups == 3 && kHeadDim == 64),
@@ -256,7 +265,8 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
   T *smem_q = reinterpret_cast<T *>(smem_raw);             // [warpgroup][64][D]
   T *smem_k = smem_q + Traits::kQElems;                    // [stage][BN][D]
   T *smem_v = smem_k + kStages * Traits::kKVElems;         // [stage][BN][D]
-  unsigned long long *full_k = reinterpret_cast<unsigned long long *>(smem_raw + Traits::kTileBytes);
+  T *smem_o = reinterpret_cast<T *>(smem_raw + Traits::kTileBytes); // [warpgroup][64][D] when kStageO
+  unsigned long long *full_k = reinterpret_cast<unsigned long long *>(smem_raw + Traits::kBookkeepingOffset);
   unsigned long long *full_v = full_k + kStages;
   unsigned long long *empty_k = full_v + kStages;
   unsigned long long *empty_v = empty_k + kStages;
@@ -736,26 +746,62 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
     const Tile done = tileAt(t_done);
     const int wm0 = done.m0 + consumer * WM; // this warpgroup's first query row
     T *o_base = static_cast<T *>(params.o) + done.head * params.o_head_stride;
+    float inv[2];
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
       float sum = row_sum[r];
       sum += __shfl_xor_sync(0xffffffffu, sum, 1);
       sum += __shfl_xor_sync(0xffffffffu, sum, 2);
-      const float inv = sum > 0.f ? 1.f / sum : 0.f;
+      inv[r] = sum > 0.f ? 1.f / sum : 0.f;
       const int row = wm0 + warp * 16 + group + r * 8;
-      if (row >= done.q_len)
-        continue;
-      T *o_row = o_base + (long long)(done.q_start + row) * params.o_token_stride;
-      // (Transposing four n8 tiles across the quad for 16-byte stores
-      // measured even, device run 63: the epilogue costs because the
-      // warpgroup's next tile waits for it, not for its store count.)
-#pragma unroll
-      for (int j = 0; j < kOTiles; ++j)
-        *reinterpret_cast<unsigned *>(o_row + j * 8 + quad * 2) =
-            Ops::fromFloat2(o_acc[j][2 * r] * inv, o_acc[j][2 * r + 1] * inv);
-      if (params.maybe_lse != nullptr && quad == 0)
+      if (params.maybe_lse != nullptr && quad == 0 && row < done.q_len)
         params.maybe_lse[(long long)(done.q_start + row) * params.num_qo_heads + done.head] =
             sum > 0.f ? (row_max[r] * score_scale + log2f(sum)) * kLn2 : -INFINITY;
+    }
+    if constexpr (Traits::kStageO) {
+      // This warp's 16 rows through shared memory, 16-byte chunk c of row r
+      // at chunk c ^ (r % 8) (conflict-free for stmatrix's eight rows and
+      // for eight lanes reading one row). No other warp touches them, so
+      // __syncwarp orders the last tile's reads before these writes.
+      T *smem_wo = smem_o + (consumer * WM + warp * 16) * D;
+      const unsigned wo_addr = smemAddress(smem_wo);
+      __syncwarp();
+#pragma unroll
+      for (int j = 0; j < kOTiles; j += 2) {
+        const unsigned frag[4] = {Ops::fromFloat2(o_acc[j][0] * inv[0], o_acc[j][1] * inv[0]),
+                                  Ops::fromFloat2(o_acc[j][2] * inv[1], o_acc[j][3] * inv[1]),
+                                  Ops::fromFloat2(o_acc[j + 1][0] * inv[0], o_acc[j + 1][1] * inv[0]),
+                                  Ops::fromFloat2(o_acc[j + 1][2] * inv[1], o_acc[j + 1][3] * inv[1])};
+        // Matrix lane / 8: n8 tile j + (lane / 16), rows 8 ((lane / 8) % 2) on.
+        const int row = ((lane / 8) % 2) * 8 + lane % 8, chunk = j + lane / 16;
+        stmatrixX4(wo_addr + row * D * (int)sizeof(T) + ((chunk ^ (row % 8)) * 16), frag);
+      }
+      __syncwarp();
+      constexpr int kRowsPerPass = 32 / CPR;
+      const int c = lane % CPR;
+#pragma unroll
+      for (int pass = 0; pass < 16 / kRowsPerPass; ++pass) {
+        const int r = pass * kRowsPerPass + lane / CPR;
+        const int row = wm0 + warp * 16 + r;
+        const uint4 chunk = *reinterpret_cast<const uint4 *>(smem_wo + r * D + ((c ^ (r % 8)) * 8));
+        if (row < done.q_len)
+          *reinterpret_cast<uint4 *>(o_base + (long long)(done.q_start + row) * params.o_token_stride + c * 8) =
+              chunk;
+      }
+    } else {
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        const int row = wm0 + warp * 16 + group + r * 8;
+        if (row >= done.q_len)
+          continue;
+        T *o_row = o_base + (long long)(done.q_start + row) * params.o_token_stride;
+        // (Transposing four n8 tiles across the quad for 16-byte stores
+        // measured even, device run 63.)
+#pragma unroll
+        for (int j = 0; j < kOTiles; ++j)
+          *reinterpret_cast<unsigned *>(o_row + j * 8 + quad * 2) =
+              Ops::fromFloat2(o_acc[j][2 * r] * inv[r], o_acc[j][2 * r + 1] * inv[r]);
+      }
     }
     stamp(kPhaseEpilogue);
   }

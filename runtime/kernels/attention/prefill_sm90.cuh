@@ -93,10 +93,12 @@ struct PrefillSm90Traits {
   static constexpr int kBookkeepingBytes = kBarriers * 8 + kOffsetSlots * kBlockN * 8;
   // O leaves through shared memory where that fits beside the tiles (d64,
   // d128; not d256's 224 KB of tiles): each warp stores its 16 rows there
-  // with stmatrix and reads them back as whole rows, so each 16-byte global
-  // store instruction writes full rows (two at d128) instead of four bytes
-  // in each of eight rows from the accumulator's fragment layout.
-  static constexpr int kOStageBytes = kQElems * (int)sizeof(DType);
+  // with stmatrix, and its lanes hand one row each to a bulk async copy, so
+  // the warpgroup goes on to its next tile while the rows drain to global
+  // memory. Rows are padded by 16 bytes: stmatrix's eight rows of one
+  // column then fall in distinct banks, and each row stays contiguous.
+  static constexpr int kORowElems = kHeadDim + 8;
+  static constexpr int kOStageBytes = kBlockM * kORowElems * (int)sizeof(DType);
   static constexpr bool kStageO = kTileBytes + kOStageBytes + kBookkeepingBytes <= 227 * 1024;
   static constexpr int kBookkeepingOffset = kTileBytes + (kStageO ? kOStageBytes : 0);
   static constexpr int kSmemBytes = kBookkeepingOffset + kBookkeepingBytes;
@@ -265,7 +267,7 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
   T *smem_q = reinterpret_cast<T *>(smem_raw);             // [warpgroup][64][D]
   T *smem_k = smem_q + Traits::kQElems;                    // [stage][BN][D]
   T *smem_v = smem_k + kStages * Traits::kKVElems;         // [stage][BN][D]
-  T *smem_o = reinterpret_cast<T *>(smem_raw + Traits::kTileBytes); // [warpgroup][64][D] when kStageO
+  T *smem_o = reinterpret_cast<T *>(smem_raw + Traits::kTileBytes); // [warpgroup][64][kORowElems] when kStageO
   unsigned long long *full_k = reinterpret_cast<unsigned long long *>(smem_raw + Traits::kBookkeepingOffset);
   unsigned long long *full_v = full_k + kStages;
   unsigned long long *empty_k = full_v + kStages;
@@ -730,7 +732,6 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
 
     // Every warp of this warpgroup is past its last Q K^T: the next tile's Q
     // may overwrite the tile while this one's O is written.
-    const int t_done = t_cur;
     t_cur = nextTile(tileAfter(t_cur));
     if constexpr (kSeveralTiles) {
       namedBarrierSync(sm90::qBarrier(Traits::kConsumerWarpgroups, consumer), 128);
@@ -740,10 +741,11 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
 
     stamp(kPhaseNextQIssued);
 
-    // Epilogue: normalize, write O (and the natural-log LSE). The tile is
-    // looked up again (L1 hits) rather than kept in registers through the
-    // main loop.
-    const Tile done = tileAt(t_done);
+    // Epilogue: normalize, write O (and the natural-log LSE). The tile's
+    // fields stay in registers through the main loop: looked up again, its
+    // loads (L2 round trips beside ~200 KB of shared memory) were the
+    // epilogue's critical path.
+    const Tile &done = tile;
     const int wm0 = done.m0 + consumer * WM; // this warpgroup's first query row
     T *o_base = static_cast<T *>(params.o) + done.head * params.o_head_stride;
     float inv[2];
@@ -759,12 +761,12 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
             sum > 0.f ? (row_max[r] * score_scale + log2f(sum)) * kLn2 : -INFINITY;
     }
     if constexpr (Traits::kStageO) {
-      // This warp's 16 rows through shared memory, 16-byte chunk c of row r
-      // at chunk c ^ (r % 8) (conflict-free for stmatrix's eight rows and
-      // for eight lanes reading one row). No other warp touches them, so
-      // __syncwarp orders the last tile's reads before these writes.
-      T *smem_wo = smem_o + (consumer * WM + warp * 16) * D;
+      // This warp's 16 rows, which no other warp touches: its lanes' bulk
+      // copies of the last tile's rows must have read them first.
+      constexpr int kRowBytes = Traits::kORowElems * (int)sizeof(T);
+      T *smem_wo = smem_o + (consumer * WM + warp * 16) * Traits::kORowElems;
       const unsigned wo_addr = smemAddress(smem_wo);
+      bulkWaitRead();
       __syncwarp();
 #pragma unroll
       for (int j = 0; j < kOTiles; j += 2) {
@@ -773,20 +775,16 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
                                   Ops::fromFloat2(o_acc[j + 1][0] * inv[0], o_acc[j + 1][1] * inv[0]),
                                   Ops::fromFloat2(o_acc[j + 1][2] * inv[1], o_acc[j + 1][3] * inv[1])};
         // Matrix lane / 8: n8 tile j + (lane / 16), rows 8 ((lane / 8) % 2) on.
-        const int row = ((lane / 8) % 2) * 8 + lane % 8, chunk = j + lane / 16;
-        stmatrixX4(wo_addr + row * D * (int)sizeof(T) + ((chunk ^ (row % 8)) * 16), frag);
+        const int row = ((lane / 8) % 2) * 8 + lane % 8;
+        stmatrixX4(wo_addr + row * kRowBytes + (j + lane / 16) * 16, frag);
       }
+      fenceProxyAsyncShared(); // the bulk copies (async proxy) read what stmatrix wrote
       __syncwarp();
-      constexpr int kRowsPerPass = 32 / CPR;
-      const int c = lane % CPR;
-#pragma unroll
-      for (int pass = 0; pass < 16 / kRowsPerPass; ++pass) {
-        const int r = pass * kRowsPerPass + lane / CPR;
-        const int row = wm0 + warp * 16 + r;
-        const uint4 chunk = *reinterpret_cast<const uint4 *>(smem_wo + r * D + ((c ^ (r % 8)) * 8));
-        if (row < done.q_len)
-          *reinterpret_cast<uint4 *>(o_base + (long long)(done.q_start + row) * params.o_token_stride + c * 8) =
-              chunk;
+      const int row = wm0 + warp * 16 + lane;
+      if (lane < 16 && row < done.q_len) {
+        bulkStoreShared(o_base + (long long)(done.q_start + row) * params.o_token_stride,
+                        smem_wo + lane * Traits::kORowElems, D * (int)sizeof(T));
+        bulkCommit();
       }
     } else {
 #pragma unroll
@@ -805,6 +803,8 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
     }
     stamp(kPhaseEpilogue);
   }
+  if constexpr (Traits::kStageO)
+    bulkWaitAll(); // no bulk copy outlives the shared memory it reads
   if (consumer == 0)
     namedBarrierSync(my_turn, 256); // consumes the last consumer's last hand-over
 }

@@ -74,6 +74,21 @@ __device__ __forceinline__ void tmaLoad4d(void *dst, const void *desc, int x, in
                : "memory");
 }
 
+/// Bulk copy (async proxy) of `bytes` (a multiple of 16, both ends 16-byte
+/// aligned) from shared to global memory, in this thread's current bulk
+/// group; shared-memory writes before it need fenceProxyAsyncShared.
+__device__ __forceinline__ void bulkStoreShared(void *dst, const void *src, unsigned bytes) {
+  asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;\n" ::"l"(
+                   reinterpret_cast<unsigned long long>(dst)),
+               "r"(smemAddress(src)), "r"(bytes)
+               : "memory");
+}
+__device__ __forceinline__ void bulkCommit() { asm volatile("cp.async.bulk.commit_group;\n" ::: "memory"); }
+/// This thread's bulk groups have read their shared-memory sources.
+__device__ __forceinline__ void bulkWaitRead() { asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory"); }
+/// This thread's bulk groups are complete (their global writes done).
+__device__ __forceinline__ void bulkWaitAll() { asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory"); }
+
 __device__ __forceinline__ void namedBarrierSync(int id, int threads) {
   asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
 }

@@ -208,6 +208,7 @@ template <typename T> Status launchPrefillTyped(const AttentionConfig &config, c
         auto kernel = prefillKernel<Traits, Variant>;
         PrefillParams kp = p;
         kp.kv_by_tma = false;
+        kp.o_by_tma = false;
         if constexpr (Traits::kWarpSpecialized) {
           const bool paged = p.kv.page_table != nullptr;
           // A box is a key block's rows: TMA where a page holds whole blocks.
@@ -228,6 +229,22 @@ template <typename T> Status launchPrefillTyped(const AttentionConfig &config, c
             shape.base = p.kv.v;
             TXC_RETURN_IF_ERROR(encodeKVTileDescriptor(&kp.tma_v, shape, Traits::kBlockN, "V"));
             kp.kv_by_tma = true;
+          }
+          // O by TMA from the epilogue's shared memory (d64, d128): one
+          // head's rows as the same rank-4 tensor, boxes of a warpgroup's 64
+          // rows. Rows: batch x the longest sequence bounds the packed query
+          // rows; the kernel stores only boxes inside one sequence.
+          const long long o_rows = (long long)p.batch * p.max_seqlen_q;
+          if (Traits::kStageO && o_rows >= Traits::kWarpgroupRows) {
+            KVTensorShape o;
+            o.base = p.o;
+            o.head_dim = Traits::kHeadDim;
+            o.kv_heads = p.num_qo_heads;
+            o.rows = o_rows;
+            o.row_stride = p.o_token_stride;
+            o.head_stride = p.o_head_stride;
+            TXC_RETURN_IF_ERROR(encodeKVTileDescriptor(&kp.tma_o, o, Traits::kWarpgroupRows, "O"));
+            kp.o_by_tma = true;
           }
         }
         TXC_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,

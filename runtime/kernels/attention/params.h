@@ -175,6 +175,10 @@ struct PrefillParams {
   // key block's rows (contiguous K/V, or pages that hold whole blocks).
   bool kv_by_tma = false;
   TmaDescriptor tma_k, tma_v;
+  // Likewise O (64 columns by 64 query rows of one head) for the warp-
+  // specialized kernel's epilogue at d64 and d128.
+  bool o_by_tma = false;
+  TmaDescriptor tma_o;
 
   // Diagnostics (attention_bench's phase rows): with maybe_phase_trace set,
   // thread 0 of each consumer warpgroup of the warp-specialized kernel

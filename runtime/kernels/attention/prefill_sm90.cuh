@@ -28,6 +28,9 @@
 // (FA3's intra-warpgroup overlap.) The consumers also take turns issuing
 // their GEMMs, round robin through one named barrier each (FA3's ping-pong
 // for two), so one warpgroup's softmax runs under the others' GEMMs.
+// The epilogue (d64, d128) writes O to shared memory with stmatrix and one
+// thread stores it with TMA, so the warpgroup's next tile does not wait for
+// the global stores (device run 67: direct stores held it ~3K cycles a tile).
 //
 // Tiles: (query block, query head, sequence), each head's longest blocks
 // first. Full masks run persistent (prefillWalk): one CTA per SM
@@ -92,13 +95,12 @@ struct PrefillSm90Traits {
   static constexpr int kOffsetSlots = 3;
   static constexpr int kBookkeepingBytes = kBarriers * 8 + kOffsetSlots * kBlockN * 8;
   // O leaves through shared memory where that fits beside the tiles (d64,
-  // d128; not d256's 224 KB of tiles): each warp stores its 16 rows there
-  // with stmatrix, and its lanes hand one row each to a bulk async copy, so
-  // the warpgroup goes on to its next tile while the rows drain to global
-  // memory. Rows are padded by 16 bytes: stmatrix's eight rows of one
-  // column then fall in distinct banks, and each row stays contiguous.
-  static constexpr int kORowElems = kHeadDim + 8;
-  static constexpr int kOStageBytes = kBlockM * kORowElems * (int)sizeof(DType);
+  // d128; not d256's 224 KB of tiles): the warpgroup writes its 64 rows
+  // there with stmatrix in the TMA's 128-byte-swizzled layout and one
+  // thread stores them with TMA, so the warpgroup goes on to its next tile
+  // while O drains to global memory (PrefillParams::o_by_tma; rows past a
+  // sequence, which TMA cannot skip, take the direct stores).
+  static constexpr int kOStageBytes = kQElems * (int)sizeof(DType);
   static constexpr bool kStageO = kTileBytes + kOStageBytes + kBookkeepingBytes <= 227 * 1024;
   static constexpr int kBookkeepingOffset = kTileBytes + (kStageO ? kOStageBytes : 0);
   static constexpr int kSmemBytes = kBookkeepingOffset + kBookkeepingBytes;
@@ -267,7 +269,7 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
   T *smem_q = reinterpret_cast<T *>(smem_raw);             // [warpgroup][64][D]
   T *smem_k = smem_q + Traits::kQElems;                    // [stage][BN][D]
   T *smem_v = smem_k + kStages * Traits::kKVElems;         // [stage][BN][D]
-  T *smem_o = reinterpret_cast<T *>(smem_raw + Traits::kTileBytes); // [warpgroup][64][kORowElems] when kStageO
+  T *smem_o = reinterpret_cast<T *>(smem_raw + Traits::kTileBytes); // [warpgroup][64][D] when kStageO
   unsigned long long *full_k = reinterpret_cast<unsigned long long *>(smem_raw + Traits::kBookkeepingOffset);
   unsigned long long *full_v = full_k + kStages;
   unsigned long long *empty_k = full_v + kStages;
@@ -734,6 +736,10 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
     // may overwrite the tile while this one's O is written.
     t_cur = nextTile(tileAfter(t_cur));
     if constexpr (kSeveralTiles) {
+      // (With TMA stores of O, also: the last tile's store has read its
+      // shared memory, which this tile's O overwrites.)
+      if (Traits::kStageO && t == 0)
+        bulkWaitRead();
       namedBarrierSync(sm90::qBarrier(Traits::kConsumerWarpgroups, consumer), 128);
       if (t_cur < num_tiles)
         loadQ(tileAt(t_cur));
@@ -760,30 +766,27 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
         params.maybe_lse[(long long)(done.q_start + row) * params.num_qo_heads + done.head] =
             sum > 0.f ? (row_max[r] * score_scale + log2f(sum)) * kLn2 : -INFINITY;
     }
-    if constexpr (Traits::kStageO) {
-      // This warp's 16 rows, which no other warp touches: its lanes' bulk
-      // copies of the last tile's rows must have read them first.
-      constexpr int kRowBytes = Traits::kORowElems * (int)sizeof(T);
-      T *smem_wo = smem_o + (consumer * WM + warp * 16) * Traits::kORowElems;
+    // Uniform over the warpgroup: TMA stores whole boxes, so a tile with
+    // rows past its sequence (another sequence's rows) stores directly.
+    if (Traits::kStageO && params.o_by_tma && wm0 + WM <= done.q_len) {
+      T *smem_wo = smem_o + consumer * WM * D;
       const unsigned wo_addr = smemAddress(smem_wo);
-      bulkWaitRead();
-      __syncwarp();
 #pragma unroll
       for (int j = 0; j < kOTiles; j += 2) {
         const unsigned frag[4] = {Ops::fromFloat2(o_acc[j][0] * inv[0], o_acc[j][1] * inv[0]),
                                   Ops::fromFloat2(o_acc[j][2] * inv[1], o_acc[j][3] * inv[1]),
                                   Ops::fromFloat2(o_acc[j + 1][0] * inv[0], o_acc[j + 1][1] * inv[0]),
                                   Ops::fromFloat2(o_acc[j + 1][2] * inv[1], o_acc[j + 1][3] * inv[1])};
-        // Matrix lane / 8: n8 tile j + (lane / 16), rows 8 ((lane / 8) % 2) on.
-        const int row = ((lane / 8) % 2) * 8 + lane % 8;
-        stmatrixX4(wo_addr + row * kRowBytes + (j + lane / 16) * 16, frag);
+        // Matrix lane / 8: n8 tile j + lane / 16, rows 8 ((lane / 8) % 2) on.
+        const int row = warp * 16 + ((lane / 8) % 2) * 8 + lane % 8;
+        stmatrixX4(wo_addr + 2 * wgmmaTileOffset(WM, row, j + lane / 16), frag);
       }
-      fenceProxyAsyncShared(); // the bulk copies (async proxy) read what stmatrix wrote
-      __syncwarp();
-      const int row = wm0 + warp * 16 + lane;
-      if (lane < 16 && row < done.q_len) {
-        bulkStoreShared(o_base + (long long)(done.q_start + row) * params.o_token_stride,
-                        smem_wo + lane * Traits::kORowElems, D * (int)sizeof(T));
+      fenceProxyAsyncShared(); // TMA (the async proxy) reads what stmatrix wrote
+      namedBarrierSync(sm90::qBarrier(Traits::kConsumerWarpgroups, consumer), 128);
+      if (t == 0) {
+#pragma unroll
+        for (int blk = 0; blk < D / 64; ++blk)
+          tmaStore4d(&params.tma_o, smem_wo + blk * WM * 64, blk * 64, done.q_start + wm0, done.head, 0);
         bulkCommit();
       }
     } else {
@@ -803,8 +806,8 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
     }
     stamp(kPhaseEpilogue);
   }
-  if constexpr (Traits::kStageO)
-    bulkWaitAll(); // no bulk copy outlives the shared memory it reads
+  if (Traits::kStageO && t == 0)
+    bulkWaitAll(); // no TMA store outlives the shared memory it reads
   if (consumer == 0)
     namedBarrierSync(my_turn, 256); // consumes the last consumer's last hand-over
 }

@@ -74,13 +74,14 @@ __device__ __forceinline__ void tmaLoad4d(void *dst, const void *desc, int x, in
                : "memory");
 }
 
-/// Bulk copy (async proxy) of `bytes` (a multiple of 16, both ends 16-byte
-/// aligned) from shared to global memory, in this thread's current bulk
-/// group; shared-memory writes before it need fenceProxyAsyncShared.
-__device__ __forceinline__ void bulkStoreShared(void *dst, const void *src, unsigned bytes) {
-  asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;\n" ::"l"(
-                   reinterpret_cast<unsigned long long>(dst)),
-               "r"(smemAddress(src)), "r"(bytes)
+/// TMA store: the box at (x, y, z, w) of a rank-4 tensor from shared memory
+/// at `src` (laid out as the descriptor says), in this thread's current bulk
+/// group; shared-memory writes before it need fenceProxyAsyncShared. Parts
+/// of the box past the tensor are not written.
+__device__ __forceinline__ void tmaStore4d(const void *desc, const void *src, int x, int y, int z, int w) {
+  asm volatile("cp.async.bulk.tensor.4d.global.shared::cta.bulk_group [%0, {%2, %3, %4, %5}], [%1];\n" ::"l"(
+                   reinterpret_cast<unsigned long long>(desc)),
+               "r"(smemAddress(src)), "r"(x), "r"(y), "r"(z), "r"(w)
                : "memory");
 }
 __device__ __forceinline__ void bulkCommit() { asm volatile("cp.async.bulk.commit_group;\n" ::: "memory"); }

@@ -1,4 +1,4 @@
-//===- tma_descriptor.cpp - TMA descriptors for the prefill's K/V tiles ---===//
+//===- tma_descriptor.cpp - TMA descriptors for the prefill's tiles -------===//
 #include "attention/tma_descriptor.h"
 
 #include <cuda.h>

@@ -1,7 +1,7 @@
-//===- tma_descriptor.h - TMA descriptors for the prefill's K/V tiles -----===//
+//===- tma_descriptor.h - TMA descriptors for the prefill's tiles ---------===//
 //
 // Host only. Encodes the tensor map a warp-specialized prefill kernel loads
-// contiguous K or V tiles through (cuTensorMapEncodeTiled, reached through
+// K or V tiles through, or stores O tiles through (cuTensorMapEncodeTiled, reached through
 // the runtime's driver entry point, so nothing links libcuda directly).
 //
 //===----------------------------------------------------------------------===//
@@ -17,7 +17,8 @@ namespace txc::kernels {
 /// num_tokens rows; a paged cache is `pages` pages of page_size rows. Boxes
 /// are 64 columns (the 128-byte swizzle span; the wgmma tile layout) by
 /// `box_rows` rows of one head and page; rows past the tensor read as
-/// zeros. `what` names the tensor in errors.
+/// zeros. O uses the same shape (query heads for kv_heads, one page).
+/// `what` names the tensor in errors.
 struct KVTensorShape {
   const void *base = nullptr;
   int head_dim = 0, kv_heads = 0;

@@ -490,20 +490,21 @@ void printPhaseTrace(const std::string &name, const std::vector<long long> &trac
         sum[0] += row[kPhaseQReady] - row[kPhaseTileStart];
         sum[1] += row[kPhaseFirstStep] - row[kPhaseQReady];
         sum[2] += row[kPhaseMainLoop] - row[kPhaseFirstStep];
-        sum[3] += row[kPhaseLastPV] - row[kPhaseNextQIssued];
+        sum[3] += row[kPhaseLastPV] - row[kPhaseMainLoop];
         sum[4] += row[kPhaseEpilogue] - row[kPhaseLastPV];
         sum[5] += row[kPhaseEpilogue] - row[kPhaseTileStart];
-        sum[6] += row[kPhaseNextQIssued] - row[kPhaseMainLoop];
+        sum[6] += row[kPhaseNextQIssued] - row[kPhaseLastPV];
         steps += blocks - 1;
         ++count;
       }
     if (count == 0)
       continue;
     std::printf("  phases %s consumer %d: %lld tiles, cycles a tile: Q wait %.0f, first step %.0f, later steps "
-                "%.0f (%.0f a step), next tile and its Q issued %.0f, last P V %.0f, epilogue (O stored) %.0f, "
+                "%.0f (%.0f a step), last P V %.0f, epilogue %.0f (next tile and its Q issued %.0f, O stored %.0f), "
                 "total %.0f; gap to the next tile %.0f; a CTA's first tile %.0f\n",
                 name.c_str(), consumer, count, sum[0] / count, sum[1] / count, sum[2] / count,
-                steps ? sum[2] / steps : 0.0, sum[6] / count, sum[3] / count, sum[4] / count, sum[5] / count,
+                steps ? sum[2] / steps : 0.0, sum[3] / count, sum[4] / count, sum[6] / count,
+                (sum[4] - sum[6]) / count, sum[5] / count,
                 gaps ? gap / gaps : 0.0, firsts ? first / firsts : 0.0);
   }
 }

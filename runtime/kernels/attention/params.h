@@ -192,16 +192,16 @@ struct PrefillParams {
 
 /// The points of a consumer's tile that maybe_phase_trace stamps: the top of
 /// the tile, its Q in shared memory, the first step's softmax done, the
-/// main loop done (every Q K^T issued), the next tile found and its Q load
-/// issued, the last P V done, the epilogue done (O stored); then the tile's
-/// key-block count.
+/// main loop done (every Q K^T issued), the last P V done, the next tile
+/// found and its Q load issued, the epilogue done (O stored); then the
+/// tile's key-block count.
 enum PrefillPhase {
   kPhaseTileStart = 0,
   kPhaseQReady,
   kPhaseFirstStep,
   kPhaseMainLoop,
-  kPhaseNextQIssued,
   kPhaseLastPV,
+  kPhaseNextQIssued,
   kPhaseEpilogue,
   kPhaseKeyBlocks,
   kPrefillTraceSlots

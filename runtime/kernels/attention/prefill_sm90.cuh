@@ -104,9 +104,6 @@ struct PrefillSm90Traits {
   static constexpr bool kStageO = kTileBytes + kOStageBytes + kBookkeepingBytes <= 227 * 1024;
   static constexpr int kBookkeepingOffset = kTileBytes + (kStageO ? kOStageBytes : 0);
   static constexpr int kSmemBytes = kBookkeepingOffset + kBookkeepingBytes;
-  // The next tile's lookups and Q load before this tile's last P V (see
-  // `advance` in the body); three consumers (160 registers) spill there.
-  static constexpr bool kEarlyNextQ = kConsumerWarpgroups == 2;
 
   static_assert(sizeof(DType) == 2, "prefill supports 16-bit element types");
   static_assert(kConsumerWarpgroups == 2 || (kConsumerWarpgroups == 3 && kHeadDim == 64),
@@ -486,8 +483,7 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
   const int group = lane / 4, quad = lane % 4;
 
   // Q tile of this warpgroup: rows past the sequence are zero-filled. Issued
-  // for the next tile once this one's last Q K^T is done; waited for at its
-  // start.
+  // for the next tile before this one's epilogue; waited for at its start.
   T *smem_wq = smem_q + consumer * WM * D;
   auto loadQ = [&](const Tile &tile) {
     const int wm0 = tile.m0 + consumer * WM;
@@ -509,25 +505,7 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
         return t_next;
     }
     return num_tiles;
-  };  // The tile after t_cur, and its Q load issued into this warpgroup's Q
-  // tile, once every warp is past this tile's last Q K^T. Run before the
-  // last P V rather than after it: its lookups and copies then overlap the
-  // other warpgroup's GEMMs instead of lengthening the epilogue, during
-  // which neither warpgroup feeds the tensor cores.
-  int t_cur = nextTile(first_tile);
-  auto advance = [&]() {
-    t_cur = nextTile(tileAfter(t_cur));
-    if constexpr (kSeveralTiles) {
-      // (With TMA stores of O, also: the last tile's store has read the
-      // shared memory this tile's O overwrites.)
-      if (Traits::kStageO && t == 0)
-        bulkWaitRead();
-      namedBarrierSync(sm90::qBarrier(Traits::kConsumerWarpgroups, consumer), 128);
-      if (t_cur < num_tiles)
-        loadQ(tileAt(t_cur));
-    }
   };
-
   const unsigned q_addr = smemAddress(smem_wq);
   // Round robin: each consumer issues after the one before it, consumer 0
   // first. A barrier counts its waiter and the one arriver, 256 threads.
@@ -655,6 +633,7 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
   };
 
   int g0 = 0; // ring position of this tile's step 0 (the producer's count)
+  int t_cur = nextTile(first_tile);
   if (t_cur < num_tiles)
     loadQ(tileAt(t_cur));
   while (t_cur < num_tiles) {
@@ -736,9 +715,6 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
       }
 
       stamp(kPhaseMainLoop);
-      if constexpr (Traits::kEarlyNextQ)
-        advance();
-      stamp(kPhaseNextQIssued);
       const int g_last = g0 + n_count - 1;
       const int last = g_last % kStages;
       mbarrierWait(&full_v[last], (g_last / kStages) & 1);
@@ -756,8 +732,20 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
       g0 += n_count;
     }
 
-    if (!Traits::kEarlyNextQ || n_count == 0)
-      advance(); // (rows that see no key have no Q K^T to wait for)
+    // Every warp of this warpgroup is past its last Q K^T: the next tile's Q
+    // may overwrite the tile while this one's O is written.
+    t_cur = nextTile(tileAfter(t_cur));
+    if constexpr (kSeveralTiles) {
+      // (With TMA stores of O, also: the last tile's store has read its
+      // shared memory, which this tile's O overwrites.)
+      if (Traits::kStageO && t == 0)
+        bulkWaitRead();
+      namedBarrierSync(sm90::qBarrier(Traits::kConsumerWarpgroups, consumer), 128);
+      if (t_cur < num_tiles)
+        loadQ(tileAt(t_cur));
+    }
+
+    stamp(kPhaseNextQIssued);
 
     // Epilogue: normalize, write O (and the natural-log LSE). The tile's
     // fields stay in registers through the main loop: looked up again, its

@@ -296,7 +296,6 @@ struct DecodeCase {
   bool early_kv = false;    // DecodeParams::kv_before_wait (older keys read before the wait)
   bool cluster_combine = false; // DecodeParams::cluster_combine (splits merged in a cluster)
   int cluster_max_splits = kPortableClusterSplits; // DecodeParams::cluster_max_splits
-  int mma_warps = 4; // DecodeParams::mma_warps (tensor-core kernel: 4 warps, 64-key tiles; 1, 16-key tiles)
   bool single_kv_stage = false; // DecodeParams::single_kv_stage
 };
 
@@ -349,7 +348,6 @@ template <typename T> void runDecode(const DecodeCase &c, ElementType dtype, std
     p.kv_before_wait = c.early_kv;
     p.cluster_combine = c.cluster_combine;
     p.cluster_max_splits = c.cluster_max_splits;
-    p.mma_warps = c.mma_warps;
     p.single_kv_stage = c.single_kv_stage;
     if (splits > 1) {
       p.maybe_partial_o = reinterpret_cast<float *>(workspace.as<char>() + ws.partial_o_offset);
@@ -758,15 +756,8 @@ int main(int argc, char **argv) {
         runDecode<__nv_bfloat16>(c, bf16, rng);
       }
     };
-    // The tensor-core kernel on one warp (16-key tiles, 28 KB of shared
-    // memory at d128).
-    checkGqaCases(" 1-warp", [](DecodeCase &c) { c.mma_warps = 1; });
-    DecodeCase one_warp_fp16 = decode_checks[5];
-    one_warp_fp16.name += " 1-warp";
-    one_warp_fp16.mma_warps = 1;
-    runDecode<__half>(one_warp_fp16, fp16, rng);
-    // One K/V stage (tiles one after another through it, ~45 KB at d128)
-    // and two: chunks of several tiles included.
+    // One K/V stage (tiles one after another through it, ~45 KB at d128):
+    // chunks of several tiles included.
     checkGqaCases(" single-stage", [](DecodeCase &c) { c.single_kv_stage = true; });
   }
 
@@ -866,32 +857,6 @@ int main(int argc, char **argv) {
       c.cluster_combine = true;
       c.cluster_max_splits = splits;
       c.forced_splits = splits;
-      runDecode<__nv_bfloat16>(c, bf16, rng);
-    }
-    // The one-warp kernel (28 KB a CTA, so several CTAs of the next launch
-    // fit beside this one's) at batch 1, as the step launches it: 4k at
-    // 32 (the heuristic's), 64 and 128 splits, 32k, and the model checks'
-    // 256-token contexts with Llama-3-8B's and Qwen3-0.6B's set-ups.
-    for (int splits : {0, 64, 128}) {
-      DecodeCase c = asInTheStep({"diag b1 L4096 graph+pdl+early-kv 1-warp" +
-                                      (splits ? " splits=" + std::to_string(splits) : std::string()),
-                                  1, 32, 8, 128, 16, {}, 4096});
-      c.mma_warps = 1;
-      c.forced_splits = splits;
-      runDecode<__nv_bfloat16>(c, bf16, rng);
-    }
-    {
-      DecodeCase c = asInTheStep({"diag b1 L32768 graph+pdl+early-kv 1-warp", 1, 32, 8, 128, 16, {}, 32768});
-      c.mma_warps = 1;
-      runDecode<__nv_bfloat16>(c, bf16, rng);
-      c = asInTheStep({"diag b1 L256 h32/8 graph+pdl+early-kv splits=16 1-warp", 1, 32, 8, 128, 16, {}, 256});
-      c.mma_warps = 1;
-      c.forced_splits = 16;
-      runDecode<__nv_bfloat16>(c, bf16, rng);
-      c = asInTheStep({"diag b1 L256 h16/8 graph+pdl+early-kv splits=4 cluster 1-warp", 1, 16, 8, 128, 16, {}, 256});
-      c.mma_warps = 1;
-      c.forced_splits = 4;
-      c.cluster_combine = true;
       runDecode<__nv_bfloat16>(c, bf16, rng);
     }
     // One K/V stage at the carveout of one CTA, as the step launches it at

@@ -82,10 +82,6 @@ Output:
   --decode-min-splits N   (cuda) split-KV decode uses at least N splits (1-32)
                           where the chunks stay --decode-split-min-tokens long,
                           also when the batch alone fills the GPU (default 1)
-  --decode-attention-warps 1|4
-                          (cuda) warps per CTA of the tensor-core decode
-                          attention: 4 (64-key tiles, ~100 KB of shared
-                          memory; the default) or 1 (16-key tiles, 28 KB)
   --carveout qkv|gemv|attention=PERCENT
                           (cuda) the decode step's QKV GEMV, its other
                           GEMVs, or its decode attention ask for this
@@ -297,12 +293,6 @@ Options parseArguments(int argc, char **argv) {
     } else if (arg == "--decode-split-min-tokens") {
       cudaOnly();
       options.cuda.decode_split_min_tokens = static_cast<int>(parseInteger(arg, value(), 1, 1 << 20));
-    } else if (arg == "--decode-attention-warps") {
-      cudaOnly();
-      const std::string warps = value();
-      if (warps != "1" && warps != "4")
-        fail("--decode-attention-warps takes 1 or 4, not '" + warps + "'");
-      options.cuda.decode_attention_warps = warps == "1" ? 1 : 4;
     } else if (arg == "--carveout") {
       cudaOnly();
       const std::string spec = value();

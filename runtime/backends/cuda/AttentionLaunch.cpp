@@ -99,7 +99,6 @@ Status CudaExecutor::State::attention(const LaunchAttributes &attributes, const 
       p.variant = variant;
       p.programmatic_launch = options.attention_pdl;
       p.carveout_percent = options.attention_carveout_percent;
-      p.mma_warps = options.decode_attention_warps;
       p.kv_before_wait = options.attention_pdl && options.attention_early_kv;
       p.late_dependents = options.attention_pdl && options.attention_late_dependents;
       p.cluster_combine = decode_attention.cluster_combine;
@@ -136,7 +135,7 @@ Status CudaExecutor::State::attention(const LaunchAttributes &attributes, const 
         const int64_t planned_context = graph_context > 0 ? graph_context : max_context;
         const int64_t chunk = (planned_context + splits - 1) / splits;
         p.single_kv_stage = options.decode_single_kv_stage &&
-                            chunk <= kernels::kDecodeMmaKeysPerWarp * p.mma_warps &&
+                            chunk <= kernels::kDecodeMmaTileKeys &&
                             static_cast<int64_t>(splits) * kv_heads * seqs <= num_sms;
         if (fold_rope) {
           p.maybe_rope_qkv = rope.qkv;

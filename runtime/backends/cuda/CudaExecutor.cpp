@@ -271,9 +271,6 @@ Status CudaExecutor::State::prepare() {
     return invalidArgument(path + ": attention_cluster_max_splits " +
                            std::to_string(options.attention_cluster_max_splits) + " is outside 2-" +
                            std::to_string(kernels::kMaxClusterSplits));
-  if (options.decode_attention_warps != 1 && options.decode_attention_warps != 4)
-    return invalidArgument(path + ": decode_attention_warps " +
-                           std::to_string(options.decode_attention_warps) + " is not 1 or 4");
   if (options.decode_min_splits < 1 || options.decode_min_splits > kMaxDecodeSplits)
     return invalidArgument(path + ": decode_min_splits " + std::to_string(options.decode_min_splits) +
                            " is outside 1-" + std::to_string(kMaxDecodeSplits));

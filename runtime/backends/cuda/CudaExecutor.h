@@ -107,12 +107,6 @@ struct CudaExecutorOptions {
   /// attention's. The driver gives a GEMV little shared memory and the
   /// attention 100 KB, and an SM changes its carveout only when idle, so
   /// the attention's blocks cannot start beside the QKV GEMV's tail.
-  /// Warps per CTA of the tensor-core decode attention: 4 (64-key tiles,
-  /// ~100 KB of shared memory at d128) or 1 (16-key tiles, 28 KB; the
-  /// decode step's GEMVs run with little shared memory, and an SM changes
-  /// its carveout only when idle). Device runs 62-63: slower in the step
-  /// (its merge of the splits, on one warp, is a chain of L2 round trips).
-  int decode_attention_warps = 4;
   /// The decode attention with one stage of K/V (DecodeParams::
   /// single_kv_stage, ~45 KB at d128 instead of ~105 KB, at the carveout one CTA needs)
   /// where the step's chunks fit one tile and its CTAs one wave. Behind PDL

@@ -25,21 +25,18 @@
 
 namespace txc::kernels {
 
-/// kWarps_ 4: a 64-key tile per stage, about 100 KB of shared memory at
-/// d128. kWarps_ 1 (DecodeParams::mma_warps): a 16-key tile, 28 KB, for
-/// short chunks (a 16-token split fills one tile) and for the decode step,
-/// where a kernel that needs 100 KB cannot start beside the GEMV before it
-/// (an SM changes its shared-memory carveout only when idle).
-template <typename DType_, int kHeadDim_, int kGroupSize_, int kPageSize_ = 0, int kWarps_ = 4>
+/// Four warps, a 64-key tile per stage: about 100 KB of shared memory at
+/// d128 for the pipeline, ~45 KB with DecodeParams::single_kv_stage.
+template <typename DType_, int kHeadDim_, int kGroupSize_, int kPageSize_ = 0>
 struct DecodeMmaTraits {
   using DType = DType_;
   static constexpr int kHeadDim = kHeadDim_;
   static constexpr int kGroupSize = kGroupSize_;
   static constexpr int kPageSize = kPageSize_;
-  static constexpr int kWarps = kWarps_;
+  static constexpr int kWarps = kDecodeMmaWarps;
   static constexpr int kThreads = kWarps * 32;
   static constexpr int kRows = 16; // MMA M: the group's heads, zero-padded
-  static constexpr int kBlockN = kDecodeMmaKeysPerWarp * kWarps;
+  static constexpr int kBlockN = kDecodeMmaTileKeys;
   // About 64 KB of K/V in flight per CTA and two CTAs per SM.
   static constexpr int kStages = kHeadDim <= 64 ? 6 : (kHeadDim <= 128 ? 3 : 2);
   static constexpr int kChunksPerRow = kHeadDim / 8;
@@ -62,7 +59,6 @@ struct DecodeMmaTraits {
   static_assert(kGroupSize >= 1 && kGroupSize <= kRows, "GQA group must fit the 16 MMA rows");
   static_assert(kHeadDim == 64 || kHeadDim == 128 || kHeadDim == 256, "head_dim must be 64, 128 or 256");
   static_assert(kSmemBytes <= 227 * 1024, "shared memory over the sm_90 limit");
-  static_assert(kWarps == 1 || kWarps == 4, "decode runs one or four warps a CTA");
   static_assert(kStages >= 2, "the folded rope needs a stage the prologue leaves empty");
 };
 

@@ -74,8 +74,6 @@ inline Status checkDecodeParams(const DecodeParams &p) {
   if (addresses % 16 != 0 || (p.q_batch_stride | p.q_head_stride | p.o_batch_stride | p.o_head_stride |
                               p.kv.page_stride | p.kv.head_stride | p.kv.token_stride) % 8 != 0)
     return Status::invalidArgument("decode: q, o, k, v and their strides must be 16-byte aligned (16-byte loads)");
-  if (p.mma_warps != 1 && p.mma_warps != 4)
-    return Status::invalidArgument("decode: mma_warps must be 1 or 4, got " + std::to_string(p.mma_warps));
   if (p.num_splits < 1 || p.num_splits > 65535)
     return Status::invalidArgument("decode: num_splits " + std::to_string(p.num_splits) + " out of range");
   if (p.maybe_split_counters != nullptr && p.num_splits > kMaxFusedSplits)
@@ -109,8 +107,8 @@ template <typename T> Status launchPagedDecodeTyped(const AttentionConfig &confi
         constexpr int kDim = decltype(dim)::value, kGroup = decltype(g)::value;
         dim3 grid(p.num_splits, p.num_kv_heads, p.batch);
         if constexpr (kGroup >= kMinGroupForMmaDecode) {
-          auto launchMma = [&](auto warps) -> Status {
-            using Traits = DecodeMmaTraits<T, kDim, kGroup, 0, decltype(warps)::value>;
+          {
+            using Traits = DecodeMmaTraits<T, kDim, kGroup>;
             auto kernel = pagedDecodeMmaKernel<Traits, decltype(variant)>;
             TXC_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                                 Traits::kSmemBytes));
@@ -131,10 +129,7 @@ template <typename T> Status launchPagedDecodeTyped(const AttentionConfig &confi
             }
             TXC_CUDA_CHECK(launchKernelWithCarveout(kernel, grid, dim3(Traits::kThreads), smem, stream,
                                                     p.programmatic_launch, cluster_x, carveout, p));
-            return Status::ok();
-          };
-          TXC_RETURN_IF_ERROR(p.mma_warps == 1 ? launchMma(std::integral_constant<int, 1>{})
-                                               : launchMma(std::integral_constant<int, 4>{}));
+          }
         } else {
           using Traits = DecodeTraits<T, kDim, kGroup>;
           auto kernel = pagedDecodeKernel<Traits, decltype(variant)>;

@@ -16,8 +16,13 @@ namespace txc::kernels {
 constexpr int kMinGroupForMmaDecode = 2;
 
 /// Keys a warp of the tensor-core decode kernel holds in a tile (an MMA's
-/// N of two n8 tiles); a tile is this times the CTA's warps.
+/// N of two n8 tiles), and the keys of a tile: one per each of the CTA's
+/// four warps. (A one-warp CTA, 16-key tiles in 28 KB, lost in the decode
+/// step in every measurement, device runs 62-63: its split merge on one
+/// warp is a chain of L2 round trips. Removed in session 13.)
 constexpr int kDecodeMmaKeysPerWarp = 16;
+constexpr int kDecodeMmaWarps = 4;
+constexpr int kDecodeMmaTileKeys = kDecodeMmaKeysPerWarp * kDecodeMmaWarps;
 
 /// The most splits DecodeParams::cluster_combine merges in one cluster: 8 is
 /// the portable cluster size, the default of DecodeParams::
@@ -118,9 +123,6 @@ struct DecodeParams {
   // Diagnostics: the launch's step-trace slots (device_utils.cuh,
   // TraceSlot), or null. The tensor-core kernel stamps them.
   unsigned long long *maybe_trace = nullptr;
-  // Warps per CTA of the tensor-core kernel (GQA group >= 2): 4 (64-key
-  // tiles, ~100 KB of shared memory at d128) or 1 (16-key tiles, 28 KB).
-  int mma_warps = 4;
   // The tensor-core kernel with one stage of K/V in shared memory instead of
   // its pipeline (tiles then load and run one after another): for chunks of
   // one tile, as in the decode step at short contexts, where the pipeline's

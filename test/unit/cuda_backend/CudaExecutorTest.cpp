@@ -249,55 +249,25 @@ TEST(CudaExecutorTest, GemvConfigsByShapeReplaceTheRule) {
       << refused.status().toString();
 }
 
-// decode_attention_warps 1: the tensor-core decode kernel on one warp and
-// 16-key tiles, with the rope folded in and without, one sequence and
-// five; the keys fall to other warps' softmax states and merge in another
-// order, so the logits agree to a few ulps, the tokens exactly. Values
-// other than 1 and 4 are refused.
-TEST(CudaExecutorTest, OneWarpDecodeAttentionMatchesFourWarps) {
-  TXC_SKIP_WITHOUT_GPU();
-  TinyModelOptions model = groupOfTwoModel(3);
-  auto artifact = tinyArtifact(model, "tiny-cuda-one-warp-decode.txm");
-  ASSERT_TRUE(artifact.isOk()) << artifact.status().toString();
-  for (bool fold : {true, false}) {
-    CudaExecutorOptions four;
-    four.rope_in_attention = fold;
-    four.decode_split_min_tokens = 16; // several splits, some of several tiles
-    CudaExecutorOptions one = four;
-    one.decode_attention_warps = 1;
-    expectSameGenerations(**artifact, four, one, 0.05,
-                          "one-warp decode attention, fold " + std::to_string(fold));
-  }
-  CudaExecutorOptions two;
-  two.decode_attention_warps = 2;
-  auto refused = CudaExecutor::create(**artifact, two);
-  ASSERT_FALSE(refused.isOk());
-  EXPECT_NE(refused.status().message().find("decode_attention_warps 2 is not 1 or 4"), std::string::npos)
-      << refused.status().toString();
-}
-
 // decode_single_kv_stage (on by default where chunks fit one tile) only
 // changes when K/V tiles load: the logits agree to the bit with the
-// pipelined kernel, one sequence and five, the rope folded in or not, on
-// four warps and one. (Chunks of several tiles through one stage:
-// attention_bench's "single-stage" checks.)
+// pipelined kernel, one sequence and five, the rope folded in or not.
+// (Chunks of several tiles through one stage: attention_bench's
+// "single-stage" checks.)
 TEST(CudaExecutorTest, SingleKvStageDecodeMatchesThePipeline) {
   TXC_SKIP_WITHOUT_GPU();
   TinyModelOptions model = groupOfTwoModel(2);
   auto artifact = tinyArtifact(model, "tiny-cuda-single-kv-stage.txm");
   ASSERT_TRUE(artifact.isOk()) << artifact.status().toString();
-  for (bool fold : {true, false})
-    for (int warps : {4, 1}) {
-      CudaExecutorOptions pipelined;
-      pipelined.rope_in_attention = fold;
-      pipelined.decode_attention_warps = warps;
-      pipelined.decode_split_min_tokens = 16;
-      pipelined.decode_single_kv_stage = false;
-      CudaExecutorOptions single = pipelined;
-      single.decode_single_kv_stage = true;
-      const std::string where = ", fold " + std::to_string(fold) + " warps " + std::to_string(warps);
-      expectSameGenerations(**artifact, pipelined, single, 0.0, "single K/V stage" + where);
-    }
+  for (bool fold : {true, false}) {
+    CudaExecutorOptions pipelined;
+    pipelined.rope_in_attention = fold;
+    pipelined.decode_split_min_tokens = 16;
+    pipelined.decode_single_kv_stage = false;
+    CudaExecutorOptions single = pipelined;
+    single.decode_single_kv_stage = true;
+    expectSameGenerations(**artifact, pipelined, single, 0.0, "single K/V stage, fold " + std::to_string(fold));
+  }
 }
 
 // attention_late_dependents moves only when the next kernel may launch:

@@ -652,8 +652,6 @@ template <typename T> void runPrefillKernels(const PrefillCase &c, ElementType d
     runPrefill<T>(c, dtype, rng, PrefillKernel::kWarpSpecializedPairPerCta, " [pair-per-cta]");
   }
   runPrefill<T>(c, dtype, rng, PrefillKernel::kAuto, " [cp.async]", /*kv_tma=*/false);
-  if (std::is_same_v<T, __nv_bfloat16> && c.head_dim == 128 && c.window_left < 0 && c.softcap <= 0.f)
-    runPrefill<T>(c, dtype, rng, PrefillKernel::kWarpSpecializedEarlyNextQ, " [early-next-q]");
 }
 
 template <typename T> void runDecodeTyped(const DecodeCase &c, ElementType t, std::mt19937 &rng) { runDecode<T>(c, t, rng); }

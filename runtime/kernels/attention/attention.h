@@ -31,8 +31,6 @@ enum class PrefillKernel {
   kWarpSpecializedPairPerCta,    // the default, but one causal pair per CTA (not persistent)
   kWarpSpecializedPhaseTrace,    // the default with PrefillParams::maybe_phase_trace stamped
                                  // (diagnostics; bf16 d128 without window or soft-cap only)
-  kWarpSpecializedEarlyNextQ,    // the default with the next tile's Q issued before the last P V
-                                 // (comparison; bf16 d128 without window or soft-cap only)
   kSingleWarpgroup,             // prefill.cuh: one warpgroup, QK^T on wgmma, PV on mma.sync
 };
 

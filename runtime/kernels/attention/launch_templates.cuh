@@ -285,11 +285,6 @@ template <typename T> Status launchPrefillTyped(const AttentionConfig &config, c
                       !decltype(variant)::kSoftCap)
           return launch(PrefillPhaseTraceTraits<T, kDim>{});
         return Status::unsupported("prefill: the phase trace is built for bf16, head_dim 128, no window or soft-cap");
-      case PrefillKernel::kWarpSpecializedEarlyNextQ:
-        if constexpr (std::is_same_v<T, __nv_bfloat16> && kDim == 128 && !decltype(variant)::kWindow &&
-                      !decltype(variant)::kSoftCap)
-          return launch(PrefillEarlyNextQTraits<T, kDim>{});
-        return Status::unsupported("prefill: the early next Q is built for bf16, head_dim 128, no window or soft-cap");
       case PrefillKernel::kSingleWarpgroup: return launch(PrefillSingleWgTraits<T, kDim>{});
       case PrefillKernel::kAuto: break;
       }

@@ -58,18 +58,14 @@ namespace txc::kernels {
 /// L4096 505 -> 534 TFLOP/s, d256 482 -> 544, d64 383 -> 394; L16384 even).
 /// kPhaseTrace_: the consumers stamp PrefillParams::maybe_phase_trace
 /// (diagnostics; PrefillKernel::kWarpSpecializedPhaseTrace). Compiled out
-/// otherwise: the stamps alone doubled d256's spills. kEarlyNextQ_: the next
-/// tile's lookups and Q load before this tile's last P V instead of after
-/// it (PrefillKernel::kWarpSpecializedEarlyNextQ, for comparison; two
-/// consumers only).
+/// otherwise: the stamps alone doubled d256's spills.
 template <typename DType_, int kHeadDim_, int kPageSize_ = 0, int kConsumerWarpgroups_ = 2, int kBlockN_ = 0,
-          bool kPairCausalTiles_ = true, bool kPhaseTrace_ = false, bool kEarlyNextQ_ = false>
+          bool kPairCausalTiles_ = true, bool kPhaseTrace_ = false>
 struct PrefillSm90Traits {
   using DType = DType_;
   static constexpr bool kWarpSpecialized = true;
   static constexpr bool kPairCausalTiles = kPairCausalTiles_;
   static constexpr bool kPhaseTrace = kPhaseTrace_;
-  static constexpr bool kEarlyNextQ = kEarlyNextQ_;
   static constexpr int kHeadDim = kHeadDim_;
   static constexpr int kPageSize = kPageSize_;
   static constexpr int kConsumerWarpgroups = kConsumerWarpgroups_;
@@ -110,7 +106,6 @@ struct PrefillSm90Traits {
   static constexpr int kSmemBytes = kBookkeepingOffset + kBookkeepingBytes;
 
   static_assert(sizeof(DType) == 2, "prefill supports 16-bit element types");
-  static_assert(!kEarlyNextQ || kConsumerWarpgroups == 2, "three consumers spill with the early next Q");
   static_assert(kConsumerWarpgroups == 2 || (kConsumerWarpgroups == 3 && kHeadDim == 64),
                 "three consumer warpgroups fit the register file at head_dim 64 only");
   static_assert(kHeadDim == 64 || kHeadDim == 128 || kHeadDim == 256, "head_dim must be 64, 128 or 256");
@@ -142,13 +137,6 @@ using PrefillFa3TileTraits =
 template <typename DType, int kHeadDim, int kPageSize = 0>
 using PrefillOneTileCausalTraits =
     PrefillSm90Traits<DType, kHeadDim, kPageSize, kHeadDim == 64 ? 3 : 2, kHeadDim == 256 ? 80 : 0, false>;
-
-/// The default tiles and walk, the next tile's Q issued before the last P V.
-/// Device run 70 measured it (against run 69, another call) with 4% fewer
-/// cycles a d128 L1024 tile but no faster in time; kept to compare within
-/// one call.
-template <typename DType, int kHeadDim, int kPageSize = 0>
-using PrefillEarlyNextQTraits = PrefillSm90Traits<DType, kHeadDim, kPageSize, 2, 0, true, false, true>;
 
 /// The default tiles and walk with the phase trace compiled in.
 template <typename DType, int kHeadDim, int kPageSize = 0>
@@ -517,24 +505,7 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
         return t_next;
     }
     return num_tiles;
-  };  // The tile after t_cur, and its Q load issued into this warpgroup's Q
-  // tile, once every warp is past this tile's last Q K^T: after the last
-  // P V, or (Traits::kEarlyNextQ) before it, so that the lookups and copies
-  // overlap the other warpgroup's GEMMs rather than the epilogue.
-  int t_cur = nextTile(first_tile);
-  auto advance = [&]() {
-    t_cur = nextTile(tileAfter(t_cur));
-    if constexpr (kSeveralTiles) {
-      // (With TMA stores of O, also: the last tile's store has read the
-      // shared memory this tile's O overwrites.)
-      if (Traits::kStageO && t == 0)
-        bulkWaitRead();
-      namedBarrierSync(sm90::qBarrier(Traits::kConsumerWarpgroups, consumer), 128);
-      if (t_cur < num_tiles)
-        loadQ(tileAt(t_cur));
-    }
   };
-
   const unsigned q_addr = smemAddress(smem_wq);
   // Round robin: each consumer issues after the one before it, consumer 0
   // first. A barrier counts its waiter and the one arriver, 256 threads.
@@ -662,6 +633,7 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
   };
 
   int g0 = 0; // ring position of this tile's step 0 (the producer's count)
+  int t_cur = nextTile(first_tile);
   if (t_cur < num_tiles)
     loadQ(tileAt(t_cur));
   while (t_cur < num_tiles) {
@@ -743,8 +715,6 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
       }
 
       stamp(kPhaseMainLoop);
-      if constexpr (Traits::kEarlyNextQ)
-        advance();
       const int g_last = g0 + n_count - 1;
       const int last = g_last % kStages;
       mbarrierWait(&full_v[last], (g_last / kStages) & 1);
@@ -763,10 +733,17 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
     }
 
     // Every warp of this warpgroup is past its last Q K^T: the next tile's Q
-    // may overwrite the tile while this one's O is written. (Rows that see
-    // no key have no Q K^T to wait for.)
-    if (!Traits::kEarlyNextQ || n_count == 0)
-      advance();
+    // may overwrite the tile while this one's O is written.
+    t_cur = nextTile(tileAfter(t_cur));
+    if constexpr (kSeveralTiles) {
+      // (With TMA stores of O, also: the last tile's store has read its
+      // shared memory, which this tile's O overwrites.)
+      if (Traits::kStageO && t == 0)
+        bulkWaitRead();
+      namedBarrierSync(sm90::qBarrier(Traits::kConsumerWarpgroups, consumer), 128);
+      if (t_cur < num_tiles)
+        loadQ(tileAt(t_cur));
+    }
 
     stamp(kPhaseNextQIssued);
 

@@ -211,18 +211,18 @@ template <typename T> Status launchPrefillTyped(const AttentionConfig &config, c
           // block) lost to the cp.async gather, 527 against 546 TFLOP/s
           // (device run 47).
           if (config.prefill_kv_tma && (!paged || p.kv.page_size % Traits::kBlockN == 0)) {
-            KVTensorShape shape;
+            TileTensorShape shape;
             shape.head_dim = Traits::kHeadDim;
-            shape.kv_heads = p.num_kv_heads;
+            shape.heads = p.num_kv_heads;
             shape.rows = paged ? p.kv.page_size : p.kv.num_tokens;
             shape.pages = paged ? p.kv.num_pages : 1;
             shape.row_stride = p.kv.token_stride;
             shape.head_stride = p.kv.head_stride;
             shape.page_stride = p.kv.page_stride;
             shape.base = p.kv.k;
-            TXC_RETURN_IF_ERROR(encodeKVTileDescriptor(&kp.tma_k, shape, Traits::kBlockN, "K"));
+            TXC_RETURN_IF_ERROR(encodeTileDescriptor(&kp.tma_k, shape, Traits::kBlockN, "K"));
             shape.base = p.kv.v;
-            TXC_RETURN_IF_ERROR(encodeKVTileDescriptor(&kp.tma_v, shape, Traits::kBlockN, "V"));
+            TXC_RETURN_IF_ERROR(encodeTileDescriptor(&kp.tma_v, shape, Traits::kBlockN, "V"));
             kp.kv_by_tma = true;
           }
           // O by TMA from the epilogue's shared memory (d64, d128): one
@@ -231,14 +231,14 @@ template <typename T> Status launchPrefillTyped(const AttentionConfig &config, c
           // rows; the kernel stores only boxes inside one sequence.
           const long long o_rows = (long long)p.batch * p.max_seqlen_q;
           if (Traits::kStageO && o_rows >= Traits::kWarpgroupRows) {
-            KVTensorShape o;
+            TileTensorShape o;
             o.base = p.o;
             o.head_dim = Traits::kHeadDim;
-            o.kv_heads = p.num_qo_heads;
+            o.heads = p.num_qo_heads;
             o.rows = o_rows;
             o.row_stride = p.o_token_stride;
             o.head_stride = p.o_head_stride;
-            TXC_RETURN_IF_ERROR(encodeKVTileDescriptor(&kp.tma_o, o, Traits::kWarpgroupRows, "O"));
+            TXC_RETURN_IF_ERROR(encodeTileDescriptor(&kp.tma_o, o, Traits::kWarpgroupRows, "O"));
             kp.o_by_tma = true;
           }
         }

@@ -38,21 +38,21 @@ Status encoder(EncodeTiled *fn) {
 
 } // namespace
 
-Status encodeKVTileDescriptor(TmaDescriptor *desc, const KVTensorShape &t, int box_rows, const char *what) {
+Status encodeTileDescriptor(TmaDescriptor *desc, const TileTensorShape &t, int box_rows, const char *what) {
   const std::string name = std::string("prefill: TMA descriptor of ") + what;
   if (reinterpret_cast<std::uintptr_t>(t.base) % 16 != 0 || t.row_stride % 8 != 0 || t.head_stride % 8 != 0 ||
       t.page_stride % 8 != 0)
     return Status::invalidArgument(name + ": the base and strides must be 16-byte aligned");
-  if (t.rows <= 0 || t.pages <= 0 || t.kv_heads <= 0 || t.head_dim % 64 != 0 || box_rows <= 0 || box_rows > 256 ||
+  if (t.rows <= 0 || t.pages <= 0 || t.heads <= 0 || t.head_dim % 64 != 0 || box_rows <= 0 || box_rows > 256 ||
       box_rows > t.rows)
     return Status::invalidArgument(name + ": " + std::to_string(t.pages) + " x " + std::to_string(t.rows) +
-                                   " rows of " + std::to_string(t.kv_heads) + " heads, head_dim " +
+                                   " rows of " + std::to_string(t.heads) + " heads, head_dim " +
                                    std::to_string(t.head_dim) + ", boxes of " + std::to_string(box_rows) +
                                    " rows (needs head_dim a multiple of 64, boxes of 1-256 rows within a page)");
   EncodeTiled encode = nullptr;
   TXC_RETURN_IF_ERROR(encoder(&encode));
   // Innermost first: columns, rows, heads, pages; strides in bytes (dim 0 is dense).
-  const cuuint64_t dims[4] = {(cuuint64_t)t.head_dim, (cuuint64_t)t.rows, (cuuint64_t)t.kv_heads,
+  const cuuint64_t dims[4] = {(cuuint64_t)t.head_dim, (cuuint64_t)t.rows, (cuuint64_t)t.heads,
                               (cuuint64_t)t.pages};
   const cuuint64_t strides[3] = {(cuuint64_t)t.row_stride * 2, (cuuint64_t)t.head_stride * 2,
                                  (cuuint64_t)(t.pages > 1 ? t.page_stride : t.rows * t.row_stride) * 2};

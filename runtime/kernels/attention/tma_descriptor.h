@@ -12,19 +12,18 @@
 
 namespace txc::kernels {
 
-/// K or V as a rank-4 tensor (columns, rows, kv heads, pages) of 16-bit
-/// elements, strides in elements: contiguous K/V are one "page" of
+/// K, V or O as a rank-4 tensor (columns, rows, heads, pages) of 16-bit
+/// elements, strides in elements: contiguous K/V (and O) are one "page" of
 /// num_tokens rows; a paged cache is `pages` pages of page_size rows. Boxes
 /// are 64 columns (the 128-byte swizzle span; the wgmma tile layout) by
 /// `box_rows` rows of one head and page; rows past the tensor read as
-/// zeros. O uses the same shape (query heads for kv_heads, one page).
-/// `what` names the tensor in errors.
-struct KVTensorShape {
+/// zeros (and are not written). `what` names the tensor in errors.
+struct TileTensorShape {
   const void *base = nullptr;
-  int head_dim = 0, kv_heads = 0;
+  int head_dim = 0, heads = 0;
   long long rows = 0, pages = 1;
   long long row_stride = 0, head_stride = 0, page_stride = 0;
 };
-Status encodeKVTileDescriptor(TmaDescriptor *desc, const KVTensorShape &shape, int box_rows, const char *what);
+Status encodeTileDescriptor(TmaDescriptor *desc, const TileTensorShape &shape, int box_rows, const char *what);
 
 } // namespace txc::kernels

@@ -17,11 +17,11 @@
 namespace txc::kernels {
 namespace {
 
-KVTensorShape contiguousKV(const void *base) {
-  KVTensorShape shape;
+TileTensorShape contiguousKV(const void *base) {
+  TileTensorShape shape;
   shape.base = base;
   shape.head_dim = 128;
-  shape.kv_heads = 8;
+  shape.heads = 8;
   shape.rows = 4096;
   shape.row_stride = 8 * 128;
   shape.head_stride = 128;
@@ -31,16 +31,16 @@ KVTensorShape contiguousKV(const void *base) {
 TEST(TmaDescriptorTest, MisalignedOrOversizedTensorsAreRefusedByName) {
   alignas(16) static unsigned char buffer[64];
   TmaDescriptor desc;
-  const Status misaligned = encodeKVTileDescriptor(&desc, contiguousKV(buffer + 2), 128, "K");
+  const Status misaligned = encodeTileDescriptor(&desc, contiguousKV(buffer + 2), 128, "K");
   EXPECT_EQ(misaligned.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(misaligned.message().find("TMA descriptor of K"), std::string::npos) << misaligned.message();
   EXPECT_NE(misaligned.message().find("16-byte aligned"), std::string::npos) << misaligned.message();
 
-  KVTensorShape paged = contiguousKV(buffer);
+  TileTensorShape paged = contiguousKV(buffer);
   paged.rows = 16; // a 16-token page cannot hold a 128-row box
   paged.pages = 100;
   paged.page_stride = 2 * 16 * 8 * 128;
-  const Status oversized = encodeKVTileDescriptor(&desc, paged, 128, "V");
+  const Status oversized = encodeTileDescriptor(&desc, paged, 128, "V");
   EXPECT_EQ(oversized.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(oversized.message().find("TMA descriptor of V"), std::string::npos) << oversized.message();
   EXPECT_NE(oversized.message().find("boxes of 128 rows"), std::string::npos) << oversized.message();
@@ -79,13 +79,13 @@ TEST(TmaDescriptorTest, EncodesContiguousAndPagedKV) {
   void *kv = nullptr;
   ASSERT_EQ(cudaMalloc(&kv, size_t{4096} * 8 * 128 * 2), cudaSuccess);
   TmaDescriptor desc;
-  const Status contiguous = encodeKVTileDescriptor(&desc, contiguousKV(kv), 128, "K");
+  const Status contiguous = encodeTileDescriptor(&desc, contiguousKV(kv), 128, "K");
   EXPECT_TRUE(contiguous.isOk()) << contiguous.message();
-  KVTensorShape paged = contiguousKV(kv);
+  TileTensorShape paged = contiguousKV(kv);
   paged.rows = 128; // pages of 128 tokens: one box a key block
   paged.pages = 16;
   paged.page_stride = 2 * 128 * 8 * 128;
-  const Status pages = encodeKVTileDescriptor(&desc, paged, 128, "V");
+  const Status pages = encodeTileDescriptor(&desc, paged, 128, "V");
   EXPECT_TRUE(pages.isOk()) << pages.message();
   cudaFree(kv);
 }

@@ -74,7 +74,7 @@ struct DecodeMmaTraits {
 /// This runs on the step's critical path (the attention's own time after
 /// the QKV GEMV ends), so every global load is issued at once, by all
 /// threads, before any is used: one L2 round trip, not one per head a warp
-/// (with one warp and a group of 4 that was six in a row). `heads` holds
+/// (before device run 63). `heads` holds
 /// (kGroupSize + 2) * kHeadDim floats, `aux` (kFoldAuxFloats) the rotary
 /// factors, computed before the wait, then the q- and k-norm weights: the
 /// kernel's fold scratch.

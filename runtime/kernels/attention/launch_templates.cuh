@@ -107,29 +107,27 @@ template <typename T> Status launchPagedDecodeTyped(const AttentionConfig &confi
         constexpr int kDim = decltype(dim)::value, kGroup = decltype(g)::value;
         dim3 grid(p.num_splits, p.num_kv_heads, p.batch);
         if constexpr (kGroup >= kMinGroupForMmaDecode) {
-          {
-            using Traits = DecodeMmaTraits<T, kDim, kGroup>;
-            auto kernel = pagedDecodeMmaKernel<Traits, decltype(variant)>;
-            TXC_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                                Traits::kSmemBytes));
-            if (non_portable)
-              TXC_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
-            const int smem = p.single_kv_stage ? Traits::kSmemBytesSingleStage : Traits::kSmemBytes;
-            int carveout = p.carveout_percent;
-            if (carveout < 0 && p.single_kv_stage) {
-              // The carveout one CTA needs, not the driver's choice (which
-              // maximizes occupancy and so takes nearly all of the L1).
-              static const int static_bytes = [&] {
-                cudaFuncAttributes attributes{};
-                return cudaFuncGetAttributes(&attributes, kernel) == cudaSuccess
-                           ? static_cast<int>(attributes.sharedSizeBytes)
-                           : 0;
-              }();
-              carveout = carveoutPercentFor(smem + static_bytes);
-            }
-            TXC_CUDA_CHECK(launchKernelWithCarveout(kernel, grid, dim3(Traits::kThreads), smem, stream,
-                                                    p.programmatic_launch, cluster_x, carveout, p));
+          using Traits = DecodeMmaTraits<T, kDim, kGroup>;
+          auto kernel = pagedDecodeMmaKernel<Traits, decltype(variant)>;
+          TXC_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                              Traits::kSmemBytes));
+          if (non_portable)
+            TXC_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
+          const int smem = p.single_kv_stage ? Traits::kSmemBytesSingleStage : Traits::kSmemBytes;
+          int carveout = p.carveout_percent;
+          if (carveout < 0 && p.single_kv_stage) {
+            // The carveout one CTA needs, not the driver's choice (which
+            // maximizes occupancy and so takes nearly all of the L1).
+            static const int static_bytes = [&] {
+              cudaFuncAttributes attributes{};
+              return cudaFuncGetAttributes(&attributes, kernel) == cudaSuccess
+                         ? static_cast<int>(attributes.sharedSizeBytes)
+                         : 0;
+            }();
+            carveout = carveoutPercentFor(smem + static_bytes);
           }
+          TXC_CUDA_CHECK(launchKernelWithCarveout(kernel, grid, dim3(Traits::kThreads), smem, stream,
+                                                  p.programmatic_launch, cluster_x, carveout, p));
         } else {
           using Traits = DecodeTraits<T, kDim, kGroup>;
           auto kernel = pagedDecodeKernel<Traits, decltype(variant)>;

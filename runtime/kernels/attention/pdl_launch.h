@@ -16,12 +16,6 @@
 
 namespace txc::kernels {
 
-/// With cluster_x > 1 the grid runs as thread-block clusters of cluster_x
-/// CTAs along x (grid.x a multiple of it). carveout_percent >= 0 asks for
-/// that shared-memory carveout (percent of the SM's unified L1 and shared
-/// memory) instead of the driver's choice for the kernel: an SM changes its
-/// carveout only when idle, so a kernel whose carveout differs from its
-/// predecessor's cannot start blocks beside that one's tail.
 /// The carveout (percent, rounded up) whose shared memory holds one CTA of
 /// `cta_bytes` (dynamic and static) on an sm_90 SM: 228 KB of shared memory
 /// at 100%, 1 KB of it reserved per CTA. The driver rounds it up to the
@@ -33,6 +27,12 @@ inline int carveoutPercentFor(int cta_bytes) {
   return percent > 100 ? 100 : percent;
 }
 
+/// With cluster_x > 1 the grid runs as thread-block clusters of cluster_x
+/// CTAs along x (grid.x a multiple of it). carveout_percent >= 0 asks for
+/// that shared-memory carveout (percent of the SM's unified L1 and shared
+/// memory) instead of the driver's choice for the kernel: an SM changes its
+/// carveout only when idle, so a kernel whose carveout differs from its
+/// predecessor's cannot start blocks beside that one's tail.
 template <typename... Params, typename... Args>
 cudaError_t launchKernelWithCarveout(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem,
                                      cudaStream_t stream, bool pdl, unsigned cluster_x, int carveout_percent,

@@ -102,9 +102,6 @@ Output:
                           pipeline (~105 KB of shared memory at d128) where
                           one stage would do (chunks of one tile, one wave of
                           CTAs; for comparison)
-  --decode-single-kv-stage-waves N
-                          (cuda) the one-stage attention also where its CTAs
-                          take up to N waves (1-8; default 1)
   --no-attention-early-kv (cuda) decode attention reads every key after waiting
                           for the QKV kernel, not the older ones before it
                           (for comparison)
@@ -259,9 +256,6 @@ Options parseArguments(int argc, char **argv) {
     } else if (arg == "--no-decode-single-kv-stage") {
       cudaOnly();
       options.cuda.decode_single_kv_stage = false;
-    } else if (arg == "--decode-single-kv-stage-waves") {
-      cudaOnly();
-      options.cuda.decode_single_kv_stage_waves = static_cast<int>(parseInteger(arg, value(), 1, 8));
     } else if (arg == "--attention-late-dependents") {
       cudaOnly();
       options.cuda.attention_late_dependents = true;

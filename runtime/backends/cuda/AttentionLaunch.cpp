@@ -130,14 +130,16 @@ Status CudaExecutor::State::attention(const LaunchAttributes &attributes, const 
         }
         p.num_splits = splits;
         // One K/V stage where each split's chunk fits one tile (the pipeline
-        // would stay empty) and the CTAs decode_single_kv_stage_waves waves
-        // (the launch then asks for the carveout of one CTA an SM).
+        // would stay empty) and the CTAs one wave (the launch then asks for
+        // the carveout of one CTA an SM). Over two waves it lost at a
+        // 2000-token Llama-3-8B prompt (device run 73: its second wave cost
+        // more than the GEMVs after it won back).
         const int64_t planned_context = graph_context > 0 ? graph_context : max_context;
         const int64_t chunk = (planned_context + splits - 1) / splits;
         p.single_kv_stage = options.decode_single_kv_stage &&
                             chunk <= kernels::kDecodeMmaTileKeys &&
                             static_cast<int64_t>(splits) * kv_heads * seqs <=
-                                static_cast<int64_t>(num_sms) * options.decode_single_kv_stage_waves;
+                                static_cast<int64_t>(num_sms);
         if (fold_rope) {
           p.maybe_rope_qkv = rope.qkv;
           p.rope_qkv_batch_stride = (rope.heads + 2 * rope.kv_heads) * rope.head_dim;

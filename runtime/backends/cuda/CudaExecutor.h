@@ -115,12 +115,6 @@ struct CudaExecutorOptions {
   /// to shared memory) o_proj and down ran 2 and 5 us slower a Llama-3-8B
   /// layer (device run 63); Llama b1 4.56 -> 4.45 ms with it (run 64).
   bool decode_single_kv_stage = true;
-  /// The waves of CTAs the one-stage attention may take (at its carveout an
-  /// SM holds one CTA): 1 by default. More lets it run at longer contexts
-  /// (chunks of one tile need more splits than one wave holds), where the
-  /// GEMVs after the pipelined attention run 3.7 us a Llama-3-8B layer
-  /// slower than without it (device run 72); for measuring that trade.
-  int decode_single_kv_stage_waves = 1;
   int qkv_carveout_percent = -1;
   int gemv_carveout_percent = -1;
   int attention_carveout_percent = -1;

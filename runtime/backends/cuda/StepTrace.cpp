@@ -35,6 +35,11 @@ std::vector<TraceKindSummary> summarizeDecodeTrace(const std::vector<DecodeTrace
     kind->latest_wait_release_us += e.latest_wait_release_us - e.wait_release_us;
     kind->query_ready_us += e.query_ready_us - e.wait_release_us;
     kind->tiles_done_us += e.tiles_done_us - e.wait_release_us;
+    if (std::isnan(e.partials_out_us) || std::isnan(e.merge_start_us))
+      continue;
+    ++kind->merge_count;
+    kind->partials_out_us += e.partials_out_us - e.wait_release_us;
+    kind->merge_start_us += e.merge_start_us - e.wait_release_us;
   }
   for (TraceKindSummary &k : kinds) {
     k.share_us /= k.count;
@@ -46,6 +51,10 @@ std::vector<TraceKindSummary> summarizeDecodeTrace(const std::vector<DecodeTrace
       k.latest_wait_release_us /= k.phase_count;
       k.query_ready_us /= k.phase_count;
       k.tiles_done_us /= k.phase_count;
+    }
+    if (k.merge_count > 0) {
+      k.partials_out_us /= k.merge_count;
+      k.merge_start_us /= k.merge_count;
     }
   }
   return kinds;
@@ -80,9 +89,16 @@ std::string formatDecodeTrace(const std::vector<DecodeTraceEntry> &trace) {
       continue;
     std::snprintf(line, sizeof line,
                   "  %-44s after its first wait release: latest start %.2f, latest wait %.2f, "
-                  "query ready %.2f, tiles done %.2f, exit %.2f us\n",
+                  "query ready %.2f, tiles done %.2f, ",
                   k.label.c_str(), k.latest_entry_us, k.latest_wait_release_us, k.query_ready_us,
-                  k.tiles_done_us, k.after_wait_us);
+                  k.tiles_done_us);
+    text += line;
+    if (k.merge_count > 0) {
+      std::snprintf(line, sizeof line, "partials out %.2f, merge start %.2f, ", k.partials_out_us,
+                    k.merge_start_us);
+      text += line;
+    }
+    std::snprintf(line, sizeof line, "exit %.2f us\n", k.after_wait_us);
     text += line;
   }
   std::snprintf(line, sizeof line, "  %4s %-44s %9s %9s %9s %9s  %s\n", "#", "kernel", "start",

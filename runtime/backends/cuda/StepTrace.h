@@ -18,18 +18,21 @@
 namespace txc::cuda {
 
 /// Stamps a traced launch takes (kernels::TraceSlot, device_utils.cuh).
-constexpr int kTraceSlotsPerLaunch = 8;
+constexpr int kTraceSlotsPerLaunch = 10;
 
 /// One traced kernel of a decode step: microseconds from the step's first
 /// traced block start; NaN where the kernel did not stamp it. Only kernels
 /// with few blocks (the decode attention) stamp the latest-over-blocks
 /// points: latest start and wait release, query ready (after the folded
-/// rope) and tiles done (before the epilogue and the split combine).
+/// rope) and tiles done (before the epilogue and the split combine); with
+/// splits also partials out (each split's partial published) and merge
+/// start (the merging CTA knows it merges).
 struct DecodeTraceEntry {
   std::string label; // the plan launch and the kernel: "txk.gemm 4096x4096 / gemv"
   double first_entry_us = 0, last_entry_us = 0, wait_release_us = 0, last_exit_us = 0;
   double latest_entry_us = std::nan(""), latest_wait_release_us = std::nan("");
   double query_ready_us = std::nan(""), tiles_done_us = std::nan("");
+  double partials_out_us = std::nan(""), merge_start_us = std::nan("");
 };
 
 /// The means over a step's kernels of one label, each measured against the
@@ -47,13 +50,16 @@ struct DecodeTraceEntry {
 /// For kernels with the latest-over-blocks points, their means against the
 /// first block's wait release (phase_count of them): the latest block
 /// start and wait release, query ready, tiles done; the exit is
-/// after_wait_us.
+/// after_wait_us. Of those with split merges (merge_count), partials out and
+/// merge start the same way.
 struct TraceKindSummary {
   std::string label;
   int count = 0;
   double share_us = 0, wait_latency_us = 0, early_start_us = 0, after_wait_us = 0;
   int phase_count = 0;
   double latest_entry_us = 0, latest_wait_release_us = 0, query_ready_us = 0, tiles_done_us = 0;
+  int merge_count = 0;
+  double partials_out_us = 0, merge_start_us = 0;
 };
 
 /// By label, in order of first appearance; entries with a stamp missing

@@ -94,7 +94,8 @@ Status CudaExecutor::State::readTrace() {
   for (size_t i = 0; i < step_trace_labels.size(); ++i)
     last_trace.push_back({step_trace_labels[i], micros(stamps[S * i]), micros(stamps[S * i + 1]),
                           micros(stamps[S * i + 2]), micros(stamps[S * i + 3]), micros(stamps[S * i + 4]),
-                          micros(stamps[S * i + 5]), micros(stamps[S * i + 6]), micros(stamps[S * i + 7])});
+                          micros(stamps[S * i + 5]), micros(stamps[S * i + 6]), micros(stamps[S * i + 7]),
+                          micros(stamps[S * i + 8]), micros(stamps[S * i + 9])});
   return Status::ok();
 }
 

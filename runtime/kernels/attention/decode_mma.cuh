@@ -441,7 +441,10 @@ __global__ void __launch_bounds__(Traits::kThreads) pagedDecodeMmaKernel(const D
     }
   }
   __syncthreads();
-  decodeEpilogue<T, G, D, W, Traits::kThreads>(params, warp_acc, warp_m, warp_l, split, seq, kv_head);
+  // The merging CTA stages the splits' partials in the whole of its dynamic
+  // shared memory (the per-warp states are merged before it loads them).
+  decodeEpilogue<T, G, D, W, Traits::kThreads>(params, warp_acc, warp_m, warp_l, split, seq, kv_head, smem_raw,
+                                               single ? Traits::kSmemBytesSingleStage : Traits::kSmemBytes);
   traceExit(trace);
 }
 

@@ -41,7 +41,7 @@ __device__ __forceinline__ void pdlLaunchDependents() { asm volatile("griddepcon
 /// first and last to start (blocks are dispatched in index order), so only
 /// the exit takes an atomic, one reduction a block. Kernels with few blocks
 /// (the decode attention) also stamp the latest over their blocks of the
-/// start [4], the wait release [5] and two points of their own [6], [7]
+/// start [4], the wait release [5] and four points of their own [6]-[9]
 /// (traceLatest: an atomic a block each, which a GEMV's thousands of
 /// blocks would queue at one address). Slots start at zero (not stamped).
 /// A null pointer costs one test a block.
@@ -54,7 +54,9 @@ enum TraceSlot {
   kTraceLatestWaitRelease = 5,
   kTraceLatestMarkA = 6,
   kTraceLatestMarkB = 7,
-  kTraceSlotsPerLaunch = 8,
+  kTraceLatestMarkC = 8,
+  kTraceLatestMarkD = 9,
+  kTraceSlotsPerLaunch = 10,
 };
 
 __device__ __forceinline__ unsigned long long globalTimerNs() {

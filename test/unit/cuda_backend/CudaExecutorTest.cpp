@@ -267,17 +267,6 @@ TEST(CudaExecutorTest, SingleKvStageDecodeMatchesThePipeline) {
     CudaExecutorOptions single = pipelined;
     single.decode_single_kv_stage = true;
     expectSameGenerations(**artifact, pipelined, single, 0.0, "single K/V stage, fold " + std::to_string(fold));
-    // decode_single_kv_stage_waves: splits of a token or two, so five
-    // sequences' CTAs (2 KV heads, up to 32 splits) take more than one wave
-    // of the one-stage kernel at its carveout of one CTA an SM.
-    CudaExecutorOptions many_splits = pipelined;
-    many_splits.decode_split_min_tokens = 1;
-    many_splits.decode_min_splits = 32;
-    CudaExecutorOptions waves = many_splits;
-    waves.decode_single_kv_stage = true;
-    waves.decode_single_kv_stage_waves = 8;
-    expectSameGenerations(**artifact, many_splits, waves, 0.0,
-                          "single K/V stage over several waves, fold " + std::to_string(fold));
   }
 }
 

@@ -51,11 +51,12 @@ TEST(StepTraceTest, KernelsAreMeasuredAgainstTheOneBefore) {
 TEST(StepTraceTest, LatestOverBlocksPointsAreMeansAfterTheFirstWaitRelease) {
   // An attention that stamps its phases twice (the second 1 us slower in
   // each), between GEMVs that do not; phases are measured from the
-  // attention's own first wait release.
+  // attention's own first wait release. Only the first merged splits (the
+  // merge points of the second are unstamped): their means are its own.
   DecodeTraceEntry gemv{"gemv", 0, 1, 2, 10};
   DecodeTraceEntry first{"attention", 9, 9.5, 10.5, 20};
   first.latest_entry_us = 11, first.latest_wait_release_us = 12, first.query_ready_us = 13,
-  first.tiles_done_us = 15;
+  first.tiles_done_us = 15, first.partials_out_us = 16.5, first.merge_start_us = 17.5;
   DecodeTraceEntry later{"attention", 29, 29.5, 30.5, 41};
   later.latest_entry_us = 32, later.latest_wait_release_us = 33, later.query_ready_us = 34,
   later.tiles_done_us = 36;
@@ -68,11 +69,15 @@ TEST(StepTraceTest, LatestOverBlocksPointsAreMeansAfterTheFirstWaitRelease) {
   EXPECT_DOUBLE_EQ(kinds[0].latest_wait_release_us, (1.5 + 2.5) / 2);
   EXPECT_DOUBLE_EQ(kinds[0].query_ready_us, (2.5 + 3.5) / 2);
   EXPECT_DOUBLE_EQ(kinds[0].tiles_done_us, (4.5 + 5.5) / 2);
+  EXPECT_EQ(kinds[0].merge_count, 1);
+  EXPECT_DOUBLE_EQ(kinds[0].partials_out_us, 6.0);
+  EXPECT_DOUBLE_EQ(kinds[0].merge_start_us, 7.0);
   EXPECT_EQ(kinds[1].label, "gemv");
   EXPECT_EQ(kinds[1].phase_count, 0);
   const std::string text = formatDecodeTrace({gemv, first, gemv2, later});
   EXPECT_NE(text.find("attention                                    after its first wait release: latest "
-                      "start 1.00, latest wait 2.00, query ready 3.00, tiles done 5.00, exit 10.00 us"),
+                      "start 1.00, latest wait 2.00, query ready 3.00, tiles done 5.00, partials out 6.00, "
+                      "merge start 7.00, exit 10.00 us"),
             std::string::npos)
       << text;
   EXPECT_NE(text.find("20.00  [11.00, 12.00, 13.00, 15.00]"), std::string::npos) << text; // absolute, per kernel

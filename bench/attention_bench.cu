@@ -297,6 +297,7 @@ struct DecodeCase {
   bool cluster_combine = false; // DecodeParams::cluster_combine (splits merged in a cluster)
   int cluster_max_splits = kPortableClusterSplits; // DecodeParams::cluster_max_splits
   bool single_kv_stage = false; // DecodeParams::single_kv_stage
+  bool wide_cta = false;        // DecodeParams::wide_cta (one split)
 };
 
 constexpr int kGraphLaunches = 20;
@@ -349,6 +350,7 @@ template <typename T> void runDecode(const DecodeCase &c, ElementType dtype, std
     p.cluster_combine = c.cluster_combine;
     p.cluster_max_splits = c.cluster_max_splits;
     p.single_kv_stage = c.single_kv_stage;
+    p.wide_cta = c.wide_cta;
     if (splits > 1) {
       p.maybe_partial_o = reinterpret_cast<float *>(workspace.as<char>() + ws.partial_o_offset);
       p.maybe_partial_lse = reinterpret_cast<float *>(workspace.as<char>() + ws.partial_lse_offset);
@@ -759,6 +761,26 @@ int main(int argc, char **argv) {
     // One K/V stage (tiles one after another through it, ~45 KB at d128):
     // chunks of several tiles included.
     checkGqaCases(" single-stage", [](DecodeCase &c) { c.single_kv_stage = true; });
+    // The wide CTA (16 warps, a 256-key tile, one split) where it is built
+    // (head_dim <= 128, no window or soft-cap): short contexts as in the
+    // decode step, and long ones, whose tiles run one after another.
+    std::vector<DecodeCase> wide_checks = {decode_checks[0], decode_checks[4], decode_checks[6],
+                                           {"gqa16/8 d128 short p16", 0, 16, 8, 128, 16, {1, 64, 150, 256}},
+                                           {"gqa8/2 d64 short p16", 0, 8, 2, 64, 16, {7, 200}}};
+    for (DecodeCase c : wide_checks) {
+      c.name += " wide";
+      c.wide_cta = true;
+      c.forced_splits = 1;
+      runDecode<__nv_bfloat16>(c, bf16, rng);
+      c.name += " early-kv";
+      c.early_kv = true;
+      runDecode<__nv_bfloat16>(c, bf16, rng);
+    }
+    DecodeCase wide_fp16 = wide_checks[3];
+    wide_fp16.name += " wide";
+    wide_fp16.wide_cta = true;
+    wide_fp16.forced_splits = 1;
+    runDecode<__half>(wide_fp16, fp16, rng);
   }
 
   std::printf("== prefill correctness\n");
@@ -869,6 +891,15 @@ int main(int argc, char **argv) {
       DecodeCase c = asInTheStep({name + " single-stage", 1, heads, 8, 128, 16, {}, context});
       c.forced_splits = splits;
       c.single_kv_stage = true;
+      runDecode<__nv_bfloat16>(c, bf16, rng);
+    }
+    // The wide CTA at the step's short contexts: one 256-key tile a KV head,
+    // nothing to merge (against the split rows above).
+    for (int heads : {32, 16}) {
+      DecodeCase c = asInTheStep(
+          {"diag b1 L256 h" + std::to_string(heads) + "/8 graph+pdl+early-kv wide", 1, heads, 8, 128, 16, {}, 256});
+      c.forced_splits = 1;
+      c.wide_cta = true;
       runDecode<__nv_bfloat16>(c, bf16, rng);
     }
     for (int variant = 0; variant < 4; ++variant) {

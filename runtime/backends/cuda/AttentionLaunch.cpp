@@ -115,6 +115,16 @@ Status CudaExecutor::State::attention(const LaunchAttributes &attributes, const 
         splits = std::max(1, std::min(splits, kMaxDecodeSplits));
         if (seqs > max_num_seqs)
           splits = 1;
+        // The wide CTA: the whole (short) context in one tile, nothing to merge.
+        const int64_t planned_context = graph_context > 0 ? graph_context : max_context;
+        p.wide_cta = options.decode_wide_cta && planned_context <= kernels::kDecodeWideTileKeys &&
+                     head_dim <= 128 && heads / kv_heads >= kernels::kMinGroupForMmaDecode &&
+                     variant.window_left < 0 && variant.softcap <= 0.f &&
+                     static_cast<int64_t>(kv_heads) * seqs <= static_cast<int64_t>(num_sms);
+        if (p.wide_cta) {
+          splits = 1;
+          p.cluster_combine = false;
+        }
         if (splits > 1) {
           kernels::DecodeWorkspaceLayout layout = kernels::decodeWorkspaceLayout(
               seqs, p.num_qo_heads, p.num_kv_heads, static_cast<int>(head_dim), splits);
@@ -134,7 +144,6 @@ Status CudaExecutor::State::attention(const LaunchAttributes &attributes, const 
         // the carveout of one CTA an SM). Over two waves it lost at a
         // 2000-token Llama-3-8B prompt (device run 73: its second wave cost
         // more than the GEMVs after it won back).
-        const int64_t planned_context = graph_context > 0 ? graph_context : max_context;
         const int64_t chunk = (planned_context + splits - 1) / splits;
         p.single_kv_stage = options.decode_single_kv_stage &&
                             chunk <= kernels::kDecodeMmaTileKeys &&

@@ -115,6 +115,11 @@ struct CudaExecutorOptions {
   /// to shared memory) o_proj and down ran 2 and 5 us slower a Llama-3-8B
   /// layer (device run 63); Llama b1 4.56 -> 4.45 ms with it (run 64).
   bool decode_single_kv_stage = true;
+  /// The decode attention as one wide CTA a (sequence, kv head)
+  /// (kernels::DecodeParams::wide_cta: 16 warps, a 256-key tile, no split
+  /// merge) where the planned context is at most 256 keys and those CTAs fit
+  /// one wave; head_dim <= 128, GQA group >= 2, no window or soft-cap.
+  bool decode_wide_cta = false;
   int qkv_carveout_percent = -1;
   int gemv_carveout_percent = -1;
   int attention_carveout_percent = -1;

@@ -8,7 +8,8 @@
 // m16n8k16 MMA (rows past the group are zero), so a 16-key slice costs about
 // 35 warp instructions.
 //
-// Grid: (split, kv_head, sequence), 4 warps. K/V tiles of kBlockN keys are
+// Grid: (split, kv_head, sequence), 4 warps (16 for DecodeParams::wide_cta,
+// one split and one stage). K/V tiles of kBlockN keys are
 // gathered row by row from the paged cache with cp.async into XOR-swizzled
 // shared memory, kStages deep; each warp owns 16 keys of every tile and keeps
 // its own online-softmax state; states merge through shared memory in
@@ -26,17 +27,20 @@
 namespace txc::kernels {
 
 /// Four warps, a 64-key tile per stage: about 100 KB of shared memory at
-/// d128 for the pipeline, ~45 KB with DecodeParams::single_kv_stage.
-template <typename DType_, int kHeadDim_, int kGroupSize_, int kPageSize_ = 0>
+/// d128 for the pipeline, ~45 KB with DecodeParams::single_kv_stage. Wide
+/// (kDecodeWideWarps, DecodeParams::wide_cta): one 256-key stage only,
+/// ~150 KB at d128.
+template <typename DType_, int kHeadDim_, int kGroupSize_, int kPageSize_ = 0, int kWarps_ = kDecodeMmaWarps>
 struct DecodeMmaTraits {
   using DType = DType_;
   static constexpr int kHeadDim = kHeadDim_;
   static constexpr int kGroupSize = kGroupSize_;
   static constexpr int kPageSize = kPageSize_;
-  static constexpr int kWarps = kDecodeMmaWarps;
+  static constexpr int kWarps = kWarps_;
+  static constexpr bool kWide = kWarps > kDecodeMmaWarps;
   static constexpr int kThreads = kWarps * 32;
   static constexpr int kRows = 16; // MMA M: the group's heads, zero-padded
-  static constexpr int kBlockN = kDecodeMmaTileKeys;
+  static constexpr int kBlockN = kDecodeMmaKeysPerWarp * kWarps;
   // About 64 KB of K/V in flight per CTA and two CTAs per SM.
   static constexpr int kStages = kHeadDim <= 64 ? 6 : (kHeadDim <= 128 ? 3 : 2);
   static constexpr int kChunksPerRow = kHeadDim / 8;
@@ -52,14 +56,17 @@ struct DecodeMmaTraits {
   static constexpr int kPipelineBytes = kStageOffsetBytes + 2 * kStages * kKVElems * (int)sizeof(DType);
   static constexpr int kSingleStageBytes = kStageOffsetBytes + 2 * kKVElems * (int)sizeof(DType);
   static constexpr int kMergeBytes = (kWarps * kGroupSize * (kHeadDim + 2)) * (int)sizeof(float);
-  static constexpr int kSmemBytes = kPipelineBytes > kMergeBytes ? kPipelineBytes : kMergeBytes;
   static constexpr int kSmemBytesSingleStage = kSingleStageBytes > kMergeBytes ? kSingleStageBytes : kMergeBytes;
+  static constexpr int kSmemBytes =
+      kWide ? kSmemBytesSingleStage : (kPipelineBytes > kMergeBytes ? kPipelineBytes : kMergeBytes);
 
   static_assert(sizeof(DType) == 2, "decode supports 16-bit element types");
   static_assert(kGroupSize >= 1 && kGroupSize <= kRows, "GQA group must fit the 16 MMA rows");
   static_assert(kHeadDim == 64 || kHeadDim == 128 || kHeadDim == 256, "head_dim must be 64, 128 or 256");
   static_assert(kSmemBytes <= 227 * 1024, "shared memory over the sm_90 limit");
-  static_assert(kStages >= 2, "the folded rope needs a stage the prologue leaves empty");
+  static_assert(kStages >= 2, "the prologue loads STAGES - 1 tiles");
+  static_assert(kWarps == kDecodeMmaWarps || (kWarps == kDecodeWideWarps && kHeadDim <= 128),
+                "the wide CTA is built for head_dim <= 128");
 };
 
 /// DecodeParams::maybe_rope_qkv, after the wait: the CTA's query heads
@@ -190,7 +197,7 @@ __global__ void __launch_bounds__(Traits::kThreads) pagedDecodeMmaKernel(const D
   auto stageV = [&](int s) { return stage_base + (2 * s + 1) * Traits::kKVElems; };
   // One stage (DecodeParams::single_kv_stage): tiles load and run one after
   // another through stage 0; otherwise a STAGES-deep pipeline.
-  const bool single = params.single_kv_stage;
+  const bool single = Traits::kWide || params.single_kv_stage;
   const int prologue_tiles = single ? 1 : STAGES - 1;
 
   const int split = blockIdx.x, kv_head = blockIdx.y, seq = blockIdx.z;
@@ -332,7 +339,12 @@ __global__ void __launch_bounds__(Traits::kThreads) pagedDecodeMmaKernel(const D
       o_acc[j][e] = 0.f;
   float row_max[2] = {-INFINITY, -INFINITY};
   float row_sum[2] = {0.f, 0.f};
-  unsigned q_frag[D / 16][4];
+  // Q's MMA fragments stay in registers across tiles; the wide CTA (one
+  // tile, 128 registers a thread at 512 threads) reloads them from shared
+  // memory for each k-step instead, which keeps it from spilling.
+  constexpr int kQFrags = Traits::kWide ? 1 : D / 16;
+  unsigned q_frag[kQFrags][4];
+  const unsigned q_addr = smemAddress(smem_q);
 
   for (int tile = 0; tile < num_tiles; ++tile) {
     if (single || (tile == 0 && first_tile_waits_all))
@@ -343,10 +355,10 @@ __global__ void __launch_bounds__(Traits::kThreads) pagedDecodeMmaKernel(const D
     if (!single && tile + STAGES - 1 < num_tiles)
       loadTile(tile + STAGES - 1, (tile + STAGES - 1) % STAGES);
     cpAsyncCommit();
-    if (tile == 0) {
+    if (!Traits::kWide && tile == 0) {
 #pragma unroll
-      for (int kk = 0; kk < D / 16; ++kk)
-        ldmatrixX4(q_frag[kk], smemAddress(smem_q) + 2 * swizzled<D>(lane % 16, kk * 2 + lane / 16));
+      for (int kk = 0; kk < kQFrags; ++kk)
+        ldmatrixX4(q_frag[kk], q_addr + 2 * swizzled<D>(lane % 16, kk * 2 + lane / 16));
     }
 
     const int stage = single ? 0 : tile % STAGES;
@@ -359,8 +371,11 @@ __global__ void __launch_bounds__(Traits::kThreads) pagedDecodeMmaKernel(const D
     for (int kk = 0; kk < D / 16; ++kk) {
       unsigned b[4];
       ldmatrixX4(b, sk_addr + 2 * swizzled<D>(warp_key0 + lane % 8 + (lane / 16) * 8, kk * 2 + (lane / 8) % 2));
-      mma16816<T>(s[0], q_frag[kk], b[0], b[1]);
-      mma16816<T>(s[1], q_frag[kk], b[2], b[3]);
+      if constexpr (Traits::kWide)
+        ldmatrixX4(q_frag[0], q_addr + 2 * swizzled<D>(lane % 16, kk * 2 + lane / 16));
+      const unsigned(&a)[4] = q_frag[Traits::kWide ? 0 : kk];
+      mma16816<T>(s[0], a, b[0], b[1]);
+      mma16816<T>(s[1], a, b[2], b[3]);
     }
 
     const int key0 = chunk_begin + tile * BN + warp_key0;

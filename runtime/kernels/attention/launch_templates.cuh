@@ -81,6 +81,37 @@ inline Status checkDecodeParams(const DecodeParams &p) {
                                    " splits, got " + std::to_string(p.num_splits));
   if (p.num_splits > 1 && (p.maybe_partial_o == nullptr || p.maybe_partial_lse == nullptr))
     return Status::invalidArgument("decode: num_splits > 1 needs the partial-output workspace");
+  if (p.wide_cta && (p.num_splits != 1 || p.num_qo_heads / p.num_kv_heads < kMinGroupForMmaDecode))
+    return Status::invalidArgument("decode: the wide CTA takes one split and a GQA group >= " +
+                                   std::to_string(kMinGroupForMmaDecode) + ", got " +
+                                   std::to_string(p.num_splits) + " splits, group " +
+                                   std::to_string(p.num_qo_heads / p.num_kv_heads));
+  return Status::ok();
+}
+
+/// One launch of the tensor-core decode kernel; with one K/V stage at the
+/// carveout one CTA needs unless carveout_percent says otherwise.
+template <class Traits, class Variant>
+Status launchDecodeMma(const DecodeParams &p, dim3 grid, unsigned cluster_x, bool non_portable, cudaStream_t stream) {
+  auto kernel = pagedDecodeMmaKernel<Traits, Variant>;
+  TXC_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Traits::kSmemBytes));
+  if (non_portable)
+    TXC_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
+  const bool single = Traits::kWide || p.single_kv_stage;
+  const int smem = single ? Traits::kSmemBytesSingleStage : Traits::kSmemBytes;
+  int carveout = p.carveout_percent;
+  if (carveout < 0 && single) {
+    // The carveout one CTA needs, not the driver's choice (which
+    // maximizes occupancy and so takes nearly all of the L1).
+    static const int static_bytes = [&] {
+      cudaFuncAttributes attributes{};
+      return cudaFuncGetAttributes(&attributes, kernel) == cudaSuccess ? static_cast<int>(attributes.sharedSizeBytes)
+                                                                       : 0;
+    }();
+    carveout = carveoutPercentFor(smem + static_bytes);
+  }
+  TXC_CUDA_CHECK(launchKernelWithCarveout(kernel, grid, dim3(Traits::kThreads), smem, stream, p.programmatic_launch,
+                                          cluster_x, carveout, p));
   return Status::ok();
 }
 
@@ -107,27 +138,20 @@ template <typename T> Status launchPagedDecodeTyped(const AttentionConfig &confi
         constexpr int kDim = decltype(dim)::value, kGroup = decltype(g)::value;
         dim3 grid(p.num_splits, p.num_kv_heads, p.batch);
         if constexpr (kGroup >= kMinGroupForMmaDecode) {
-          using Traits = DecodeMmaTraits<T, kDim, kGroup>;
-          auto kernel = pagedDecodeMmaKernel<Traits, decltype(variant)>;
-          TXC_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                              Traits::kSmemBytes));
-          if (non_portable)
-            TXC_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
-          const int smem = p.single_kv_stage ? Traits::kSmemBytesSingleStage : Traits::kSmemBytes;
-          int carveout = p.carveout_percent;
-          if (carveout < 0 && p.single_kv_stage) {
-            // The carveout one CTA needs, not the driver's choice (which
-            // maximizes occupancy and so takes nearly all of the L1).
-            static const int static_bytes = [&] {
-              cudaFuncAttributes attributes{};
-              return cudaFuncGetAttributes(&attributes, kernel) == cudaSuccess
-                         ? static_cast<int>(attributes.sharedSizeBytes)
-                         : 0;
-            }();
-            carveout = carveoutPercentFor(smem + static_bytes);
+          // The wide CTA only where it is built: head_dim <= 128, no window
+          // or soft-cap (checkDecodeParams has checked the rest).
+          using Variant = decltype(variant);
+          constexpr bool kWideBuilt = kDim <= 128 && std::is_same_v<Variant, AttentionVariant<false, false, false>>;
+          if constexpr (kWideBuilt) {
+            if (p.wide_cta)
+              TXC_RETURN_IF_ERROR((launchDecodeMma<DecodeMmaTraits<T, kDim, kGroup, 0, kDecodeWideWarps>, Variant>(
+                  p, grid, cluster_x, non_portable, stream)));
+          } else if (p.wide_cta) {
+            return Status::unsupported("decode: the wide CTA is built for head_dim <= 128 without window or soft-cap");
           }
-          TXC_CUDA_CHECK(launchKernelWithCarveout(kernel, grid, dim3(Traits::kThreads), smem, stream,
-                                                  p.programmatic_launch, cluster_x, carveout, p));
+          if (!p.wide_cta)
+            TXC_RETURN_IF_ERROR((launchDecodeMma<DecodeMmaTraits<T, kDim, kGroup>, Variant>(p, grid, cluster_x,
+                                                                                             non_portable, stream)));
         } else {
           using Traits = DecodeTraits<T, kDim, kGroup>;
           auto kernel = pagedDecodeKernel<Traits, decltype(variant)>;

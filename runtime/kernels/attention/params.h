@@ -23,6 +23,10 @@ constexpr int kMinGroupForMmaDecode = 2;
 constexpr int kDecodeMmaKeysPerWarp = 16;
 constexpr int kDecodeMmaWarps = 4;
 constexpr int kDecodeMmaTileKeys = kDecodeMmaKeysPerWarp * kDecodeMmaWarps;
+/// The wide CTA (DecodeParams::wide_cta): 16 warps, so one CTA takes a
+/// (sequence, kv head)'s 256 keys in one tile, without splits to merge.
+constexpr int kDecodeWideWarps = 16;
+constexpr int kDecodeWideTileKeys = kDecodeMmaKeysPerWarp * kDecodeWideWarps;
 
 /// The most splits DecodeParams::cluster_combine merges in one cluster: 8 is
 /// the portable cluster size, the default of DecodeParams::
@@ -135,6 +139,13 @@ struct DecodeParams {
   // (Two stages where chunks are two tiles measured no better in the step
   // and slower alone, device run 66.)
   bool single_kv_stage = false;
+  // The tensor-core kernel with kDecodeWideWarps warps and one stage of
+  // kDecodeWideTileKeys keys (head_dim <= 128, no window or soft-cap):
+  // one CTA a (sequence, kv head) takes a short context in one tile, so
+  // there is no split merge, whose fence, counter and reloads were ~5 us
+  // of a Llama-3-8B layer's attention in the b1 step (device run 74). Needs
+  // num_splits == 1; implies single_kv_stage.
+  bool wide_cta = false;
 
   // The decode step's rope folded in (the tensor-core kernel only, GQA
   // group >= 2): when maybe_rope_qkv is set, q is not read. Each CTA reads

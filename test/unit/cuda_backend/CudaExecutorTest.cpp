@@ -270,6 +270,26 @@ TEST(CudaExecutorTest, SingleKvStageDecodeMatchesThePipeline) {
   }
 }
 
+// decode_wide_cta: one 16-warp CTA a (sequence, kv head) takes the whole
+// context in a 256-key tile, against the split kernel: the same greedy
+// tokens, logits within the rounding of another softmax merge order, one
+// sequence and five, the rope folded in or not. (Contexts past one tile,
+// run through it one after another: attention_bench's "wide" checks.)
+TEST(CudaExecutorTest, WideCtaDecodeMatchesTheSplitKernel) {
+  TXC_SKIP_WITHOUT_GPU();
+  TinyModelOptions model = groupOfTwoModel(2);
+  auto artifact = tinyArtifact(model, "tiny-cuda-wide-cta.txm");
+  ASSERT_TRUE(artifact.isOk()) << artifact.status().toString();
+  for (bool fold : {true, false}) {
+    CudaExecutorOptions split;
+    split.rope_in_attention = fold;
+    split.decode_split_min_tokens = 16;
+    CudaExecutorOptions wide = split;
+    wide.decode_wide_cta = true;
+    expectSameGenerations(**artifact, split, wide, 0.05, "wide CTA, fold " + std::to_string(fold));
+  }
+}
+
 // attention_late_dependents moves only when the next kernel may launch:
 // the logits agree to the bit, with one sequence and five.
 TEST(CudaExecutorTest, LateDependentsOfTheDecodeAttentionChangeNoLogit) {

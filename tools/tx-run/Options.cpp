@@ -102,10 +102,10 @@ Output:
                           pipeline (~105 KB of shared memory at d128) where
                           one stage would do (chunks of one tile, one wave of
                           CTAs; for comparison)
-  --decode-wide-cta       (cuda) the decode attention as one 16-warp CTA a
-                          sequence and KV head, the whole context in one
-                          256-key tile and no split merge, where the context
-                          allows (head_dim <= 128, GQA group >= 2)
+  --no-decode-wide-cta    (cuda) the decode attention splits short contexts
+                          and merges the splits, instead of one 16-warp CTA a
+                          sequence and KV head taking them in one 256-key
+                          tile (for comparison)
   --no-attention-early-kv (cuda) decode attention reads every key after waiting
                           for the QKV kernel, not the older ones before it
                           (for comparison)
@@ -260,9 +260,9 @@ Options parseArguments(int argc, char **argv) {
     } else if (arg == "--no-decode-single-kv-stage") {
       cudaOnly();
       options.cuda.decode_single_kv_stage = false;
-    } else if (arg == "--decode-wide-cta") {
+    } else if (arg == "--no-decode-wide-cta") {
       cudaOnly();
-      options.cuda.decode_wide_cta = true;
+      options.cuda.decode_wide_cta = false;
     } else if (arg == "--attention-late-dependents") {
       cudaOnly();
       options.cuda.attention_late_dependents = true;

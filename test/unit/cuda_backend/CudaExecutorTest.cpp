@@ -284,6 +284,7 @@ TEST(CudaExecutorTest, WideCtaDecodeMatchesTheSplitKernel) {
     CudaExecutorOptions split;
     split.rope_in_attention = fold;
     split.decode_split_min_tokens = 16;
+    split.decode_wide_cta = false;
     CudaExecutorOptions wide = split;
     wide.decode_wide_cta = true;
     expectSameGenerations(**artifact, split, wide, 0.05, "wide CTA, fold " + std::to_string(fold));

@@ -44,6 +44,12 @@ python3 test/gpu/compare_modes.py "$B/tx-run" "$B/qwen3-0.6b.txm" --flags=--no-r
 [ "${PIPESTATUS[0]}" = 0 ] || fails=$((fails + 1))
 mode --flags=--no-attention-cluster-combine --atol 0 --batch 1
 mode --flags=--no-attention-cluster-combine --atol 0 --batch 3
+# The wide CTA (default where the context bucket is <= 256 keys) against the
+# split kernel: another softmax merge order, so bf16 rounding, same tokens.
+mode --flags=--no-decode-wide-cta --atol 0.15 --batch 3
+python3 test/gpu/compare_modes.py "$B/tx-run" "$B/llama-3-8b.txm" --flags=--no-decode-wide-cta --atol 0.15 \
+  --batch 1 --new 8 -- --random-weights 1 2>&1 | tee -a "$OUT/modes.log" | tail -1
+[ "${PIPESTATUS[0]}" = 0 ] || fails=$((fails + 1))
 python3 test/gpu/compare_modes.py "$B/tx-run" "$B/llama-3-8b.txm" --flags=--no-rope-in-attention --atol 0 \
   --batch 1 --new 8 -- --random-weights 1 2>&1 | tee -a "$OUT/modes.log" | tail -1
 [ "${PIPESTATUS[0]}" = 0 ] || fails=$((fails + 1))

@@ -297,7 +297,7 @@ struct DecodeCase {
   bool cluster_combine = false; // DecodeParams::cluster_combine (splits merged in a cluster)
   int cluster_max_splits = kPortableClusterSplits; // DecodeParams::cluster_max_splits
   bool single_kv_stage = false; // DecodeParams::single_kv_stage
-  bool wide_cta = false;        // DecodeParams::wide_cta (one split)
+  bool wide_cta = false;        // DecodeParams::wide_cta
 };
 
 constexpr int kGraphLaunches = 20;
@@ -781,6 +781,15 @@ int main(int argc, char **argv) {
     wide_fp16.wide_cta = true;
     wide_fp16.forced_splits = 1;
     runDecode<__half>(wide_fp16, fp16, rng);
+    // Wide CTAs as splits (a 256-key tile each, or several in a row), merged
+    // through global memory by the staged combine.
+    for (int i : {0, 4, 6}) {
+      DecodeCase c = decode_checks[i];
+      c.name += " wide";
+      c.wide_cta = true;
+      c.forced_splits = 5;
+      runDecode<__nv_bfloat16>(c, bf16, rng);
+    }
   }
 
   std::printf("== prefill correctness\n");
@@ -891,6 +900,16 @@ int main(int argc, char **argv) {
       DecodeCase c = asInTheStep({name + " single-stage", 1, heads, 8, 128, 16, {}, context});
       c.forced_splits = splits;
       c.single_kv_stage = true;
+      runDecode<__nv_bfloat16>(c, bf16, rng);
+    }
+    // Batch 1 at 4k as wide CTAs: 16 splits of one 256-key tile, all of a
+    // CTA's keys in flight at once and 16 partials to merge (against the 32
+    // pipelined splits of two 64-key tiles above), and 8 of two tiles.
+    for (int splits : {16, 8}) {
+      DecodeCase c = asInTheStep(
+          {"diag b1 L4096 graph+pdl+early-kv wide splits=" + std::to_string(splits), 1, 32, 8, 128, 16, {}, 4096});
+      c.forced_splits = splits;
+      c.wide_cta = true;
       runDecode<__nv_bfloat16>(c, bf16, rng);
     }
     // The wide CTA at the step's short contexts: one 256-key tile a KV head,

@@ -8,8 +8,8 @@
 // m16n8k16 MMA (rows past the group are zero), so a 16-key slice costs about
 // 35 warp instructions.
 //
-// Grid: (split, kv_head, sequence), 4 warps (16 for DecodeParams::wide_cta,
-// one split and one stage). K/V tiles of kBlockN keys are
+// Grid: (split, kv_head, sequence), 4 warps (16 and one stage for
+// DecodeParams::wide_cta). K/V tiles of kBlockN keys are
 // gathered row by row from the paged cache with cp.async into XOR-swizzled
 // shared memory, kStages deep; each warp owns 16 keys of every tile and keeps
 // its own online-softmax state; states merge through shared memory in
@@ -29,7 +29,7 @@ namespace txc::kernels {
 /// Four warps, a 64-key tile per stage: about 100 KB of shared memory at
 /// d128 for the pipeline, ~45 KB with DecodeParams::single_kv_stage. Wide
 /// (kDecodeWideWarps, DecodeParams::wide_cta): one 256-key stage only,
-/// ~150 KB at d128.
+/// ~137 KB at d128 and group 4.
 template <typename DType_, int kHeadDim_, int kGroupSize_, int kPageSize_ = 0, int kWarps_ = kDecodeMmaWarps>
 struct DecodeMmaTraits {
   using DType = DType_;

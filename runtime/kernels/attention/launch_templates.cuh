@@ -81,11 +81,11 @@ inline Status checkDecodeParams(const DecodeParams &p) {
                                    " splits, got " + std::to_string(p.num_splits));
   if (p.num_splits > 1 && (p.maybe_partial_o == nullptr || p.maybe_partial_lse == nullptr))
     return Status::invalidArgument("decode: num_splits > 1 needs the partial-output workspace");
-  if (p.wide_cta && (p.num_splits != 1 || p.num_qo_heads / p.num_kv_heads < kMinGroupForMmaDecode))
-    return Status::invalidArgument("decode: the wide CTA takes one split and a GQA group >= " +
-                                   std::to_string(kMinGroupForMmaDecode) + ", got " +
-                                   std::to_string(p.num_splits) + " splits, group " +
-                                   std::to_string(p.num_qo_heads / p.num_kv_heads));
+  if (p.wide_cta && ((p.cluster_combine && p.num_splits >= 2) || p.num_qo_heads / p.num_kv_heads < kMinGroupForMmaDecode))
+    return Status::invalidArgument("decode: the wide CTA takes a GQA group >= " +
+                                   std::to_string(kMinGroupForMmaDecode) + " (got " +
+                                   std::to_string(p.num_qo_heads / p.num_kv_heads) +
+                                   ") and merges splits through global memory, not a cluster");
   return Status::ok();
 }
 

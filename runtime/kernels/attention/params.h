@@ -143,8 +143,10 @@ struct DecodeParams {
   // kDecodeWideTileKeys keys (head_dim <= 128, no window or soft-cap):
   // one CTA a (sequence, kv head) takes a short context in one tile, so
   // there is no split merge, whose fence, counter and reloads were ~5 us
-  // of a Llama-3-8B layer's attention in the b1 step (device run 74). Needs
-  // num_splits == 1; implies single_kv_stage.
+  // of a Llama-3-8B layer's attention in the b1 step (device run 74). The
+  // executor uses it with one split; with more (a 256-key tile a split,
+  // merged through global memory, not a cluster) it is attention_bench's
+  // comparison at longer contexts. Implies single_kv_stage.
   bool wide_cta = false;
 
   // The decode step's rope folded in (the tensor-core kernel only, GQA

@@ -138,8 +138,9 @@ int main(int argc, char **argv) {
                std::to_string(s.split_min_tokens) + "-token chunks";
       };
       const txc::cuda::DecodeAttentionTuning tuning = cuda_backend->decodeAttentionTuning();
-      std::fprintf(stderr, "tx-run timing: decode attention: %s",
-                   describe(cuda_backend->decodeAttention()).c_str());
+      std::fprintf(stderr, "tx-run timing: decode attention: %s%s",
+                   describe(cuda_backend->decodeAttention()).c_str(),
+                   options.cuda.decode_wide_cta ? "; one wide CTA a KV head up to 256 keys of context" : "");
       if (tuning.tuned)
         std::fprintf(
             stderr, " (tuned over %d set-ups at batch 1: %.3f ms a step; the rule's %s: %.3f)",

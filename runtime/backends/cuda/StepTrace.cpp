@@ -102,7 +102,8 @@ std::string formatDecodeTrace(const std::vector<DecodeTraceEntry> &trace) {
     text += line;
   }
   std::snprintf(line, sizeof line, "  %4s %-44s %9s %9s %9s %9s  %s\n", "#", "kernel", "start",
-                "last-start", "wait", "exit", "[latest start, latest wait, query ready, tiles done]");
+                "last-start", "wait", "exit",
+                "[latest start, latest wait, query ready, tiles done(, partials out, merge start)]");
   text += line;
   for (size_t i = 0; i < trace.size(); ++i) {
     const DecodeTraceEntry &e = trace[i];
@@ -110,9 +111,14 @@ std::string formatDecodeTrace(const std::vector<DecodeTraceEntry> &trace) {
                   e.first_entry_us, e.last_entry_us, e.wait_release_us, e.last_exit_us);
     text += line;
     if (!std::isnan(e.latest_entry_us)) {
-      std::snprintf(line, sizeof line, "  [%.2f, %.2f, %.2f, %.2f]", e.latest_entry_us,
+      std::snprintf(line, sizeof line, "  [%.2f, %.2f, %.2f, %.2f", e.latest_entry_us,
                     e.latest_wait_release_us, e.query_ready_us, e.tiles_done_us);
       text += line;
+      if (!std::isnan(e.partials_out_us)) {
+        std::snprintf(line, sizeof line, ", %.2f, %.2f", e.partials_out_us, e.merge_start_us);
+        text += line;
+      }
+      text += "]";
     }
     text += "\n";
   }

@@ -121,7 +121,8 @@ struct CudaExecutorOptions {
   /// one wave; head_dim <= 128, GQA group >= 2, no window or soft-cap.
   /// Device run 75, b1 at the standard set-up: Llama-3-8B 4.463 -> 4.422
   /// ms, Qwen3-0.6B 0.761 -> 0.720 (the attention's time after its wait
-  /// 9.6 -> 6.6 and 8.5 -> 6.5 us a layer).
+  /// 9.6 -> 6.6 and 8.5 -> 6.5 us a layer); run 76, b8: 5.208 -> 4.742 and
+  /// 1.364 -> 1.139. (Batches 9-16, which also fit one wave, unmeasured.)
   bool decode_wide_cta = true;
   int qkv_carveout_percent = -1;
   int gemv_carveout_percent = -1;

@@ -65,6 +65,7 @@ struct DecodeMmaTraits {
   static_assert(kHeadDim == 64 || kHeadDim == 128 || kHeadDim == 256, "head_dim must be 64, 128 or 256");
   static_assert(kSmemBytes <= 227 * 1024, "shared memory over the sm_90 limit");
   static_assert(kStages >= 2, "the prologue loads STAGES - 1 tiles");
+  static_assert(2 * kThreads >= kHeadDim, "the folded rope takes one rotary pair a thread");
   static_assert(kWarps == kDecodeMmaWarps || (kWarps == kDecodeWideWarps && kHeadDim <= 128),
                 "the wide CTA is built for head_dim <= 128");
 };
@@ -81,15 +82,16 @@ struct DecodeMmaTraits {
 /// This runs on the step's critical path (the attention's own time after
 /// the QKV GEMV ends), so every global load is issued at once, by all
 /// threads, before any is used: one L2 round trip, not one per head a warp
-/// (before device run 63). `heads` holds
+/// (before device run 63); the rotary factors of `rope_pos` (thread i <
+/// rope_half holds pair i's inverse frequency, loaded early by the caller)
+/// are computed while those loads are in flight. `heads` holds
 /// (kGroupSize + 2) * kHeadDim floats, `aux` (kFoldAuxFloats) the rotary
-/// factors, computed before the wait, then the q- and k-norm weights: the
-/// kernel's fold scratch.
+/// factors, then the q- and k-norm weights: the kernel's fold scratch.
 template <class Traits>
 __device__ __forceinline__ void foldRope(const DecodeParams &params, typename Traits::DType *smem_q,
                                          typename Traits::DType *stage_k, typename Traits::DType *stage_v,
                                          float *heads, float *aux, int kv_head, int seq, bool owner,
-                                         int staged_row) {
+                                         int staged_row, int rope_pos, float rope_freq) {
   using T = typename Traits::DType;
   using Ops = ElementOps<T>;
   constexpr int G = Traits::kGroupSize, D = Traits::kHeadDim, CPR = Traits::kChunksPerRow;
@@ -120,6 +122,9 @@ __device__ __forceinline__ void foldRope(const DecodeParams &params, typename Tr
     if (idx < kChunks && rowLoaded(j))
       staged[i] = *reinterpret_cast<const uint4 *>(rowSource(j) + c * 8);
   }
+  if (threadIdx.x < params.rope_half)
+    ropeCosSinOf(rope_freq, static_cast<float>(rope_pos), params.rope_scaling, aux[2 * threadIdx.x],
+                 aux[2 * threadIdx.x + 1]);
 #pragma unroll
   for (int i = 0; i < kPerThread; ++i) {
     const int idx = threadIdx.x + i * Traits::kThreads, j = idx / CPR, c = idx % CPR;
@@ -223,6 +228,14 @@ __global__ void __launch_bounds__(Traits::kThreads) pagedDecodeMmaKernel(const D
     waitForPredecessor();
 
   const int kv_len = params.kv_lens[seq];
+  // The folded rope's position and this thread's inverse frequency (pair
+  // tid), loaded beside kv_len and used only in foldRope: a CTA that starts
+  // after the QKV GEMV has ended has every load before its wait on the
+  // step's critical path, and these were two more round trips in a row
+  // (then the sin/cos tables', now under the fold's loads).
+  const bool rope = params.maybe_rope_qkv != nullptr;
+  const int rope_pos = rope ? params.rope_positions[seq] : 0;
+  const float rope_freq = rope && tid < params.rope_half ? params.rope_inv_freq[tid] : 0.f;
   const int key_begin = kv_len > 0 ? Variant::keyBegin(kv_len - 1, params.variant) : 0;
   const int chunk = ceilDiv(kv_len - key_begin, params.num_splits);
   const int chunk_begin = key_begin + split * chunk;
@@ -262,9 +275,6 @@ __global__ void __launch_bounds__(Traits::kThreads) pagedDecodeMmaKernel(const D
     }
   };
 
-  // The folded rope: the rotary factors of this token's position are
-  // computed into its scratch before the wait (positions are a step input).
-  const bool rope = params.maybe_rope_qkv != nullptr;
   // The newest key (its K/V come from the previous kernel): whether this
   // CTA holds it, and whether it lies in a tile of the prologue (the first
   // prologue_tiles, loaded before the main loop), whose loads skip it; the
@@ -278,11 +288,6 @@ __global__ void __launch_bounds__(Traits::kThreads) pagedDecodeMmaKernel(const D
   T *const newest_stage_v = stageV(newest_in_prologue ? newest_tile : 0);
   const int newest_row = (newest - chunk_begin) % BN;
   const int rope_staged_row = rope && newest_in_prologue ? newest_row : -1;
-  if (rope) {
-    const float pos = static_cast<float>(params.rope_positions[seq]);
-    for (int i = tid; i < params.rope_half; i += Traits::kThreads)
-      ropeCosSin(params.rope_inv_freq, i, pos, params.rope_scaling, rope_cos_sin[2 * i], rope_cos_sin[2 * i + 1]);
-  }
 
   if (early) {
     // The whole prologue before the wait, without the newest key: the
@@ -299,9 +304,8 @@ __global__ void __launch_bounds__(Traits::kThreads) pagedDecodeMmaKernel(const D
     }
     waitForPredecessor();
     if (rope) {
-      __syncthreads(); // the rotary factors
       foldRope<Traits>(params, smem_q, newest_stage_k, newest_stage_v, rope_scratch, rope_cos_sin, kv_head, seq,
-                       holds_newest, rope_staged_row);
+                       holds_newest, rope_staged_row, rope_pos, rope_freq);
     } else {
       if (newest_in_prologue && tid < CPR) {
         const long long row = kvRowOffset<Traits::kPageSize>(kv, seq, newest) + tid * 8;
@@ -313,9 +317,8 @@ __global__ void __launch_bounds__(Traits::kThreads) pagedDecodeMmaKernel(const D
     }
   } else {
     if (rope) {
-      __syncthreads(); // the rotary factors
       foldRope<Traits>(params, smem_q, newest_stage_k, newest_stage_v, rope_scratch, rope_cos_sin, kv_head, seq,
-                       holds_newest, rope_staged_row);
+                       holds_newest, rope_staged_row, rope_pos, rope_freq);
     } else {
       loadQ();
     }

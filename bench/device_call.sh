@@ -9,8 +9,11 @@
 # STEP is one of
 #   unit                          CudaBackendTests (brief)
 #   check                         bench/gpu_check.sh (kernels against torch)
-#   ab:MODEL:MODES:ROUNDS:SECONDS bench/ab_decode.py --trace on BUNDLE/MODEL.txm
-#                                 with the modes file MODES (random weights)
+#   ab:MODEL:MODES:ROUNDS:SECONDS[:ARGS]
+#                                 bench/ab_decode.py --trace on BUNDLE/MODEL.txm
+#                                 with the modes file MODES (random weights);
+#                                 ARGS, space-separated, go to ab_decode.py
+#                                 (e.g. "--prompt 2000 --new 32" or "--batch 8")
 # e.g. bench/device_call.sh build-cuda/gpu abc1234 unit \
 #        ab:llama-3-8b:bench/modes/decode-attention-carveout-llama.txt:1:240 check
 set -u
@@ -33,11 +36,12 @@ for step in "$@"; do
       (cd "$OUT" && tar czf check.tgz check && rm -rf check)
       grep -E "^  (time|phases)|FAIL" "$OUT/check.log" | head -n 80;;
     ab:*)
-      IFS=: read -r _ model modes rounds seconds <<< "$step"
+      IFS=: read -r _ model modes rounds seconds args <<< "$step"
       name=$(basename "$modes" .txt)
-      dir="ab-$model-$name"
+      dir="ab-$model-$name$(echo "$args" | tr -c 'a-zA-Z0-9\n' '-' | sed 's/--*/-/g; s/-$//')"
       mkdir -p "$OUT/$dir"
-      timeout "$seconds" python3 bench/ab_decode.py "$B/tx-run" "$B/$model.txm" --rounds "$rounds" --trace \
+      # shellcheck disable=SC2086 # ARGS are words
+      timeout "$seconds" python3 bench/ab_decode.py "$B/tx-run" "$B/$model.txm" --rounds "$rounds" --trace $args \
         --trace-dir "$OUT/$dir/traces" --modes-file "$modes" -- --random-weights 1 \
         > "$OUT/$dir.txt" 2> "$OUT/$dir/progress.err"
       rc=$?

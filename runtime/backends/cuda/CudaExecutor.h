@@ -160,7 +160,9 @@ struct CudaExecutorOptions {
   /// instead of decodeAttentionSetup's rule where one beats it by over 1%.
   /// Off: device run 30 found Llama-3-8B's better set-up (b1 4.635 -> 4.534
   /// ms), now the rule, and nothing for Qwen3-0.6B; startup pays 16 graph
-  /// captures.
+  /// captures. With decode_wide_cta the 256-token context takes the wide CTA
+  /// in every set-up, so only the fold differs there (to revisit: tune at a
+  /// context past one wide tile, or only the fold).
   bool tune_decode_attention = false;
   /// cuBLASLt's decode-sized GEMMs (at most CublasGemm::kTuneMaxRows rows)
   /// on the fastest of the heuristic's first algorithms, timed per shape at

@@ -270,15 +270,15 @@ __device__ __forceinline__ void decodeEpilogue(const DecodeParams &params, const
     // The splits of (seq, kv head) are one cluster along x, rank = split.
     traceLatest(params.maybe_trace, kTraceLatestMarkC);
     clusterSync(); // every CTA's partial is in its shared memory
-    if (clusterCtaRank() == 0)
+    if (clusterCtaRank() == 0) {
       traceLatest(params.maybe_trace, kTraceLatestMarkD);
-    if (clusterCtaRank() == 0)
       combineSplitsInCta<T, G, D, kThreads>(
           params, seq, kv_head,
           [&](int sp, int g) { return loadCluster(clusterSharedAddress(cluster_lse + g, sp)); },
           [&](int sp, int g, int quad4) {
             return loadCluster4(clusterSharedAddress(cluster_o + g * D + quad4 * 4, sp));
           });
+    }
     clusterSync(); // the others' shared memory lives until the first CTA has read it
     return;
   }

@@ -81,11 +81,8 @@ inline Status checkDecodeParams(const DecodeParams &p) {
                                    " splits, got " + std::to_string(p.num_splits));
   if (p.num_splits > 1 && (p.maybe_partial_o == nullptr || p.maybe_partial_lse == nullptr))
     return Status::invalidArgument("decode: num_splits > 1 needs the partial-output workspace");
-  if (p.wide_cta && ((p.cluster_combine && p.num_splits >= 2) || p.num_qo_heads / p.num_kv_heads < kMinGroupForMmaDecode))
-    return Status::invalidArgument("decode: the wide CTA takes a GQA group >= " +
-                                   std::to_string(kMinGroupForMmaDecode) + " (got " +
-                                   std::to_string(p.num_qo_heads / p.num_kv_heads) +
-                                   ") and merges splits through global memory, not a cluster");
+  if (p.wide_cta && p.cluster_combine && p.num_splits >= 2)
+    return Status::invalidArgument("decode: the wide CTA merges splits through global memory, not a cluster");
   return Status::ok();
 }
 
@@ -132,26 +129,29 @@ template <typename T> Status launchPagedDecodeTyped(const AttentionConfig &confi
     return Status::unsupported("decode: the folded rope needs the tensor-core kernel (GQA group >= " +
                                std::to_string(kMinGroupForMmaDecode) +
                                "), positions, slot mapping, inverse frequencies and 2 * rope_half <= head_dim");
+  if (p.wide_cta && !decodeWideCtaBuilt(config.head_dim, group, p.variant))
+    return Status::unsupported("decode: the wide CTA is built for GQA groups >= " +
+                               std::to_string(kMinGroupForMmaDecode) +
+                               ", head_dim <= 128, without window or soft-cap");
   return withHeadDim(config.head_dim, [&](auto dim) {
     return withGroupSize(group, [&](auto g) {
       return withVariant<false>(false, p.variant.window_left >= 0, p.variant.softcap > 0.f, [&](auto variant) {
         constexpr int kDim = decltype(dim)::value, kGroup = decltype(g)::value;
         dim3 grid(p.num_splits, p.num_kv_heads, p.batch);
         if constexpr (kGroup >= kMinGroupForMmaDecode) {
-          // The wide CTA only where it is built: head_dim <= 128, no window
-          // or soft-cap (checkDecodeParams has checked the rest).
+          // The wide CTA is instantiated where decodeWideCtaBuilt says so
+          // (checked above; the last branch only keeps the others unbuilt).
           using Variant = decltype(variant);
           constexpr bool kWideBuilt = kDim <= 128 && std::is_same_v<Variant, AttentionVariant<false, false, false>>;
-          if constexpr (kWideBuilt) {
-            if (p.wide_cta)
-              TXC_RETURN_IF_ERROR((launchDecodeMma<DecodeMmaTraits<T, kDim, kGroup, 0, kDecodeWideWarps>, Variant>(
-                  p, grid, cluster_x, non_portable, stream)));
-          } else if (p.wide_cta) {
-            return Status::unsupported("decode: the wide CTA is built for head_dim <= 128 without window or soft-cap");
-          }
-          if (!p.wide_cta)
+          if (!p.wide_cta) {
             TXC_RETURN_IF_ERROR((launchDecodeMma<DecodeMmaTraits<T, kDim, kGroup>, Variant>(p, grid, cluster_x,
                                                                                              non_portable, stream)));
+          } else if constexpr (kWideBuilt) {
+            TXC_RETURN_IF_ERROR((launchDecodeMma<DecodeMmaTraits<T, kDim, kGroup, 0, kDecodeWideWarps>, Variant>(
+                p, grid, cluster_x, non_portable, stream)));
+          } else {
+            return Status::unsupported("decode: the wide CTA is not built for this head_dim or variant");
+          }
         } else {
           using Traits = DecodeTraits<T, kDim, kGroup>;
           auto kernel = pagedDecodeKernel<Traits, decltype(variant)>;

@@ -110,6 +110,19 @@ void expectSameGenerations(const artifact::LoadedArtifact &artifact, const CudaE
   }
 }
 
+/// expectSameGenerations of `base` against `base` with `change` applied,
+/// with the decode step's rope folded into the attention and without.
+template <typename Change>
+void expectSameGenerationsEitherRope(const artifact::LoadedArtifact &artifact, CudaExecutorOptions base,
+                                     Change change, double atol, const std::string &what) {
+  for (bool fold : {true, false}) {
+    base.rope_in_attention = fold;
+    CudaExecutorOptions changed = base;
+    change(changed);
+    expectSameGenerations(artifact, base, changed, atol, what + ", fold " + std::to_string(fold));
+  }
+}
+
 TEST(CudaExecutorTest, GraphsGemvAndDeviceGreedyAgreeWithPlainLaunches) {
   TXC_SKIP_WITHOUT_GPU();
   TinyModelOptions model;
@@ -259,15 +272,13 @@ TEST(CudaExecutorTest, SingleKvStageDecodeMatchesThePipeline) {
   TinyModelOptions model = groupOfTwoModel(2);
   auto artifact = tinyArtifact(model, "tiny-cuda-single-kv-stage.txm");
   ASSERT_TRUE(artifact.isOk()) << artifact.status().toString();
-  for (bool fold : {true, false}) {
-    CudaExecutorOptions pipelined;
-    pipelined.rope_in_attention = fold;
-    pipelined.decode_split_min_tokens = 16;
-    pipelined.decode_single_kv_stage = false;
-    CudaExecutorOptions single = pipelined;
-    single.decode_single_kv_stage = true;
-    expectSameGenerations(**artifact, pipelined, single, 0.0, "single K/V stage, fold " + std::to_string(fold));
-  }
+  CudaExecutorOptions pipelined;
+  pipelined.decode_split_min_tokens = 16;
+  pipelined.decode_wide_cta = false; // the split kernel, whose stages this is about
+  pipelined.decode_single_kv_stage = false;
+  expectSameGenerationsEitherRope(
+      **artifact, pipelined, [](CudaExecutorOptions &o) { o.decode_single_kv_stage = true; }, 0.0,
+      "single K/V stage");
 }
 
 // decode_wide_cta: one 16-warp CTA a (sequence, kv head) takes the whole
@@ -280,15 +291,11 @@ TEST(CudaExecutorTest, WideCtaDecodeMatchesTheSplitKernel) {
   TinyModelOptions model = groupOfTwoModel(2);
   auto artifact = tinyArtifact(model, "tiny-cuda-wide-cta.txm");
   ASSERT_TRUE(artifact.isOk()) << artifact.status().toString();
-  for (bool fold : {true, false}) {
-    CudaExecutorOptions split;
-    split.rope_in_attention = fold;
-    split.decode_split_min_tokens = 16;
-    split.decode_wide_cta = false;
-    CudaExecutorOptions wide = split;
-    wide.decode_wide_cta = true;
-    expectSameGenerations(**artifact, split, wide, 0.05, "wide CTA, fold " + std::to_string(fold));
-  }
+  CudaExecutorOptions split;
+  split.decode_split_min_tokens = 16;
+  split.decode_wide_cta = false;
+  expectSameGenerationsEitherRope(
+      **artifact, split, [](CudaExecutorOptions &o) { o.decode_wide_cta = true; }, 0.05, "wide CTA");
 }
 
 // attention_late_dependents moves only when the next kernel may launch:
@@ -369,6 +376,7 @@ TEST(CudaExecutorTest, ClusterMergeOfUpTo16SplitsMatchesTheGlobalMerge) {
   CudaExecutorOptions portable;
   portable.use_cuda_graphs = false;
   portable.decode_split_min_tokens = 1;
+  portable.decode_wide_cta = false; // the split kernel: its splits are what merges
   portable.attention_cluster_combine = true;
   CudaExecutorOptions wide = portable;
   wide.attention_cluster_max_splits = 16;
@@ -396,6 +404,7 @@ TEST(CudaExecutorTest, DecodeAttentionTuningKeepsTheFastestSetup) {
   auto artifact = tinyArtifact(model, "tiny-cuda-tuning.txm");
   ASSERT_TRUE(artifact.isOk()) << artifact.status().toString();
   CudaExecutorOptions rule;
+  rule.decode_wide_cta = false; // the split kernel, whose merge and chunks are open
   Generation reference = generate(**artifact, rule, true);
   EXPECT_FALSE(reference.tuning.tuned);
 

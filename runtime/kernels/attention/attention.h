@@ -78,6 +78,13 @@ Status planDecodeSplits(const AttentionConfig &config, int batch, int num_qo_hea
 /// else as a second launch of the combine kernel.
 Status launchPagedDecode(const AttentionConfig &config, const DecodeParams &params, cudaStream_t stream);
 
+/// Whether the wide CTA (DecodeParams::wide_cta) is built for this shape:
+/// the tensor-core kernel's groups, head_dim <= 128, no window or soft-cap.
+/// (Host only: params.h is also compiled by NVRTC.)
+inline bool decodeWideCtaBuilt(int head_dim, int group, const VariantParams &variant) {
+  return head_dim <= 128 && group >= kMinGroupForMmaDecode && variant.window_left < 0 && variant.softcap <= 0.f;
+}
+
 /// Prefill over a ragged batch (contiguous or paged K/V).
 Status launchPrefill(const AttentionConfig &config, const PrefillParams &params, cudaStream_t stream);
 

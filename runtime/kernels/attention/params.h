@@ -78,12 +78,6 @@ struct VariantParams {
   int window_left = -1;       // keys older than query_pos - window_left are masked
 };
 
-/// Whether the wide CTA (DecodeParams::wide_cta) is built for this shape:
-/// the tensor-core kernel's groups, head_dim <= 128, no window or soft-cap.
-inline bool decodeWideCtaBuilt(int head_dim, int group, const VariantParams &variant) {
-  return head_dim <= 128 && group >= kMinGroupForMmaDecode && variant.window_left < 0 && variant.softcap <= 0.f;
-}
-
 /// One decode step: one query token per sequence, keys/values in the paged
 /// cache (the current token already appended), query position = kv_len - 1.
 struct DecodeParams {

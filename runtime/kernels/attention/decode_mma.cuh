@@ -82,16 +82,15 @@ struct DecodeMmaTraits {
 /// This runs on the step's critical path (the attention's own time after
 /// the QKV GEMV ends), so every global load is issued at once, by all
 /// threads, before any is used: one L2 round trip, not one per head a warp
-/// (before device run 63); the rotary factors of `rope_pos` (thread i <
-/// rope_half holds pair i's inverse frequency, loaded early by the caller)
-/// are computed while those loads are in flight. `heads` holds
-/// (kGroupSize + 2) * kHeadDim floats, `aux` (kFoldAuxFloats) the rotary
-/// factors, then the q- and k-norm weights: the kernel's fold scratch.
+/// (before device run 63). `heads` holds (kGroupSize + 2) * kHeadDim floats,
+/// `aux` (kFoldAuxFloats) the rotary factors, written by the caller before
+/// the wait (this function's first barrier orders them), then the q- and
+/// k-norm weights: the kernel's fold scratch.
 template <class Traits>
 __device__ __forceinline__ void foldRope(const DecodeParams &params, typename Traits::DType *smem_q,
                                          typename Traits::DType *stage_k, typename Traits::DType *stage_v,
                                          float *heads, float *aux, int kv_head, int seq, bool owner,
-                                         int staged_row, int rope_pos, float rope_freq) {
+                                         int staged_row) {
   using T = typename Traits::DType;
   using Ops = ElementOps<T>;
   constexpr int G = Traits::kGroupSize, D = Traits::kHeadDim, CPR = Traits::kChunksPerRow;
@@ -122,9 +121,6 @@ __device__ __forceinline__ void foldRope(const DecodeParams &params, typename Tr
     if (idx < kChunks && rowLoaded(j))
       staged[i] = *reinterpret_cast<const uint4 *>(rowSource(j) + c * 8);
   }
-  if (threadIdx.x < params.rope_half)
-    ropeCosSinOf(rope_freq, static_cast<float>(rope_pos), params.rope_scaling, aux[2 * threadIdx.x],
-                 aux[2 * threadIdx.x + 1]);
 #pragma unroll
   for (int i = 0; i < kPerThread; ++i) {
     const int idx = threadIdx.x + i * Traits::kThreads, j = idx / CPR, c = idx % CPR;
@@ -229,13 +225,20 @@ __global__ void __launch_bounds__(Traits::kThreads) pagedDecodeMmaKernel(const D
 
   const int kv_len = params.kv_lens[seq];
   // The folded rope's position and this thread's inverse frequency (pair
-  // tid), loaded beside kv_len and used only in foldRope: a CTA that starts
-  // after the QKV GEMV has ended has every load before its wait on the
-  // step's critical path, and these were two more round trips in a row
-  // (then the sin/cos tables', now under the fold's loads).
+  // tid), loaded beside kv_len: a CTA that starts after the QKV GEMV has
+  // ended has every load before its wait on the step's critical path, and
+  // these were two more round trips in a row (before run 78).
   const bool rope = params.maybe_rope_qkv != nullptr;
   const int rope_pos = rope ? params.rope_positions[seq] : 0;
   const float rope_freq = rope && tid < params.rope_half ? params.rope_inv_freq[tid] : 0.f;
+  // Its rotary factors, into the fold's scratch before the wait: computed
+  // after the wait (under the fold's loads, run 78) they cost Qwen3's
+  // attention 0.8 us more than the wait they saved.
+  auto ropeFactors = [&]() {
+    if (rope && tid < params.rope_half)
+      ropeCosSinOf(rope_freq, static_cast<float>(rope_pos), params.rope_scaling, rope_cos_sin[2 * tid],
+                   rope_cos_sin[2 * tid + 1]);
+  };
   const int key_begin = kv_len > 0 ? Variant::keyBegin(kv_len - 1, params.variant) : 0;
   const int chunk = ceilDiv(kv_len - key_begin, params.num_splits);
   const int chunk_begin = key_begin + split * chunk;
@@ -302,10 +305,11 @@ __global__ void __launch_bounds__(Traits::kThreads) pagedDecodeMmaKernel(const D
         loadTile(s, s, newest);
       cpAsyncCommit();
     }
+    ropeFactors();
     waitForPredecessor();
     if (rope) {
       foldRope<Traits>(params, smem_q, newest_stage_k, newest_stage_v, rope_scratch, rope_cos_sin, kv_head, seq,
-                       holds_newest, rope_staged_row, rope_pos, rope_freq);
+                       holds_newest, rope_staged_row);
     } else {
       if (newest_in_prologue && tid < CPR) {
         const long long row = kvRowOffset<Traits::kPageSize>(kv, seq, newest) + tid * 8;
@@ -316,9 +320,10 @@ __global__ void __launch_bounds__(Traits::kThreads) pagedDecodeMmaKernel(const D
       cpAsyncCommit();
     }
   } else {
+    ropeFactors();
     if (rope) {
       foldRope<Traits>(params, smem_q, newest_stage_k, newest_stage_v, rope_scratch, rope_cos_sin, kv_head, seq,
-                       holds_newest, rope_staged_row, rope_pos, rope_freq);
+                       holds_newest, rope_staged_row);
     } else {
       loadQ();
     }

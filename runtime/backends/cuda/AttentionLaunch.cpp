@@ -48,7 +48,8 @@ Status CudaExecutor::State::attention(const LaunchAttributes &attributes, const 
   const bool fold_rope =
       pending_rope.active && tokens == seqs && rope.out == query.data && rope.cache == cache.data &&
       heads / kv_heads >= kernels::kMinGroupForMmaDecode && rope.head_dim == head_dim &&
-      rope.heads == heads && rope.kv_heads == kv_heads;
+      rope.heads == heads && rope.kv_heads == kv_heads && rope.step_factors != nullptr &&
+      rope_factor_rows == seqs;
   if (!fold_rope)
     TXC_RETURN_IF_ERROR(flushPendingRope());
 
@@ -152,11 +153,9 @@ Status CudaExecutor::State::attention(const LaunchAttributes &attributes, const 
         if (fold_rope) {
           p.maybe_rope_qkv = rope.qkv;
           p.rope_qkv_batch_stride = (rope.heads + 2 * rope.kv_heads) * rope.head_dim;
-          p.rope_positions = rope.positions;
           p.rope_slot_mapping = rope.slot_mapping;
-          p.rope_inv_freq = rope.inv_freq;
+          p.rope_factors = rope.step_factors;
           p.rope_half = static_cast<int>(rope.half);
-          p.rope_scaling = rope.attention_scaling;
           p.maybe_q_norm = rope.q_norm;
           p.maybe_k_norm = rope.k_norm;
           p.rope_norm_eps = rope.norm_eps;

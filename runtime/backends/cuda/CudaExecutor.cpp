@@ -192,6 +192,7 @@ Status CudaExecutor::State::prepare() {
 
   // Check the launches; collect KV geometry, rotary tables, scratch needs.
   std::map<int32_t, std::pair<int64_t, int64_t>> geometry;
+  std::vector<std::pair<std::vector<float>, float>> factor_set_keys; // rope_factor_sets' frequencies, scaling
   uint64_t gemm_scratch_need = 0;
   for (int i = 0; i < plan->launches_size(); ++i) {
     const pb::Launch &launch = plan->launches(i);
@@ -261,6 +262,19 @@ Status CudaExecutor::State::prepare() {
       table.inv_freq = static_cast<float *>(p);
       CU(cudaMemcpy(p, f.inv_freq.data(), f.inv_freq.size() * 4, cudaMemcpyHostToDevice),
          context + ": rotary upload");
+      // One step-factor buffer for each distinct table (enqueueLaunches).
+      size_t set = 0;
+      while (set < factor_set_keys.size() &&
+             factor_set_keys[set] != std::make_pair(f.inv_freq, f.attention_scaling))
+        ++set;
+      if (set == factor_set_keys.size()) {
+        TXC_ASSIGN_OR_RETURN(void *factors,
+                             allocate(max_num_seqs * table.half * 2 * sizeof(float), "rotary step factors"));
+        table.step_factors = static_cast<float *>(factors);
+        factor_set_keys.emplace_back(f.inv_freq, f.attention_scaling);
+        rope_factor_sets.push_back(table);
+      }
+      table.step_factors = rope_factor_sets[set].step_factors;
       rope_tables[i] = table;
     }
   }

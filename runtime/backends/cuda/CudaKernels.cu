@@ -486,6 +486,25 @@ cudaError_t launchRopeAppend(const RopeAppendArgs &args, cudaStream_t stream) {
                       args);
 }
 
+__global__ void ropeFactorsKernel(const int32_t *positions, const float *inv_freq, int half,
+                                  float attention_scaling, float *out) {
+  const int64_t t = blockIdx.x;
+  const float pos = static_cast<float>(positions[t]);
+  for (int i = threadIdx.x; i < half; i += blockDim.x)
+    kernels::ropeCosSin(inv_freq, i, pos, attention_scaling, out[2 * (t * half + i)],
+                        out[2 * (t * half + i) + 1]);
+}
+
+cudaError_t launchRopeFactors(const int32_t *positions, int64_t rows, const float *inv_freq,
+                              int64_t half, float attention_scaling, float *out, cudaStream_t stream) {
+  if (rows <= 0 || half <= 0)
+    return rows < 0 || half < 0 ? cudaErrorInvalidValue : cudaSuccess;
+  const unsigned threads = static_cast<unsigned>(std::min<int64_t>(256, (half + 31) / 32 * 32));
+  ropeFactorsKernel<<<static_cast<unsigned>(rows), threads, 0, stream>>>(
+      positions, inv_freq, static_cast<int>(half), attention_scaling, out);
+  return cudaGetLastError();
+}
+
 cudaError_t launchSimpleAttention(const SimpleAttentionArgs &args, cudaStream_t stream) {
   if (args.head_dim > kAttnThreads * kAttnMaxDimsPerThread)
     return cudaErrorInvalidValue;

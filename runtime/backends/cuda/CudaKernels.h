@@ -70,6 +70,10 @@ struct RopeAppendArgs {
   const float *inv_freq = nullptr; // rotary_dim / 2 entries
   int64_t half = 0;
   float attention_scaling = 1.0f;
+  // The same factors at this step's positions, [num_tokens][half] (cos,
+  // sin) pairs (launchRopeFactors), when the step computed them: the
+  // decode attention's folded rope reads them.
+  const float *step_factors = nullptr;
   const void *q_norm = nullptr, *k_norm = nullptr;
   EType q_norm_type = EType::kF32, k_norm_type = EType::kF32;
   float norm_eps = 0.0f;
@@ -83,6 +87,12 @@ struct RopeAppendArgs {
 /// One warp per (token, head); head_dim <= 512; qkv must not overlap out
 /// (the caller copies).
 cudaError_t launchRopeAppend(const RopeAppendArgs &args, cudaStream_t stream);
+/// out[t][i] = (cos, sin) of pair i at positions[t] (kernels::ropeCosSin:
+/// what launchRopeAppend rotates by), t < rows. Launched without PDL and
+/// never releasing its dependents early, so every kernel after it in the
+/// stream, however early it starts, sees the factors.
+cudaError_t launchRopeFactors(const int32_t *positions, int64_t rows, const float *inv_freq,
+                              int64_t half, float attention_scaling, float *out, cudaStream_t stream);
 
 struct SimpleAttentionArgs {
   const void *q = nullptr;

@@ -315,6 +315,7 @@ Status CudaExecutor::State::runLaunch(int index, const pb::Launch &launch) {
     a.inv_freq = table.inv_freq;
     a.half = table.half;
     a.attention_scaling = table.attention_scaling;
+    a.step_factors = table.step_factors;
     a.q_norm = q_norm.data;
     a.k_norm = k_norm.data;
     if (q_norm.present()) {

@@ -224,20 +224,19 @@ __global__ void __launch_bounds__(Traits::kThreads) pagedDecodeMmaKernel(const D
     waitForPredecessor();
 
   const int kv_len = params.kv_lens[seq];
-  // The folded rope's position and this thread's inverse frequency (pair
-  // tid), loaded beside kv_len: a CTA that starts after the QKV GEMV has
-  // ended has every load before its wait on the step's critical path, and
-  // these were two more round trips in a row (before run 78).
+  // The folded rope's factors of pair tid, loaded beside kv_len (a CTA
+  // that starts after the QKV GEMV has ended has every load before its wait
+  // on the step's critical path) and stored into the fold's scratch before
+  // the wait.
   const bool rope = params.maybe_rope_qkv != nullptr;
-  const int rope_pos = rope ? params.rope_positions[seq] : 0;
-  const float rope_freq = rope && tid < params.rope_half ? params.rope_inv_freq[tid] : 0.f;
-  // Its rotary factors, into the fold's scratch before the wait: computed
-  // after the wait (under the fold's loads, run 78) they cost Qwen3's
-  // attention 0.8 us more than the wait they saved.
+  float2 rope_factor = make_float2(0.f, 0.f);
+  if (rope && tid < params.rope_half)
+    rope_factor = reinterpret_cast<const float2 *>(params.rope_factors)[seq * params.rope_half + tid];
   auto ropeFactors = [&]() {
-    if (rope && tid < params.rope_half)
-      ropeCosSinOf(rope_freq, static_cast<float>(rope_pos), params.rope_scaling, rope_cos_sin[2 * tid],
-                   rope_cos_sin[2 * tid + 1]);
+    if (rope && tid < params.rope_half) {
+      rope_cos_sin[2 * tid] = rope_factor.x;
+      rope_cos_sin[2 * tid + 1] = rope_factor.y;
+    }
   };
   const int key_begin = kv_len > 0 ? Variant::keyBegin(kv_len - 1, params.variant) : 0;
   const int chunk = ceilDiv(kv_len - key_begin, params.num_splits);

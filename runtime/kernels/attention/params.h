@@ -159,11 +159,13 @@ struct DecodeParams {
   // when < 0), which is where the paged view finds the newest key.
   const void *maybe_rope_qkv = nullptr;
   long long rope_qkv_batch_stride = 0;
-  const int *rope_positions = nullptr;    // [batch]
   const int *rope_slot_mapping = nullptr; // [batch]
-  const float *rope_inv_freq = nullptr;   // [rope_half]
-  int rope_half = 0;                      // rotated pairs (rotary_dim / 2)
-  float rope_scaling = 1.f;               // attention scaling of cos and sin
+  // [batch][rope_half] (cos, sin) pairs, each sequence's rotary factors at
+  // its position (ropeCosSin, attention scaling included), computed once a
+  // step before its first kernel: computed in each CTA they were ~1 us of
+  // every layer's attention (device runs 78-79).
+  const float *rope_factors = nullptr;
+  int rope_half = 0; // rotated pairs (rotary_dim / 2)
   const void *maybe_q_norm = nullptr;     // [head_dim], the cache's element type
   const void *maybe_k_norm = nullptr;
   float rope_norm_eps = 0.f;

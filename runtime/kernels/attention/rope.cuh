@@ -22,15 +22,11 @@ namespace txc::kernels {
 /// computes it, its cos and sin rounded once from double (what HF's fp32
 /// cos gives, to the last bit in almost every case), times the attention
 /// scaling.
-__device__ __forceinline__ void ropeCosSinOf(float inv_freq, float pos, float scaling, float &c, float &s) {
-  const float angle = __fmul_rn(inv_freq, pos);
-  c = __fmul_rn(static_cast<float>(cos(static_cast<double>(angle))), scaling);
-  s = __fmul_rn(static_cast<float>(sin(static_cast<double>(angle))), scaling);
-}
-/// The same for pair i of an inverse-frequency table.
 __device__ __forceinline__ void ropeCosSin(const float *inv_freq, int i, float pos, float scaling,
                                            float &c, float &s) {
-  ropeCosSinOf(inv_freq[i], pos, scaling, c, s);
+  const float angle = __fmul_rn(inv_freq[i], pos);
+  c = __fmul_rn(static_cast<float>(cos(static_cast<double>(angle))), scaling);
+  s = __fmul_rn(static_cast<float>(sin(static_cast<double>(angle))), scaling);
 }
 
 /// RMSNorm of the staged head, weight(i) its i-th weight.

@@ -5,7 +5,7 @@
 # A full run is close to the device tool's 10 minutes: split it into
 # SKIP_TIMINGS=1 (tests, mode comparisons, attention and op benchmarks) and
 # TIMINGS_ONLY=1 (the step timings) calls. SKIP_OPS_BENCH=1 leaves out
-# decode_ops_bench.
+# decode_ops_bench, SKIP_ATTENTION_BENCH=1 attention_bench.
 # The device tool brings back at most 8 files, so the logs are packed into
 # $OUT/logs.tgz; the decode timings are also collected in $OUT/timings.txt.
 #   [FULL=1] test/gpu/run_all.sh BUNDLE   (BUNDLE from test/gpu/make_bundle.sh)
@@ -75,7 +75,7 @@ python3 test/gpu/compare_modes.py "$B/tx-run" "$B/llama-3-8b.txm" --flags=--no-a
 # Decode attention: correctness (also with early K/V and the cluster merge) and
 # the batch-1 diagnostics (bench/gpu_check.sh runs the whole attention bench with
 # the torch peers).
-if [ -x "$B/attention_bench" ]; then
+if [ -x "$B/attention_bench" ] && [ "${SKIP_ATTENTION_BENCH:-0}" != 1 ]; then
   timeout 240 "$B/attention_bench" --decode-only --json "$OUT/attention-decode.json" 2>&1 | tee "$OUT/attention-decode.log" |
     grep -E "FAIL|diag b1 L(4096|32768) cuda-graph|b1 L4096 |b1 L32768 |diag b(1|32) L256|splits=(8|16) cluster"
   [ "${PIPESTATUS[0]}" = 0 ] || fails=$((fails + 1))

@@ -257,23 +257,53 @@ __global__ void __launch_bounds__(Traits::kThreads) pagedDecodeMmaKernel(const D
   const KVCacheView &kv = params.kv;
   const T *k_base = static_cast<const T *>(kv.k) + kv_head * kv.head_stride;
   const T *v_base = static_cast<const T *>(kv.v) + kv_head * kv.head_stride;
+  // A thread's rows of a tile: r = tid / CPR + i * kRowsPerPass.
+  constexpr int kRowsPerPass = Traits::kThreads / CPR;
+  constexpr int kTileRowsPerThread = BN / kRowsPerPass;
+  static_assert(BN % kRowsPerPass == 0, "a tile's rows spread evenly over the threads");
+  // The wide CTA's early tile: its page-table entries, loaded beside kv_len
+  // where their keys do not depend on it (the first split of a variant
+  // without a window starts at key 0; the executor runs the wide CTA as one
+  // split). Before device run 82 they waited for kv_len: one more L2 round
+  // trip before the wait of a CTA that starts late, and the wide CTA starts
+  // as the QKV GEMV ends (it needs an SM of its own). Not in the 4-warp
+  // kernel: there the other splits' CTAs set the wait, and at d256 the 16
+  // entries a thread made ptxas spill.
+  const bool pages_ahead =
+      Traits::kWide && early && split == 0 && !Variant::kWindow && kv.page_table != nullptr;
+  int prologue_pages[kTileRowsPerThread];
+  if (pages_ahead) {
+#pragma unroll
+    for (int i = 0; i < kTileRowsPerThread; ++i)
+      prologue_pages[i] = kvPageAhead<Traits::kPageSize>(kv, seq, tid / CPR + i * kRowsPerPass);
+  }
   // Rows of keys in [tile * BN, ...) of the chunk; past chunk_end zeros; the
   // row of key `skip` is not written at all (the early path loads it after
-  // the wait).
-  auto loadTile = [&](int tile, int stage, int skip = -1) {
+  // the wait). With `pages_known` the rows' pages are prologue_pages.
+  auto loadTile = [&](int tile, int stage, int skip = -1, bool pages_known = false) {
     T *sk = stageK(stage);
     T *sv = stageV(stage);
-    constexpr int kRowsPerPass = Traits::kThreads / CPR;
     const int c = tid % CPR;
-#pragma unroll
-    for (int r = tid / CPR; r < BN; r += kRowsPerPass) {
+    auto loadRow = [&](int r, int known_page) {
       const int key = chunk_begin + tile * BN + r;
       const bool valid = key < chunk_end;
       if (valid && key == skip)
-        continue;
-      const long long row = valid ? kvRowOffset<Traits::kPageSize>(kv, seq, key) + c * 8 : 0;
+        return;
+      const long long row = valid ? (pages_known ? kvRowOffsetInPage<Traits::kPageSize>(kv, known_page, key)
+                                                 : kvRowOffset<Traits::kPageSize>(kv, seq, key)) +
+                                        c * 8
+                                  : 0;
       cpAsync16(sk + swizzled<D>(r, c), k_base + row, valid);
       cpAsync16(sv + swizzled<D>(r, c), v_base + row, valid);
+    };
+    if (pages_known) { // unrolled fully: prologue_pages stay in registers
+#pragma unroll
+      for (int i = 0; i < kTileRowsPerThread; ++i)
+        loadRow(tid / CPR + i * kRowsPerPass, prologue_pages[i]);
+    } else {
+#pragma unroll
+      for (int r = tid / CPR; r < BN; r += kRowsPerPass)
+        loadRow(r, 0);
     }
   };
 
@@ -301,7 +331,7 @@ __global__ void __launch_bounds__(Traits::kThreads) pagedDecodeMmaKernel(const D
 #pragma unroll
     for (int s = 0; s < STAGES - 1; ++s) {
       if (s < num_tiles && s < prologue_tiles)
-        loadTile(s, s, newest);
+        loadTile(s, s, newest, pages_ahead && s == 0);
       cpAsyncCommit();
     }
     ropeFactors();

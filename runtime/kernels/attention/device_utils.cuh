@@ -149,6 +149,23 @@ __device__ __forceinline__ long long kvRowOffset(const KVCacheView &kv, int seq,
   return (long long)page * kv.page_stride + (long long)in_page * kv.token_stride;
 }
 
+/// The page that holds `token` of a paged sequence, looked up before the
+/// kernel knows the sequence's length: tokens past the table's row read its
+/// last entry, and the caller uses only the pages of tokens that exist.
+template <int kPageSize>
+__device__ __forceinline__ int kvPageAhead(const KVCacheView &kv, int seq, int token) {
+  const int page_index = kPageSize > 0 ? token / kPageSize : token >> kv.page_size_log2;
+  return __ldg(kv.page_table + seq * kv.page_table_stride +
+               min(page_index, static_cast<int>(kv.page_table_stride) - 1));
+}
+
+/// kvRowOffset for a token whose page kvPageAhead found.
+template <int kPageSize>
+__device__ __forceinline__ long long kvRowOffsetInPage(const KVCacheView &kv, int page, int token) {
+  const int in_page = kPageSize > 0 ? token % kPageSize : token & (kv.page_size - 1);
+  return (long long)page * kv.page_stride + (long long)in_page * kv.token_stride;
+}
+
 __device__ __forceinline__ uint4 loadGlobal16(const void *ptr) {
   uint4 r;
   asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0,%1,%2,%3}, [%4];"

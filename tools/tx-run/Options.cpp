@@ -106,6 +106,10 @@ Output:
                           and merges the splits, instead of one 16-warp CTA a
                           sequence and KV head taking them in one 256-key
                           tile (for comparison)
+  --decode-wide-cta-max-keys N
+                          (cuda) the wide CTA also takes planned contexts of
+                          up to N keys (default 256, one tile), its tiles one
+                          after another (for comparison; 256-65536)
   --no-attention-early-kv (cuda) decode attention reads every key after waiting
                           for the QKV kernel, not the older ones before it
                           (for comparison)
@@ -291,6 +295,9 @@ Options parseArguments(int argc, char **argv) {
     } else if (arg == "--gemv-max-rows") {
       cudaOnly();
       options.cuda.gemv_max_rows = static_cast<int>(parseInteger(arg, value(), 1, 2));
+    } else if (arg == "--decode-wide-cta-max-keys") {
+      cudaOnly();
+      options.cuda.decode_wide_cta_max_keys = parseInteger(arg, value(), 256, 65536);
     } else if (arg == "--attention-cluster-max-splits") {
       cudaOnly();
       options.cuda.attention_cluster_max_splits = static_cast<int>(parseInteger(arg, value(), 2, 16));

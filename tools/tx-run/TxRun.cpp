@@ -138,9 +138,13 @@ int main(int argc, char **argv) {
                std::to_string(s.split_min_tokens) + "-token chunks";
       };
       const txc::cuda::DecodeAttentionTuning tuning = cuda_backend->decodeAttentionTuning();
+      const std::string wide =
+          options.cuda.decode_wide_cta ? "; one wide CTA a KV head up to " +
+                                             std::to_string(options.cuda.decode_wide_cta_max_keys) +
+                                             " keys of context"
+                                       : "";
       std::fprintf(stderr, "tx-run timing: decode attention: %s%s",
-                   describe(cuda_backend->decodeAttention()).c_str(),
-                   options.cuda.decode_wide_cta ? "; one wide CTA a KV head up to 256 keys of context" : "");
+                   describe(cuda_backend->decodeAttention()).c_str(), wide.c_str());
       if (tuning.tuned)
         std::fprintf(
             stderr, " (tuned over %d set-ups at batch 1: %.3f ms a step; the rule's %s: %.3f)",

@@ -118,7 +118,7 @@ Status CudaExecutor::State::attention(const LaunchAttributes &attributes, const 
           splits = 1;
         // The wide CTA: the whole (short) context in one tile, nothing to merge.
         const int64_t planned_context = graph_context > 0 ? graph_context : max_context;
-        p.wide_cta = options.decode_wide_cta && planned_context <= kernels::kDecodeWideTileKeys &&
+        p.wide_cta = options.decode_wide_cta && planned_context <= options.decode_wide_cta_max_keys &&
                      kernels::decodeWideCtaBuilt(static_cast<int>(head_dim),
                                                  static_cast<int>(heads / kv_heads), variant) &&
                      static_cast<int64_t>(kv_heads) * seqs <= static_cast<int64_t>(num_sms);

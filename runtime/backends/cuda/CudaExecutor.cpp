@@ -280,6 +280,9 @@ Status CudaExecutor::State::prepare() {
   }
   if (options.use_gemv && options.fuse_norms)
     fusable_norms = fusableNorms(*plan);
+  if (options.decode_wide_cta_max_keys < 1)
+    return invalidArgument(path + ": decode_wide_cta_max_keys " +
+                           std::to_string(options.decode_wide_cta_max_keys) + " must be positive");
   if (options.attention_cluster_max_splits < 2 ||
       options.attention_cluster_max_splits > kernels::kMaxClusterSplits)
     return invalidArgument(path + ": attention_cluster_max_splits " +

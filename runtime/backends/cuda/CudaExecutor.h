@@ -124,6 +124,12 @@ struct CudaExecutorOptions {
   /// 9.6 -> 6.6 and 8.5 -> 6.5 us a layer); run 76, b8: 5.208 -> 4.742 and
   /// 1.364 -> 1.139. (Batches 9-16, which also fit one wave, unmeasured.)
   bool decode_wide_cta = true;
+  /// The longest planned context (the decode graph's context bucket) that
+  /// takes the wide CTA: 256 is one tile (kernels::kDecodeWideTileKeys);
+  /// past it the CTA runs its tiles one after another, each loaded after the
+  /// one before is done, against the split kernel's merge (for comparison:
+  /// unmeasured in the model).
+  int64_t decode_wide_cta_max_keys = 256;
   int qkv_carveout_percent = -1;
   int gemv_carveout_percent = -1;
   int attention_carveout_percent = -1;

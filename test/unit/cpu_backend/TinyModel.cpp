@@ -213,7 +213,7 @@ Status writeTinyModel(const std::string &path, const TinyModelOptions &options) 
   compile->set_target("cpu");
   compile->set_tensor_parallel(tp);
   compile->set_max_batch_tokens(options.max_batch_tokens);
-  compile->set_max_seq_len(128);
+  compile->set_max_seq_len(options.max_seq_len);
   compile->set_kv_page_size(4);
   compile->set_max_num_seqs(8);
   compile->set_activation_dtype(artifact::toProtoDType(options.dtype));

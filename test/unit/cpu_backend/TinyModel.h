@@ -42,6 +42,7 @@ struct TinyModelOptions {
   /// 16, so sequences in the tests cross the trained length.
   std::string rope_scaling = "default";
   int64_t max_batch_tokens = 64;
+  int64_t max_seq_len = 128;
   uint64_t seed = 1;
   /// The shape (the kTiny* constants unless a test needs kernel-sized heads).
   int64_t vocab = kTinyVocab, hidden = kTinyHidden, heads = kTinyHeads, kv_heads = kTinyKvHeads,

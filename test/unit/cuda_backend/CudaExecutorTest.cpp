@@ -20,6 +20,7 @@
 namespace txc::cuda {
 namespace {
 
+using cpu::testing::kTinyVocab;
 using cpu::testing::TinyModelOptions;
 
 struct Generation {
@@ -296,6 +297,33 @@ TEST(CudaExecutorTest, WideCtaDecodeMatchesTheSplitKernel) {
   split.decode_wide_cta = false;
   expectSameGenerationsEitherRope(
       **artifact, split, [](CudaExecutorOptions &o) { o.decode_wide_cta = true; }, 0.05, "wide CTA");
+}
+
+// decode_wide_cta_max_keys past one tile: a 300-token context (graph
+// bucket 512) runs through the wide CTA's tile twice, one tile after the
+// other, against the split kernel's merge; two sequences and one.
+TEST(CudaExecutorTest, WideCtaOverTwoTilesMatchesTheSplitKernel) {
+  TXC_SKIP_WITHOUT_GPU();
+  TinyModelOptions model = groupOfTwoModel(2);
+  model.max_seq_len = 512;
+  auto artifact = tinyArtifact(model, "tiny-cuda-wide-cta-tiles.txm");
+  ASSERT_TRUE(artifact.isOk()) << artifact.status().toString();
+  std::vector<int32_t> long_prompt(300), other(280);
+  for (size_t i = 0; i < long_prompt.size(); ++i)
+    long_prompt[i] = static_cast<int32_t>((i * 7 + 3) % kTinyVocab);
+  for (size_t i = 0; i < other.size(); ++i)
+    other[i] = static_cast<int32_t>((i * 5 + 1) % kTinyVocab);
+  CudaExecutorOptions split;
+  split.decode_wide_cta = false;
+  CudaExecutorOptions wide;
+  wide.decode_wide_cta_max_keys = 1024;
+  for (const auto &batch : {std::vector<std::vector<int32_t>>{long_prompt, other},
+                            std::vector<std::vector<int32_t>>{long_prompt}}) {
+    Generation expected = generate(**artifact, split, true, {}, batch);
+    Generation actual = generate(**artifact, wide, true, {}, batch);
+    EXPECT_EQ(actual.tokens, expected.tokens);
+    expectClose(actual, expected, 0.05, "wide CTA over two tiles");
+  }
 }
 
 // attention_late_dependents moves only when the next kernel may launch:

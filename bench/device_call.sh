@@ -9,6 +9,10 @@
 # STEP is one of
 #   unit                          CudaBackendTests (brief)
 #   check                         bench/gpu_check.sh (kernels against torch)
+#   runall                        test/gpu/run_all.sh's tests and mode comparisons
+#                                 (SKIP_TIMINGS, no op or attention benchmarks;
+#                                 ~460 s, bounded at 520, so a call of its own:
+#                                 run-all.log + logs.tgz)
 #   ab:MODEL:MODES:ROUNDS:SECONDS[:ARGS]
 #                                 bench/ab_decode.py --trace on BUNDLE/MODEL.txm
 #                                 with the modes file MODES (random weights);
@@ -35,6 +39,11 @@ for step in "$@"; do
       rc=$?
       (cd "$OUT" && tar czf check.tgz check && rm -rf check)
       grep -E "^  (time|phases)|FAIL" "$OUT/check.log" | head -n 80;;
+    runall)
+      SKIP_TIMINGS=1 SKIP_OPS_BENCH=1 SKIP_ATTENTION_BENCH=1 timeout 520 test/gpu/run_all.sh "$B" \
+        > "$OUT/run-all.log" 2>&1
+      rc=$?
+      grep -E "PASSED|FAILED|FAIL|-> PASS|steps compared|failures" "$OUT/run-all.log" | tail -n 45;;
     ab:*)
       IFS=: read -r _ model modes rounds seconds args <<< "$step"
       name=$(basename "$modes" .txt)

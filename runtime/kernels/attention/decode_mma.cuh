@@ -267,8 +267,8 @@ __global__ void __launch_bounds__(Traits::kThreads) pagedDecodeMmaKernel(const D
   // split). Before device run 82 they waited for kv_len: one more L2 round
   // trip before the wait of a CTA that starts late, and the wide CTA starts
   // as the QKV GEMV ends (it needs an SM of its own). Not in the 4-warp
-  // kernel: there the other splits' CTAs set the wait, and at d256 the 16
-  // entries a thread made ptxas spill.
+  // kernel: there the CTAs of the other splits, whose chunks start where
+  // kv_len says, set the wait.
   const bool pages_ahead =
       Traits::kWide && early && split == 0 && !Variant::kWindow && kv.page_table != nullptr;
   int prologue_pages[kTileRowsPerThread];

@@ -270,9 +270,9 @@ Status CudaExecutor::State::prepare() {
       if (set == factor_set_keys.size()) {
         TXC_ASSIGN_OR_RETURN(void *factors,
                              allocate(max_num_seqs * table.half * 2 * sizeof(float), "rotary step factors"));
-        table.step_factors = static_cast<float *>(factors);
         factor_set_keys.emplace_back(f.inv_freq, f.attention_scaling);
         rope_factor_sets.push_back(table);
+        rope_factor_sets.back().step_factors = static_cast<float *>(factors);
       }
       table.step_factors = rope_factor_sets[set].step_factors;
       rope_tables[i] = table;

@@ -99,11 +99,15 @@ void expectClose(const Generation &a, const Generation &b, double atol, const st
   EXPECT_LE(worst, atol) << what;
 }
 
-/// `options` against `reference`, on five sequences together and on one:
-/// the same greedy tokens, logits within `atol`.
+using PromptBatch = std::vector<std::vector<int32_t>>;
+
+/// `options` against `reference` on each batch of prompts (by default five
+/// sequences together, then one): the same greedy tokens, logits within
+/// `atol`.
 void expectSameGenerations(const artifact::LoadedArtifact &artifact, const CudaExecutorOptions &reference,
-                           const CudaExecutorOptions &options, double atol, const std::string &what) {
-  for (const auto &batch : {prompts(), std::vector<std::vector<int32_t>>{prompts()[2]}}) {
+                           const CudaExecutorOptions &options, double atol, const std::string &what,
+                           const std::vector<PromptBatch> &batches = {prompts(), PromptBatch{prompts()[2]}}) {
+  for (const PromptBatch &batch : batches) {
     Generation expected = generate(artifact, reference, true, {}, batch);
     Generation actual = generate(artifact, options, true, {}, batch);
     EXPECT_EQ(actual.tokens, expected.tokens) << what;
@@ -317,13 +321,8 @@ TEST(CudaExecutorTest, WideCtaOverTwoTilesMatchesTheSplitKernel) {
   split.decode_wide_cta = false;
   CudaExecutorOptions wide;
   wide.decode_wide_cta_max_keys = 1024;
-  for (const auto &batch : {std::vector<std::vector<int32_t>>{long_prompt, other},
-                            std::vector<std::vector<int32_t>>{long_prompt}}) {
-    Generation expected = generate(**artifact, split, true, {}, batch);
-    Generation actual = generate(**artifact, wide, true, {}, batch);
-    EXPECT_EQ(actual.tokens, expected.tokens);
-    expectClose(actual, expected, 0.05, "wide CTA over two tiles");
-  }
+  expectSameGenerations(**artifact, split, wide, 0.05, "wide CTA over two tiles",
+                        {PromptBatch{long_prompt, other}, PromptBatch{long_prompt}});
 }
 
 // attention_late_dependents moves only when the next kernel may launch:

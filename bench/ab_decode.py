@@ -17,8 +17,14 @@ after its predecessor, how early it was resident, its time after the wait).
 launch's time after its wait in launch order (a state that flips within a
 step shows there, not in the means).
 
+A mode's FLAGS may begin with "--tx-run PATH": that mode runs another
+tx-run binary (PATH relative to TX_RUN's directory unless absolute), e.g. the
+one of an earlier commit carried beside the bundle, so that an A/B across
+commits takes turns in one call like any other.
+
 Example: bench/ab_decode.py tx-run qwen3.txm --mode default --mode fold=--rope-in-attention \\
              -- --random-weights 1
+         bench/ab_decode.py gpu/tx-run qwen3.txm --mode new --mode "base=--tx-run tx-run-base"
 """
 import argparse
 import os
@@ -36,10 +42,22 @@ KERNEL_ROW = re.compile(r"\s*\d+ (?P<label>.+?)\s+(?P<start>-?[\d.]+|nan)\s+(?P<
                         r"\s+(?P<wait>-?[\d.]+|nan)\s+(?P<exit>-?[\d.]+|nan)(\s+\[.*\])?\s*$")
 
 
+def binary_and_flags(args, flags):
+    """The tx-run a mode runs and its own flags: "--tx-run PATH" first in a
+    mode's flags names another binary."""
+    if flags[:1] == ["--tx-run"]:
+        if len(flags) < 2:
+            sys.exit("ab_decode: --tx-run in a mode needs a PATH")
+        path = flags[1] if os.path.isabs(flags[1]) else os.path.join(os.path.dirname(args.tx_run), flags[1])
+        return path, flags[2:]
+    return args.tx_run, flags
+
+
 def run_tx(args, flags, extra):
     rng = random.Random(0)
     prompt = ",".join(str(rng.randrange(1000, 30000)) for _ in range(args.prompt))
-    cmd = [args.tx_run, args.artifact, "--device", "cuda", "--max-new-tokens", str(args.new),
+    binary, flags = binary_and_flags(args, flags)
+    cmd = [binary, args.artifact, "--device", "cuda", "--max-new-tokens", str(args.new),
            "--ignore-eos", "--timing"] + extra + flags
     for _ in range(args.batch):
         cmd += ["--prompt-ids", prompt]

@@ -130,6 +130,11 @@ struct CudaExecutorOptions {
   /// one before is done, against the split kernel's merge (for comparison:
   /// unmeasured in the model).
   int64_t decode_wide_cta_max_keys = 256;
+  /// GEMVs of weights up to this size ask L2 for their whole slice before
+  /// their wait (GemvArgs::l2_prefetch); 0: none. 24 MiB takes every GEMV
+  /// of Qwen3-0.6B but its lm_head (12 MiB at most), and none of
+  /// Llama-3-8B's (32 MiB at least), whose step is bandwidth-bound already.
+  int64_t gemv_l2_prefetch_max_bytes = int64_t{24} << 20;
   int qkv_carveout_percent = -1;
   int gemv_carveout_percent = -1;
   int attention_carveout_percent = -1;

@@ -43,12 +43,21 @@ __device__ float blockMax(float v, float *shared) {
 
 __global__ void embeddingKernel(const int32_t *tokens, const void *table, EType table_type,
                                 int64_t table_rows, int64_t cols, int64_t vocab_start, void *out,
-                                EType out_type) {
+                                EType out_type, const StepRopeFactors factors) {
   int64_t t = blockIdx.x;
   int64_t row = static_cast<int64_t>(tokens[t]) - vocab_start;
   bool inside = row >= 0 && row < table_rows;
   for (int64_t c = threadIdx.x; c < cols; c += blockDim.x)
     st(out, out_type, t * cols + c, inside ? ld(table, table_type, row * cols + c) : 0.0f);
+  if (!factors.positions)
+    return;
+  const float pos = static_cast<float>(factors.positions[t]);
+  for (int s = 0; s < factors.sets; ++s) {
+    float *pairs = factors.out[s] + 2 * t * factors.half[s];
+    for (int i = threadIdx.x; i < factors.half[s]; i += blockDim.x)
+      kernels::ropeCosSin(factors.inv_freq[s], i, pos, factors.attention_scaling[s], pairs[2 * i],
+                          pairs[2 * i + 1]);
+  }
 }
 
 __global__ void rmsNormKernel(const void *input, EType input_type, const void *residual,
@@ -435,9 +444,14 @@ cudaError_t launchArgmax(const float *logits, int64_t rows, int64_t vocab, void 
 
 cudaError_t launchEmbedding(const int32_t *tokens, int64_t num_tokens, const void *table,
                             EType table_type, int64_t table_rows, int64_t cols, int64_t vocab_start,
-                            void *out, EType out_type, cudaStream_t stream) {
-  embeddingKernel<<<num_tokens, 256, 0, stream>>>(tokens, table, table_type, table_rows, cols,
-                                                  vocab_start, out, out_type);
+                            void *out, EType out_type, const StepRopeFactors &factors,
+                            cudaStream_t stream) {
+  if (num_tokens <= 0 || factors.sets < 0 || factors.sets > kMaxStepFactorSets)
+    return num_tokens == 0 && factors.sets >= 0 && factors.sets <= kMaxStepFactorSets
+               ? cudaSuccess
+               : cudaErrorInvalidValue;
+  embeddingKernel<<<static_cast<unsigned>(num_tokens), 256, 0, stream>>>(
+      tokens, table, table_type, table_rows, cols, vocab_start, out, out_type, factors);
   return cudaGetLastError();
 }
 
@@ -484,25 +498,6 @@ cudaError_t launchRopeAppend(const RopeAppendArgs &args, cudaStream_t stream) {
             static_cast<unsigned>((heads + kRopeHeadsPerBlock - 1) / kRopeHeadsPerBlock));
   return launchKernel(ropeAppendKernel, grid, dim3(kRopeHeadsPerBlock * 32), 0, stream, args.pdl,
                       args);
-}
-
-__global__ void ropeFactorsKernel(const int32_t *positions, const float *inv_freq, int half,
-                                  float attention_scaling, float *out) {
-  const int64_t t = blockIdx.x;
-  const float pos = static_cast<float>(positions[t]);
-  for (int i = threadIdx.x; i < half; i += blockDim.x)
-    kernels::ropeCosSin(inv_freq, i, pos, attention_scaling, out[2 * (t * half + i)],
-                        out[2 * (t * half + i) + 1]);
-}
-
-cudaError_t launchRopeFactors(const int32_t *positions, int64_t rows, const float *inv_freq,
-                              int64_t half, float attention_scaling, float *out, cudaStream_t stream) {
-  if (rows <= 0 || half <= 0)
-    return rows < 0 || half < 0 ? cudaErrorInvalidValue : cudaSuccess;
-  const unsigned threads = static_cast<unsigned>(std::min<int64_t>(256, (half + 31) / 32 * 32));
-  ropeFactorsKernel<<<static_cast<unsigned>(rows), threads, 0, stream>>>(
-      positions, inv_freq, static_cast<int>(half), attention_scaling, out);
-  return cudaGetLastError();
 }
 
 cudaError_t launchSimpleAttention(const SimpleAttentionArgs &args, cudaStream_t stream) {

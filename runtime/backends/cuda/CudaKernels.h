@@ -42,9 +42,29 @@ size_t argmaxWorkspaceBytes(int64_t rows);
 cudaError_t launchArgmax(const float *logits, int64_t rows, int64_t vocab, void *workspace,
                          int32_t *out, cudaStream_t stream);
 
+/// A decode step's rotary factors, for the decode attention's folded rope:
+/// out[s][t][i] = the (cos, sin) pair i of set s at positions[t]
+/// (kernels::ropeCosSin: what launchRopeAppend rotates by), one set per
+/// distinct rotary table. The embedding kernel computes them beside its
+/// rows: it is a step's first kernel, launched without PDL and never
+/// releasing its dependents early, so every kernel after it in the stream,
+/// however early it starts, sees them.
+inline constexpr int kMaxStepFactorSets = 4;
+struct StepRopeFactors {
+  const int32_t *positions = nullptr; // one per token; null: no factors
+  int sets = 0;
+  const float *inv_freq[kMaxStepFactorSets] = {};
+  int half[kMaxStepFactorSets] = {};
+  float attention_scaling[kMaxStepFactorSets] = {};
+  float *out[kMaxStepFactorSets] = {}; // [num_tokens][half] (cos, sin) pairs
+};
+
+/// out[t] = table[tokens[t] - vocab_start] (zeros outside the table), and
+/// the step's rotary factors when `factors.positions` is set.
 cudaError_t launchEmbedding(const int32_t *tokens, int64_t num_tokens, const void *table,
                             EType table_type, int64_t table_rows, int64_t cols, int64_t vocab_start,
-                            void *out, EType out_type, cudaStream_t stream);
+                            void *out, EType out_type, const StepRopeFactors &factors,
+                            cudaStream_t stream);
 
 /// rms_norm (residual == nullptr) or add_rms_norm (sum = input + residual,
 /// stored, then normalised as stored). One block per row; rows are read
@@ -71,8 +91,8 @@ struct RopeAppendArgs {
   int64_t half = 0;
   float attention_scaling = 1.0f;
   // The same factors at this step's positions, [num_tokens][half] (cos,
-  // sin) pairs (launchRopeFactors), when the step computed them: the
-  // decode attention's folded rope reads them.
+  // sin) pairs (StepRopeFactors), when the step computed them: the decode
+  // attention's folded rope reads them.
   const float *step_factors = nullptr;
   const void *q_norm = nullptr, *k_norm = nullptr;
   EType q_norm_type = EType::kF32, k_norm_type = EType::kF32;
@@ -87,13 +107,6 @@ struct RopeAppendArgs {
 /// One warp per (token, head); head_dim <= 512; qkv must not overlap out
 /// (the caller copies).
 cudaError_t launchRopeAppend(const RopeAppendArgs &args, cudaStream_t stream);
-/// out[t][i] = (cos, sin) of pair i at positions[t] (kernels::ropeCosSin:
-/// what launchRopeAppend rotates by), t < rows. Launched without PDL and
-/// never releasing its dependents early, so every kernel after it in the
-/// stream, however early it starts, sees the factors.
-cudaError_t launchRopeFactors(const int32_t *positions, int64_t rows, const float *inv_freq,
-                              int64_t half, float attention_scaling, float *out, cudaStream_t stream);
-
 struct SimpleAttentionArgs {
   const void *q = nullptr;
   EType q_type = EType::kF32;

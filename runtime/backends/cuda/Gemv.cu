@@ -159,6 +159,12 @@ __device__ void finishHeadIfLast(const GemvArgs &a, int64_t first_row, int64_t r
   ropeAppendStagedHead(a.rope, warp, head, staged_head, lane);
 }
 
+/// Asks L2 for `bytes` (a multiple of 16) at the 16-byte aligned `p`,
+/// without waiting: one bulk copy instruction (sm_90) for a whole range.
+__device__ __forceinline__ void l2Prefetch(const void *p, uint32_t bytes) {
+  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p), "r"(bytes) : "memory");
+}
+
 template <typename T, typename OutT, int kMaxRows, int kWarpsPerBlock, int kUnroll>
 __global__ void __launch_bounds__(kWarpsPerBlock * 32)
     gemvKernel(const GemvArgs a, const int slices) {
@@ -188,6 +194,13 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
 
   // Weights are constant: the first loads go out before waiting for the
   // previous kernel. They are read once per step, so stream them past L1.
+  // With l2_prefetch the rest of the slice is asked of L2 as well.
+  if (a.l2_prefetch && valid && lane == 0 && begin + 32 * kUnroll < end) {
+    const uint32_t bytes = static_cast<uint32_t>((end - begin - 32 * kUnroll) * 16);
+    l2Prefetch(w0 + begin + 32 * kUnroll, bytes);
+    if (row1 != row0)
+      l2Prefetch(w1 + begin + 32 * kUnroll, bytes);
+  }
   uint4 a0[kUnroll], a1[kUnroll];
   int64_t v = begin + lane;
 #pragma unroll

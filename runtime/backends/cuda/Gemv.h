@@ -61,6 +61,13 @@ struct GemvArgs {
   EType norm_type = EType::kBF16;
   float norm_eps = 0.0f;
   bool pdl = false; // programmatic dependent launch (Launch.cuh)
+  /// Before its wait, each warp also asks L2 for the rest of its weight
+  /// slice (one bulk prefetch per row), so that the DRAM, idle while the
+  /// kernels before it run their latency chains, streams the weights into
+  /// L2 and the loads after the wait hit there. For weights that fit in L2
+  /// beside the step's other traffic (CudaExecutorOptions::
+  /// gemv_l2_prefetch_max_bytes).
+  bool l2_prefetch = false;
   /// >= 0: the shared-memory carveout the launch asks for, in percent
   /// (kernels::launchKernelWithCarveout); -1: the driver's choice.
   int carveout_percent = -1;

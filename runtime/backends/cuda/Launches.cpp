@@ -81,6 +81,7 @@ StatusOr<bool> CudaExecutor::State::tryGemv(const DMatrix &input, const DMatrix 
   g.epilogue = epilogue;
   g.pdl = options.use_pdl;
   g.carveout_percent = qkv_gemv ? options.qkv_carveout_percent : options.gemv_carveout_percent;
+  g.l2_prefetch = weight.bytes() <= static_cast<uint64_t>(options.gemv_l2_prefetch_max_bytes);
   if (wide) {
     if (!decodeGemmSupports(g))
       return false;
@@ -164,9 +165,21 @@ Status CudaExecutor::State::runLaunch(int index, const pb::Launch &launch) {
                              " columns, the table " + std::to_string(table.cols));
     TXC_ASSIGN_OR_RETURN(EType tt, etype(table.dtype, "the table"));
     TXC_ASSIGN_OR_RETURN(EType ot, etype(out.dtype, "the result"));
+    // The step's rotary factors, when enqueueLaunches chose this first
+    // kernel to compute them.
+    StepRopeFactors factors;
+    if (index == 0 && rope_factor_rows > 0) {
+      factors.positions = d_positions;
+      for (const RopeTable &set : rope_factor_sets) {
+        factors.inv_freq[factors.sets] = set.inv_freq;
+        factors.half[factors.sets] = static_cast<int>(set.half);
+        factors.attention_scaling[factors.sets] = set.attention_scaling;
+        factors.out[factors.sets++] = set.step_factors;
+      }
+    }
     return cudaStatus(launchEmbedding(d_tokens, batch->numTokens(), table.data, tt, table.rows,
                                       table.cols, attributes.getIntOr("vocab_start", 0), out.data,
-                                      ot, stream),
+                                      ot, factors, stream),
                       kernel);
   }
   if (op == "txk.rms_norm" || op == "txk.add_rms_norm") {

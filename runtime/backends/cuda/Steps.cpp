@@ -111,19 +111,14 @@ Status CudaExecutor::State::enqueueLaunches(const engine::Batch &b) {
   // ~20 ms at 2 GHz, longer than enqueueing a step's launches takes.
   if (profile)
     status = cudaStatus(launchSpin(40'000'000, stream), path + ": profile spin");
-  // A decode step that may fold its ropes into the attention: their rotary
-  // factors, once for the step, before its first kernel.
+  // A decode step that may fold its ropes into the attention: its first
+  // kernel, the embedding, computes their rotary factors (StepRopeFactors).
   rope_factor_rows = 0;
   const int32_t seqs = b.numSequences();
-  if (status.isOk() && decode_attention.rope_in_attention && !fusable_ropes.empty() &&
-      b.numTokens() == seqs && seqs <= max_num_seqs) {
-    for (const RopeTable &set : rope_factor_sets)
-      if (status.isOk())
-        status = cudaStatus(launchRopeFactors(d_positions, seqs, set.inv_freq, set.half,
-                                              set.attention_scaling, set.step_factors, stream),
-                            path + ": rotary step factors");
+  if (decode_attention.rope_in_attention && !fusable_ropes.empty() && b.numTokens() == seqs &&
+      seqs <= max_num_seqs && plan->launches_size() > 0 && plan->launches(0).op() == "txk.embedding" &&
+      rope_factor_sets.size() <= static_cast<size_t>(kMaxStepFactorSets))
     rope_factor_rows = seqs;
-  }
   for (int i = 0; status.isOk() && i < plan->launches_size(); ++i) {
     const pb::Launch &launch = plan->launches(i);
     if (profile)

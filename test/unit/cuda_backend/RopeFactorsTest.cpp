@@ -1,12 +1,15 @@
 //===- RopeFactorsTest.cpp - a decode step's rotary factors ---------------===//
 //
-// launchRopeFactors writes, for every token of a step, the (cos, sin) pairs
-// the decode attention's folded rope rotates by. They must be what the rope
-// kernel (RopeAppend.cuh, kernels::ropeCosSin) computes at the same position:
-// the angle rounded to fp32, its cos and sin in double rounded once, times
-// the attention scaling. Checked against the same arithmetic on the host
-// (the host's and the device's double cos may differ in their last bit, so
-// within one fp32 ulp), on random positions with the output poisoned first.
+// The embedding kernel (launchEmbedding), a decode step's first kernel,
+// also writes for every token the (cos, sin) pairs the decode attention's
+// folded rope rotates by, one set per distinct rotary table
+// (StepRopeFactors). They must be what the rope kernel (RopeAppend.cuh,
+// kernels::ropeCosSin) computes at the same position: the angle rounded to
+// fp32, its cos and sin in double rounded once, times the attention
+// scaling. Checked against the same arithmetic on the host (the host's and
+// the device's double cos may differ in their last bit, so within one fp32
+// ulp), on random positions with the output poisoned first, two sets in one
+// launch; the embedding rows beside them must stay exact.
 //
 //===----------------------------------------------------------------------===//
 #include "GpuTest.h"
@@ -21,58 +24,99 @@
 namespace txc::cuda {
 namespace {
 
-TEST(RopeFactorsTest, MatchesTheRopeKernelsArithmeticAtRandomPositions) {
-  TXC_SKIP_WITHOUT_GPU();
-  for (float scaling : {1.0f, 0.8f}) {
-    SCOPED_TRACE("attention scaling " + std::to_string(scaling));
-    constexpr int64_t kRows = 37, kHalf = 64;
-    std::mt19937 rng(7);
-    std::vector<int32_t> positions(kRows);
-    for (int32_t &p : positions)
-      p = std::uniform_int_distribution<int32_t>(0, 131071)(rng);
-    positions[0] = 0;
-    std::vector<float> inv_freq(kHalf);
-    for (int64_t i = 0; i < kHalf; ++i)
-      inv_freq[i] = static_cast<float>(1.0 / std::pow(1e6, static_cast<double>(2 * i) / (2 * kHalf)));
-    std::vector<float> out(kRows * kHalf * 2, std::numeric_limits<float>::quiet_NaN());
-
-    int32_t *d_positions = nullptr;
-    float *d_inv_freq = nullptr, *d_out = nullptr;
-    ASSERT_EQ(cudaMalloc(&d_positions, kRows * 4), cudaSuccess);
-    ASSERT_EQ(cudaMalloc(&d_inv_freq, kHalf * 4), cudaSuccess);
-    ASSERT_EQ(cudaMalloc(&d_out, out.size() * 4), cudaSuccess);
-    ASSERT_EQ(cudaMemcpy(d_positions, positions.data(), kRows * 4, cudaMemcpyHostToDevice), cudaSuccess);
-    ASSERT_EQ(cudaMemcpy(d_inv_freq, inv_freq.data(), kHalf * 4, cudaMemcpyHostToDevice), cudaSuccess);
-    ASSERT_EQ(cudaMemcpy(d_out, out.data(), out.size() * 4, cudaMemcpyHostToDevice), cudaSuccess);
-    ASSERT_EQ(launchRopeFactors(d_positions, kRows, d_inv_freq, kHalf, scaling, d_out, nullptr), cudaSuccess);
-    ASSERT_EQ(cudaMemcpy(out.data(), d_out, out.size() * 4, cudaMemcpyDeviceToHost), cudaSuccess);
-    cudaFree(d_positions);
-    cudaFree(d_inv_freq);
-    cudaFree(d_out);
-
-    int bad = 0;
-    for (int64_t t = 0; t < kRows; ++t) {
-      for (int64_t i = 0; i < kHalf; ++i) {
-        const float angle = inv_freq[i] * static_cast<float>(positions[t]);
-        const float want[2] = {static_cast<float>(std::cos(static_cast<double>(angle))) * scaling,
-                               static_cast<float>(std::sin(static_cast<double>(angle))) * scaling};
-        for (int k = 0; k < 2; ++k) {
-          const float got = out[2 * (t * kHalf + i) + k];
-          const float ulp = std::nextafter(std::fabs(want[k]), INFINITY) - std::fabs(want[k]);
-          if (!(std::fabs(got - want[k]) <= ulp) && bad++ < 5)
-            ADD_FAILURE() << (k == 0 ? "cos" : "sin") << " of pair " << i << " at position "
-                          << positions[t] << ": " << got << ", expected " << want[k];
-        }
-      }
-    }
-    EXPECT_EQ(bad, 0);
-  }
+template <typename T> T *upload(const std::vector<T> &host) {
+  T *device = nullptr;
+  EXPECT_EQ(cudaMalloc(&device, host.size() * sizeof(T)), cudaSuccess);
+  EXPECT_EQ(cudaMemcpy(device, host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice), cudaSuccess);
+  return device;
 }
 
-TEST(RopeFactorsTest, AnEmptyStepLaunchesNothingAndNegativeSizesAreRefused) {
+template <typename T> std::vector<T> download(const T *device, size_t n) {
+  std::vector<T> host(n);
+  EXPECT_EQ(cudaMemcpy(host.data(), device, n * sizeof(T), cudaMemcpyDeviceToHost), cudaSuccess);
+  return host;
+}
+
+TEST(RopeFactorsTest, TheEmbeddingKernelComputesEverySetAtRandomPositions) {
   TXC_SKIP_WITHOUT_GPU();
-  EXPECT_EQ(launchRopeFactors(nullptr, 0, nullptr, 64, 1.0f, nullptr, nullptr), cudaSuccess);
-  EXPECT_EQ(launchRopeFactors(nullptr, -1, nullptr, 64, 1.0f, nullptr, nullptr), cudaErrorInvalidValue);
+  constexpr int64_t kRows = 37, kVocab = 50, kCols = 40;
+  constexpr int kSets = 2;
+  const int64_t halves[kSets] = {64, 16};
+  const float scalings[kSets] = {1.0f, 0.8f};
+  const double thetas[kSets] = {1e6, 1e4};
+  std::mt19937 rng(7);
+  std::vector<int32_t> positions(kRows), tokens(kRows);
+  for (int64_t t = 0; t < kRows; ++t) {
+    positions[t] = std::uniform_int_distribution<int32_t>(0, 131071)(rng);
+    tokens[t] = std::uniform_int_distribution<int32_t>(0, kVocab + 2)(rng); // some past the table
+  }
+  positions[0] = 0;
+  std::vector<float> table(kVocab * kCols);
+  for (float &v : table)
+    v = std::uniform_real_distribution<float>(-2.0f, 2.0f)(rng);
+
+  int32_t *d_positions = upload(positions), *d_tokens = upload(tokens);
+  float *d_table = upload(table);
+  float *d_rows = upload(std::vector<float>(kRows * kCols, std::numeric_limits<float>::quiet_NaN()));
+  std::vector<std::vector<float>> inv_freq(kSets);
+  StepRopeFactors factors;
+  factors.positions = d_positions;
+  factors.sets = kSets;
+  for (int s = 0; s < kSets; ++s) {
+    for (int64_t i = 0; i < halves[s]; ++i)
+      inv_freq[s].push_back(
+          static_cast<float>(1.0 / std::pow(thetas[s], static_cast<double>(2 * i) / (2 * halves[s]))));
+    factors.inv_freq[s] = upload(inv_freq[s]);
+    factors.half[s] = static_cast<int>(halves[s]);
+    factors.attention_scaling[s] = scalings[s];
+    factors.out[s] = upload(std::vector<float>(kRows * halves[s] * 2, std::numeric_limits<float>::quiet_NaN()));
+  }
+  ASSERT_EQ(launchEmbedding(d_tokens, kRows, d_table, EType::kF32, kVocab, kCols, 0, d_rows, EType::kF32,
+                            factors, nullptr),
+            cudaSuccess);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+
+  const std::vector<float> rows = download(d_rows, kRows * kCols);
+  for (int64_t t = 0; t < kRows; ++t)
+    for (int64_t c = 0; c < kCols; ++c)
+      ASSERT_EQ(rows[t * kCols + c], tokens[t] < kVocab ? table[tokens[t] * kCols + c] : 0.0f)
+          << "embedding row " << t << " (token " << tokens[t] << "), column " << c;
+  int bad = 0;
+  for (int s = 0; s < kSets; ++s) {
+    const std::vector<float> out = download(factors.out[s], kRows * halves[s] * 2);
+    for (int64_t t = 0; t < kRows; ++t)
+      for (int64_t i = 0; i < halves[s]; ++i) {
+        const float angle = inv_freq[s][i] * static_cast<float>(positions[t]);
+        const float want[2] = {static_cast<float>(std::cos(static_cast<double>(angle))) * scalings[s],
+                               static_cast<float>(std::sin(static_cast<double>(angle))) * scalings[s]};
+        for (int k = 0; k < 2; ++k) {
+          const float got = out[2 * (t * halves[s] + i) + k];
+          const float ulp = std::nextafter(std::fabs(want[k]), INFINITY) - std::fabs(want[k]);
+          if (!(std::fabs(got - want[k]) <= ulp) && bad++ < 5)
+            ADD_FAILURE() << "set " << s << ": " << (k == 0 ? "cos" : "sin") << " of pair " << i
+                          << " at position " << positions[t] << ": " << got << ", expected " << want[k];
+        }
+      }
+    cudaFree(const_cast<float *>(factors.inv_freq[s]));
+    cudaFree(factors.out[s]);
+  }
+  EXPECT_EQ(bad, 0);
+  for (void *p : {static_cast<void *>(d_positions), static_cast<void *>(d_tokens), static_cast<void *>(d_table),
+                  static_cast<void *>(d_rows)})
+    cudaFree(p);
+}
+
+TEST(RopeFactorsTest, AnEmptyStepLaunchesNothingAndBadSizesAreRefused) {
+  TXC_SKIP_WITHOUT_GPU();
+  StepRopeFactors none;
+  EXPECT_EQ(launchEmbedding(nullptr, 0, nullptr, EType::kF32, 1, 1, 0, nullptr, EType::kF32, none, nullptr),
+            cudaSuccess);
+  EXPECT_EQ(launchEmbedding(nullptr, -1, nullptr, EType::kF32, 1, 1, 0, nullptr, EType::kF32, none, nullptr),
+            cudaErrorInvalidValue);
+  StepRopeFactors too_many;
+  too_many.sets = kMaxStepFactorSets + 1;
+  EXPECT_EQ(launchEmbedding(nullptr, 0, nullptr, EType::kF32, 1, 1, 0, nullptr, EType::kF32, too_many, nullptr),
+            cudaErrorInvalidValue);
 }
 
 } // namespace

@@ -110,10 +110,6 @@ Output:
                           (cuda) the wide CTA also takes planned contexts of
                           up to N keys (default 256, one tile), its tiles one
                           after another (for comparison; 256-65536)
-  --gemv-l2-prefetch-mib N
-                          (cuda) GEMVs of weights up to N MiB ask L2 for
-                          their weight slice before waiting for the kernel
-                          before them (default 24; 0: none; 0-4096)
   --no-attention-early-kv (cuda) decode attention reads every key after waiting
                           for the QKV kernel, not the older ones before it
                           (for comparison)
@@ -299,9 +295,9 @@ Options parseArguments(int argc, char **argv) {
     } else if (arg == "--gemv-max-rows") {
       cudaOnly();
       options.cuda.gemv_max_rows = static_cast<int>(parseInteger(arg, value(), 1, 2));
-    } else if (arg == "--gemv-l2-prefetch-mib") {
+    } else if (arg == "--gemv-staged-input-kib") {
       cudaOnly();
-      options.cuda.gemv_l2_prefetch_max_bytes = parseInteger(arg, value(), 0, 4096) << 20;
+      options.cuda.gemv_staged_input_max_bytes = parseInteger(arg, value(), 0, 48) << 10;
     } else if (arg == "--decode-wide-cta-max-keys") {
       cudaOnly();
       options.cuda.decode_wide_cta_max_keys = parseInteger(arg, value(), 256, 65536);

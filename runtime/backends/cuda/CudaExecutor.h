@@ -130,11 +130,12 @@ struct CudaExecutorOptions {
   /// one before is done, against the split kernel's merge (for comparison:
   /// unmeasured in the model).
   int64_t decode_wide_cta_max_keys = 256;
-  /// GEMVs of weights up to this size ask L2 for their whole slice before
-  /// their wait (GemvArgs::l2_prefetch); 0: none. 24 MiB takes every GEMV
-  /// of Qwen3-0.6B but its lm_head (12 MiB at most), and none of
-  /// Llama-3-8B's (32 MiB at least), whose step is bandwidth-bound already.
-  int64_t gemv_l2_prefetch_max_bytes = int64_t{24} << 20;
+  /// GEMVs whose input rows and fused norm weight take up to this many
+  /// bytes stage them in shared memory once a block (GemvArgs::
+  /// staged_input) instead of every warp reading them from L2 after its
+  /// wait; 0: none. 8 KiB takes every GEMV of Qwen3-0.6B and Llama-3-8B's
+  /// o_proj at batch 1.
+  int64_t gemv_staged_input_max_bytes = 8 << 10;
   int qkv_carveout_percent = -1;
   int gemv_carveout_percent = -1;
   int attention_carveout_percent = -1;

@@ -16,6 +16,7 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <algorithm>
 #include <type_traits>
 
 namespace txc::cuda {
@@ -159,12 +160,6 @@ __device__ void finishHeadIfLast(const GemvArgs &a, int64_t first_row, int64_t r
   ropeAppendStagedHead(a.rope, warp, head, staged_head, lane);
 }
 
-/// Asks L2 for `bytes` (a multiple of 16) at the 16-byte aligned `p`,
-/// without waiting: one bulk copy instruction (sm_90) for a whole range.
-__device__ __forceinline__ void l2Prefetch(const void *p, uint32_t bytes) {
-  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p), "r"(bytes) : "memory");
-}
-
 template <typename T, typename OutT, int kMaxRows, int kWarpsPerBlock, int kUnroll>
 __global__ void __launch_bounds__(kWarpsPerBlock * 32)
     gemvKernel(const GemvArgs a, const int slices) {
@@ -194,13 +189,6 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
 
   // Weights are constant: the first loads go out before waiting for the
   // previous kernel. They are read once per step, so stream them past L1.
-  // With l2_prefetch the rest of the slice is asked of L2 as well.
-  if (a.l2_prefetch && valid && lane == 0 && begin + 32 * kUnroll < end) {
-    const uint32_t bytes = static_cast<uint32_t>((end - begin - 32 * kUnroll) * 16);
-    l2Prefetch(w0 + begin + 32 * kUnroll, bytes);
-    if (row1 != row0)
-      l2Prefetch(w1 + begin + 32 * kUnroll, bytes);
-  }
   uint4 a0[kUnroll], a1[kUnroll];
   int64_t v = begin + lane;
 #pragma unroll
@@ -212,6 +200,18 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
   pdlWait();
   kernels::traceWaitRelease(a.trace);
   const uint4 *gamma = static_cast<const uint4 *>(a.norm_weight);
+  // The input rows (and the norm's weight) once a block into shared memory:
+  // otherwise every warp reads all of its slice from L2 after the wait, as
+  // many bytes as its weights when the norm is fused. The values and their
+  // order in each dot stay the same.
+  extern __shared__ uint4 staged_input[]; // [m][vecs] x, then [vecs] gamma
+  if (a.staged_input) {
+    const int64_t x_vecs = a.m * vecs, total = x_vecs + (gamma ? vecs : 0);
+    for (int64_t i = threadIdx.x; i < total; i += blockDim.x)
+      staged_input[i] = i < x_vecs ? __ldg(x + i) : __ldg(gamma + (i - x_vecs));
+    __syncthreads();
+  }
+  const uint4 *staged_gamma = staged_input + a.m * vecs;
   float squares[kMaxRows]; // sum of x^2 over this warp's slice (fused norm)
 #pragma unroll
   for (int m = 0; m < kMaxRows; ++m)
@@ -221,11 +221,11 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
     for (int u = 0; u < kUnroll; ++u) {
       uint4 g = {};
       if (gamma && v + 32 * u < end)
-        g = __ldg(gamma + v + 32 * u);
+        g = a.staged_input ? staged_gamma[v + 32 * u] : __ldg(gamma + v + 32 * u);
 #pragma unroll
       for (int m = 0; m < kMaxRows; ++m)
         if (m < a.m && v + 32 * u < end) {
-          uint4 xv = __ldg(x + m * vecs + v + 32 * u);
+          uint4 xv = a.staged_input ? staged_input[m * vecs + v + 32 * u] : __ldg(x + m * vecs + v + 32 * u);
           if (gamma)
             scaleAndSquare<T>(xv, g, squares[m]);
           Pack<T>::dot(acc0[m], a0[u], xv);
@@ -297,9 +297,12 @@ cudaError_t launchShaped(const GemvArgs &a, const GemvConfig &config, cudaStream
   int64_t pairs_per_block = kWarps / slices;
   dim3 blocks(static_cast<unsigned>((pairs + pairs_per_block - 1) / pairs_per_block));
   dim3 threads(kWarps * 32);
+  // The rotary epilogue's staging reuses the input's: it starts after
+  // every warp's dot is done.
   const size_t rope_staging = a.rope_counters ? sizeof(float) * kMaxRows * kGemvMaxRopeHeadDim : 0;
+  const size_t dynamic_smem = std::max(rope_staging, a.staged_input ? gemvStagedInputBytes(a) : 0);
   return kernels::launchKernelWithCarveout(gemvKernel<T, OutT, kMaxRows, kWarps, kUnroll>, blocks, threads,
-                                          rope_staging, stream, a.pdl, 1u, a.carveout_percent, a, slices);
+                                          dynamic_smem, stream, a.pdl, 1u, a.carveout_percent, a, slices);
 }
 
 template <typename T, typename OutT, int kWarps>
@@ -350,6 +353,10 @@ bool ropeEpilogueSupports(const GemvArgs &a) {
 
 } // namespace
 
+size_t gemvStagedInputBytes(const GemvArgs &a) {
+  return static_cast<size_t>((a.m + (a.norm_weight ? 1 : 0)) * a.k) * 2;
+}
+
 bool gemvSupports(const GemvArgs &a) {
   return (a.type == EType::kBF16 || a.type == EType::kF16) &&
          (a.out_type == a.type || a.out_type == EType::kF32) && a.m >= 1 && a.m <= kGemvMaxRows &&
@@ -357,7 +364,8 @@ bool gemvSupports(const GemvArgs &a) {
          (a.epilogue != GemvEpilogue::kSwiglu || a.n % 2 == 0) &&
          (a.epilogue != GemvEpilogue::kResidualAdd || a.residual) &&
          (!a.norm_weight || (a.norm_type == a.type && aligned16(a.norm_weight))) &&
-         (!a.rope_counters || ropeEpilogueSupports(a));
+         (!a.rope_counters || ropeEpilogueSupports(a)) &&
+         (!a.staged_input || gemvStagedInputBytes(a) <= kGemvMaxStagedInputBytes);
 }
 
 cudaError_t launchGemv(const GemvArgs &a, cudaStream_t stream) {

@@ -81,7 +81,8 @@ StatusOr<bool> CudaExecutor::State::tryGemv(const DMatrix &input, const DMatrix 
   g.epilogue = epilogue;
   g.pdl = options.use_pdl;
   g.carveout_percent = qkv_gemv ? options.qkv_carveout_percent : options.gemv_carveout_percent;
-  g.l2_prefetch = weight.bytes() <= static_cast<uint64_t>(options.gemv_l2_prefetch_max_bytes);
+  g.staged_input = gemvStagedInputBytes(g) <=
+                   std::min<uint64_t>(options.gemv_staged_input_max_bytes, kGemvMaxStagedInputBytes);
   if (wide) {
     if (!decodeGemmSupports(g))
       return false;

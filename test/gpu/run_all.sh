@@ -31,7 +31,6 @@ mode --flags=--no-cuda-graphs --atol 0.15 --batch 3 # split count follows the co
 mode --flags=--no-fuse-norms --atol 0.15 --batch 3
 mode --flags=--host-sampling --sampled --batch 5
 mode --flags=--fuse-rope --atol 0 --batch 3
-mode "--flags=--gemv-staged-input-kib 0" --atol 0 --batch 2 # nor where the input is read from
 # Qwen3's group of 2 folds the rope into the decode attention and merges the
 # splits in a cluster by default (decodeAttentionSetup): each against its
 # alternative, bit for bit; the fold also with the newest key past the first

@@ -295,9 +295,6 @@ Options parseArguments(int argc, char **argv) {
     } else if (arg == "--gemv-max-rows") {
       cudaOnly();
       options.cuda.gemv_max_rows = static_cast<int>(parseInteger(arg, value(), 1, 2));
-    } else if (arg == "--gemv-staged-input-kib") {
-      cudaOnly();
-      options.cuda.gemv_staged_input_max_bytes = parseInteger(arg, value(), 0, 48) << 10;
     } else if (arg == "--decode-wide-cta-max-keys") {
       cudaOnly();
       options.cuda.decode_wide_cta_max_keys = parseInteger(arg, value(), 256, 65536);

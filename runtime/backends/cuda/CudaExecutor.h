@@ -130,12 +130,6 @@ struct CudaExecutorOptions {
   /// one before is done, against the split kernel's merge (for comparison:
   /// unmeasured in the model).
   int64_t decode_wide_cta_max_keys = 256;
-  /// GEMVs whose input rows and fused norm weight take up to this many
-  /// bytes stage them in shared memory once a block (GemvArgs::
-  /// staged_input) instead of every warp reading them from L2 after its
-  /// wait; 0: none. 8 KiB takes every GEMV of Qwen3-0.6B and Llama-3-8B's
-  /// o_proj at batch 1.
-  int64_t gemv_staged_input_max_bytes = 8 << 10;
   int qkv_carveout_percent = -1;
   int gemv_carveout_percent = -1;
   int attention_carveout_percent = -1;

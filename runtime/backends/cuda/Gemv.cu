@@ -16,7 +16,6 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
-#include <algorithm>
 #include <type_traits>
 
 namespace txc::cuda {
@@ -227,18 +226,6 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
   if (valid)
     loadResidual<OutT>(a, row0, row1, lane, epilogue_inputs);
   const uint4 *gamma = static_cast<const uint4 *>(a.norm_weight);
-  // The input rows (and the norm's weight) once a block into shared memory:
-  // otherwise every warp reads all of its slice from L2 after the wait, as
-  // many bytes as its weights when the norm is fused. The values and their
-  // order in each dot stay the same.
-  extern __shared__ uint4 staged_input[]; // [m][vecs] x, then [vecs] gamma
-  if (a.staged_input) {
-    const int64_t x_vecs = a.m * vecs, total = x_vecs + (gamma ? vecs : 0);
-    for (int64_t i = threadIdx.x; i < total; i += blockDim.x)
-      staged_input[i] = i < x_vecs ? __ldg(x + i) : __ldg(gamma + (i - x_vecs));
-    __syncthreads();
-  }
-  const uint4 *staged_gamma = staged_input + a.m * vecs;
   float squares[kMaxRows]; // sum of x^2 over this warp's slice (fused norm)
 #pragma unroll
   for (int m = 0; m < kMaxRows; ++m)
@@ -248,11 +235,11 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
     for (int u = 0; u < kUnroll; ++u) {
       uint4 g = {};
       if (gamma && v + 32 * u < end)
-        g = a.staged_input ? staged_gamma[v + 32 * u] : __ldg(gamma + v + 32 * u);
+        g = __ldg(gamma + v + 32 * u);
 #pragma unroll
       for (int m = 0; m < kMaxRows; ++m)
         if (m < a.m && v + 32 * u < end) {
-          uint4 xv = a.staged_input ? staged_input[m * vecs + v + 32 * u] : __ldg(x + m * vecs + v + 32 * u);
+          uint4 xv = __ldg(x + m * vecs + v + 32 * u);
           if (gamma)
             scaleAndSquare<T>(xv, g, squares[m]);
           Pack<T>::dot(acc0[m], a0[u], xv);
@@ -324,12 +311,9 @@ cudaError_t launchShaped(const GemvArgs &a, const GemvConfig &config, cudaStream
   int64_t pairs_per_block = kWarps / slices;
   dim3 blocks(static_cast<unsigned>((pairs + pairs_per_block - 1) / pairs_per_block));
   dim3 threads(kWarps * 32);
-  // The rotary epilogue's staging reuses the input's: it starts after
-  // every warp's dot is done.
   const size_t rope_staging = a.rope_counters ? sizeof(float) * kMaxRows * kGemvMaxRopeHeadDim : 0;
-  const size_t dynamic_smem = std::max(rope_staging, a.staged_input ? gemvStagedInputBytes(a) : 0);
   return kernels::launchKernelWithCarveout(gemvKernel<T, OutT, kMaxRows, kWarps, kUnroll>, blocks, threads,
-                                          dynamic_smem, stream, a.pdl, 1u, a.carveout_percent, a, slices);
+                                          rope_staging, stream, a.pdl, 1u, a.carveout_percent, a, slices);
 }
 
 template <typename T, typename OutT, int kWarps>
@@ -380,10 +364,6 @@ bool ropeEpilogueSupports(const GemvArgs &a) {
 
 } // namespace
 
-size_t gemvStagedInputBytes(const GemvArgs &a) {
-  return static_cast<size_t>((a.m + (a.norm_weight ? 1 : 0)) * a.k) * 2;
-}
-
 bool gemvSupports(const GemvArgs &a) {
   return (a.type == EType::kBF16 || a.type == EType::kF16) &&
          (a.out_type == a.type || a.out_type == EType::kF32) && a.m >= 1 && a.m <= kGemvMaxRows &&
@@ -391,8 +371,7 @@ bool gemvSupports(const GemvArgs &a) {
          (a.epilogue != GemvEpilogue::kSwiglu || a.n % 2 == 0) &&
          (a.epilogue != GemvEpilogue::kResidualAdd || a.residual) &&
          (!a.norm_weight || (a.norm_type == a.type && aligned16(a.norm_weight))) &&
-         (!a.rope_counters || ropeEpilogueSupports(a)) &&
-         (!a.staged_input || gemvStagedInputBytes(a) <= kGemvMaxStagedInputBytes);
+         (!a.rope_counters || ropeEpilogueSupports(a));
 }
 
 cudaError_t launchGemv(const GemvArgs &a, cudaStream_t stream) {

@@ -61,11 +61,6 @@ struct GemvArgs {
   EType norm_type = EType::kBF16;
   float norm_eps = 0.0f;
   bool pdl = false; // programmatic dependent launch (Launch.cuh)
-  /// Each block copies the input rows (and the fused norm's weight) into
-  /// shared memory once after its wait, and its warps read them there,
-  /// instead of every warp reading its slice of them from L2
-  /// (gemvStagedInputBytes(args) <= kGemvMaxStagedInputBytes).
-  bool staged_input = false;
   /// >= 0: the shared-memory carveout the launch asks for, in percent
   /// (kernels::launchKernelWithCarveout); -1: the driver's choice.
   int carveout_percent = -1;
@@ -81,11 +76,6 @@ struct GemvArgs {
   unsigned *rope_counters = nullptr;
 };
 
-/// GemvArgs::staged_input's shared memory a block: the m input rows and the
-/// norm's weight, 16-bit; at most kGemvMaxStagedInputBytes.
-size_t gemvStagedInputBytes(const GemvArgs &args);
-constexpr size_t kGemvMaxStagedInputBytes = 48 * 1024;
-
 /// Limits of the rotary epilogue: heads in one QKV and the head size.
 constexpr int64_t kGemvMaxRopeHeads = 4096;
 constexpr int64_t kGemvMaxRopeHeadDim = 256;
@@ -94,8 +84,7 @@ constexpr int64_t kGemvMaxRopeHeadDim = 256;
 /// or F32), 1 <= m <= kGemvMaxRows, k a multiple of 8, x and w 16-byte
 /// aligned, n even for SwiGLU; with the rotary epilogue, no other
 /// epilogue, out in the input type, head_dim a multiple of 16 up to
-/// kGemvMaxRopeHeadDim and n the QKV's width; with the staged input, at
-/// most kGemvMaxStagedInputBytes of it. The caller falls back to
+/// kGemvMaxRopeHeadDim and n the QKV's width. The caller falls back to
 /// cuBLASLt (and a separate rope launch) otherwise.
 bool gemvSupports(const GemvArgs &args);
 

@@ -81,8 +81,6 @@ StatusOr<bool> CudaExecutor::State::tryGemv(const DMatrix &input, const DMatrix 
   g.epilogue = epilogue;
   g.pdl = options.use_pdl;
   g.carveout_percent = qkv_gemv ? options.qkv_carveout_percent : options.gemv_carveout_percent;
-  g.staged_input = gemvStagedInputBytes(g) <=
-                   std::min<uint64_t>(options.gemv_staged_input_max_bytes, kGemvMaxStagedInputBytes);
   if (wide) {
     if (!decodeGemmSupports(g))
       return false;

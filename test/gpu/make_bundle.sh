@@ -2,7 +2,7 @@
 # Assembles what the GPU machine needs into BUILD/gpu (git-ignored, carried by
 # the device tool): the CUDA binaries and weight-free or small artifacts,
 # compiled here because the GPU machine has no MLIR.
-#   [BASE_TX_RUN=PATH] test/gpu/make_bundle.sh [BUILD]   (BUILD: a CUDA-on, compiler-on build; default build-cuda)
+#   [BASE_TX_RUN="PATH | NAME=PATH..."] test/gpu/make_bundle.sh [BUILD]   (BUILD: a CUDA-on, compiler-on build; default build-cuda)
 # It also packs BUILD/gpu-bundle.tgz (~32 MB: the device tool carries at most
 # 64 MiB, the unpacked bundle with attention_bench is ~80). Then on the GPU
 # machine (carry BUILD/gpu-bundle.tgz):
@@ -18,12 +18,19 @@ mkdir -p "$OUT"
 for bin in tx-run CudaBackendTests EngineTests decode_ops_bench attention_bench nvrtc_attention_test; do
   cp "$BUILD/bin/$bin" "$OUT/"
 done
-# An earlier commit's tx-run, for an A/B across commits in one call
-# (bench/ab_decode.py: a mode "base=--tx-run tx-run-base"). ~10 MB packed.
-rm -f "$OUT/tx-run-base"
-if [ -n "${BASE_TX_RUN:-}" ]; then
-  cp "$BASE_TX_RUN" "$OUT/tx-run-base"
-fi
+# Earlier commits' tx-runs, for an A/B across commits in one call
+# (bench/ab_decode.py: a mode "base=--tx-run tx-run-base"): BASE_TX_RUN is a
+# PATH (carried as tx-run-base) or words NAME=PATH (carried as NAME, which
+# must start with tx-run-). ~12 MB packed each; two fit beside the bundle.
+find "$OUT" -maxdepth 1 -name 'tx-run-*' -delete
+for word in ${BASE_TX_RUN:-}; do
+  name=tx-run-base path=$word
+  case "$word" in *=*) name=${word%%=*} path=${word#*=} ;; esac
+  case "$name" in
+    tx-run-?*) cp "$path" "$OUT/$name" ;;
+    *) echo "make_bundle: $name: a carried tx-run's name must start with tx-run-" >&2; exit 1 ;;
+  esac
+done
 # HF-golden fixtures, as the e2e lit tests compile them.
 "$TXC" compile $F/tiny-qwen3 --dtype f32 -o "$OUT/qwen3-f32.txm"
 "$TXC" compile $F/tiny-qwen3 -o "$OUT/qwen3-bf16.txm"

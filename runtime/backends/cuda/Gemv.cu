@@ -79,39 +79,11 @@ __device__ __forceinline__ void scaleAndSquare(uint4 &x, const uint4 &w, float &
   }
 }
 
-/// What a pair's epilogue reads besides its dots, loaded early so that no
-/// round trip follows the reduction: the bias (a weight, before the wait)
-/// and lane m's residual of token m (right after the wait).
-struct PairInputs {
-  float bias0 = 0.0f, bias1 = 0.0f, residual0 = 0.0f, residual1 = 0.0f;
-};
-
-__device__ __forceinline__ void loadBias(const GemvArgs &a, int64_t row0, int64_t row1, PairInputs &in) {
-  if (a.bias) {
-    in.bias0 = ld(a.bias, a.bias_type, row0);
-    in.bias1 = ld(a.bias, a.bias_type, row1);
-  }
-}
-
-/// The residual of the token this lane stores (lane m, token m). `out` may
-/// be the residual itself: each element is read here by the thread that
-/// writes it later.
-template <typename OutT>
-__device__ __forceinline__ void loadResidual(const GemvArgs &a, int64_t row0, int64_t row1, int lane,
-                                             PairInputs &in) {
-  if (a.epilogue != GemvEpilogue::kResidualAdd || lane >= a.m)
-    return;
-  const OutT *residual = static_cast<const OutT *>(a.residual);
-  in.residual0 = Store<OutT>::toFloat(residual[lane * a.n + row0]);
-  if (row1 != row0)
-    in.residual1 = Store<OutT>::toFloat(residual[lane * a.n + row1]);
-}
-
 /// One pair's epilogue: the fused norm's scale, bias, then SwiGLU or the
 /// residual add, and one rounding store; lane m stores token m's values.
 template <typename T, typename OutT, int kMaxRows>
 __device__ __forceinline__ void
-storePair(const GemvArgs &a, bool swiglu, int64_t row0, int64_t row1, int lane, const PairInputs &in,
+storePair(const GemvArgs &a, bool swiglu, int64_t row0, int64_t row1, int lane,
           float (&acc0)[kMaxRows], float (&acc1)[kMaxRows], const float (&squares)[kMaxRows]) {
   if (a.norm_weight)
 #pragma unroll
@@ -120,21 +92,27 @@ storePair(const GemvArgs &a, bool swiglu, int64_t row0, int64_t row1, int lane, 
       acc0[m] *= inv_rms;
       acc1[m] *= inv_rms;
     }
+  float bias0 = 0.0f, bias1 = 0.0f;
+  if (a.bias) {
+    bias0 = ld(a.bias, a.bias_type, row0);
+    bias1 = ld(a.bias, a.bias_type, row1);
+  }
   OutT *out = static_cast<OutT *>(a.out);
+  const OutT *residual = static_cast<const OutT *>(a.residual);
 #pragma unroll
   for (int m = 0; m < kMaxRows; ++m) {
     if (m >= a.m || lane != m)
       continue;
-    float g = acc0[m] + in.bias0, u = acc1[m] + in.bias1;
+    float g = acc0[m] + bias0, u = acc1[m] + bias1;
     if (swiglu) {
       out[m * (a.n / 2) + row0] = Store<OutT>::fromFloat(g / (1.0f + expf(-g)) * u);
       continue;
     }
     bool second = row1 != row0;
     if (a.epilogue == GemvEpilogue::kResidualAdd) {
-      g += in.residual0;
+      g += Store<OutT>::toFloat(residual[m * a.n + row0]);
       if (second)
-        u += in.residual1;
+        u += Store<OutT>::toFloat(residual[m * a.n + row1]);
     }
     out[m * a.n + row0] = Store<OutT>::fromFloat(g);
     if (second)
@@ -218,13 +196,8 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
       a0[u] = __ldcs(w0 + v + 32 * u);
       a1[u] = __ldcs(w1 + v + 32 * u);
     }
-  PairInputs epilogue_inputs;
-  if (valid)
-    loadBias(a, row0, row1, epilogue_inputs);
   pdlWait();
   kernels::traceWaitRelease(a.trace);
-  if (valid)
-    loadResidual<OutT>(a, row0, row1, lane, epilogue_inputs);
   const uint4 *gamma = static_cast<const uint4 *>(a.norm_weight);
   float squares[kMaxRows]; // sum of x^2 over this warp's slice (fused norm)
 #pragma unroll
@@ -285,7 +258,7 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
       }
   }
   if (writer && valid)
-    storePair<T, OutT, kMaxRows>(a, swiglu, row0, row1, lane, epilogue_inputs, acc0, acc1, squares);
+    storePair<T, OutT, kMaxRows>(a, swiglu, row0, row1, lane, acc0, acc1, squares);
   if (a.rope_counters) {
     const int64_t pairs_per_block = kWarpsPerBlock / slices;
     finishHeadIfLast<kMaxRows>(a, 2 * pairs_per_block * blockIdx.x, 2 * pairs_per_block);

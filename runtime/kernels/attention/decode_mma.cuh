@@ -85,13 +85,12 @@ struct DecodeMmaTraits {
 /// (before device run 63). `heads` holds (kGroupSize + 2) * kHeadDim floats,
 /// `aux` (kFoldAuxFloats) the rotary factors, written by the caller before
 /// the wait (this function's first barrier orders them), then the q- and
-/// k-norm weights: the kernel's fold scratch. `slot`: the newest key's
-/// cache slot (the caller loads it before the wait; < 0: no append).
+/// k-norm weights: the kernel's fold scratch.
 template <class Traits>
 __device__ __forceinline__ void foldRope(const DecodeParams &params, typename Traits::DType *smem_q,
                                          typename Traits::DType *stage_k, typename Traits::DType *stage_v,
                                          float *heads, float *aux, int kv_head, int seq, bool owner,
-                                         int staged_row, int slot) {
+                                         int staged_row) {
   using T = typename Traits::DType;
   using Ops = ElementOps<T>;
   constexpr int G = Traits::kGroupSize, D = Traits::kHeadDim, CPR = Traits::kChunksPerRow;
@@ -157,6 +156,7 @@ __device__ __forceinline__ void foldRope(const DecodeParams &params, typename Tr
       for (int i = lane; i < D; i += 32)
         smem_q[swizzled<D>(j, i / 8) + i % 8] = Ops::fromFloat(head[i]);
     } else {
+      const int slot = params.rope_slot_mapping[seq];
       if (slot >= 0) { // padding rows (slot < 0) write no cache slot
         const KVCacheView &kv = params.kv;
         const long long page = slot >> kv.page_size_log2, offset = slot & (kv.page_size - 1);
@@ -232,10 +232,6 @@ __global__ void __launch_bounds__(Traits::kThreads) pagedDecodeMmaKernel(const D
   float2 rope_factor = make_float2(0.f, 0.f);
   if (rope && tid < params.rope_half)
     rope_factor = reinterpret_cast<const float2 *>(params.rope_factors)[seq * params.rope_half + tid];
-  // The newest key's cache slot, for the fold's K/V append: an input of the
-  // step like kv_len. Read in the fold, after the norm, it was one more L2
-  // round trip before the append and the staged row (device run 88).
-  const int newest_slot = rope ? params.rope_slot_mapping[seq] : -1;
   auto ropeFactors = [&]() {
     if (rope && tid < params.rope_half) {
       rope_cos_sin[2 * tid] = rope_factor.x;
@@ -342,7 +338,7 @@ __global__ void __launch_bounds__(Traits::kThreads) pagedDecodeMmaKernel(const D
     waitForPredecessor();
     if (rope) {
       foldRope<Traits>(params, smem_q, newest_stage_k, newest_stage_v, rope_scratch, rope_cos_sin, kv_head, seq,
-                       holds_newest, rope_staged_row, newest_slot);
+                       holds_newest, rope_staged_row);
     } else {
       if (newest_in_prologue && tid < CPR) {
         const long long row = kvRowOffset<Traits::kPageSize>(kv, seq, newest) + tid * 8;
@@ -356,7 +352,7 @@ __global__ void __launch_bounds__(Traits::kThreads) pagedDecodeMmaKernel(const D
     ropeFactors();
     if (rope) {
       foldRope<Traits>(params, smem_q, newest_stage_k, newest_stage_v, rope_scratch, rope_cos_sin, kv_head, seq,
-                       holds_newest, rope_staged_row, newest_slot);
+                       holds_newest, rope_staged_row);
     } else {
       loadQ();
     }

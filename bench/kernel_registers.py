@@ -1,0 +1,105 @@
+#!/usr/bin/env python3
+"""Registers, spills and blocks an SM of the decode step's hot kernels, from
+ptxas -v, so that a change that costs residency shows before a device call.
+
+The b1 decode step lives on kernels resident before their predecessor exits
+(programmatic dependent launch): a GEMV block that no longer fits beside the
+blocks before it starts late, and its weights go out after the wait instead
+of before it. Device run 89 (bench/README.md) lost 0.015 ms on Qwen3-0.6B to
+two changes that each removed an L2 round trip on paper; one of them raised
+the GEMV's registers 56 -> 62 and 72 -> 77, a block an SM fewer.
+
+  bench/kernel_registers.py [--nvcc PATH] [--filter TEXT]
+
+Compiles runtime/backends/cuda/Gemv.cu and the decode attention's tensor-core
+kernels at Qwen3's and Llama's shapes (page 16, no window or soft-cap; the
+4-warp and the wide 16-warp CTA) for sm_90a, and prints per kernel its
+registers, spill stores and how many of its blocks fit an SM by registers
+alone. Run it before and after a change (git stash) and compare.
+"""
+import argparse
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REGISTERS_PER_SM = 65536
+
+# The decode attention as the executor instantiates it for the two model
+# shapes (bf16, head_dim 128, GQA group 2 and 4, page 16): 4 warps and wide.
+DECODE_INSTANCES = """#include "attention/decode_mma.cuh"
+using namespace txc::kernels;
+#define DECODE(GROUP, WARPS) \\
+  template __global__ void txc::kernels::pagedDecodeMmaKernel< \\
+      DecodeMmaTraits<__nv_bfloat16, 128, GROUP, 16, WARPS>, AttentionVariant<false, false, false>>(DecodeParams);
+DECODE(2, kDecodeMmaWarps)
+DECODE(4, kDecodeMmaWarps)
+DECODE(2, kDecodeWideWarps)
+DECODE(4, kDecodeWideWarps)
+"""
+
+
+def ptxas_report(nvcc, source):
+    """[(kernel, registers, spill store bytes)] of every entry in `source`."""
+    cmd = [nvcc, "-std=c++17", "-O3", "-DNDEBUG", "-gencode=arch=compute_90a,code=sm_90a",
+           f"-I{ROOT}", f"-I{ROOT}/include", f"-I{ROOT}/runtime/kernels", "-Xptxas", "-v",
+           "-c", source, "-o", os.devnull]
+    out = subprocess.run(cmd, capture_output=True, text=True)
+    if out.returncode != 0:
+        sys.exit(f"kernel_registers: {source} did not compile:\n{out.stderr[-3000:]}")
+    rows, kernel, spill = [], None, 0
+    for line in out.stderr.splitlines():
+        if m := re.search(r"Compiling entry function '([^']+)'", line):
+            kernel = m.group(1)
+        elif m := re.search(r"(\d+) bytes spill stores", line):
+            spill = int(m.group(1))
+        elif m := re.search(r"Used (\d+) registers", line):
+            rows.append((kernel, int(m.group(1)), spill))
+    return rows
+
+
+def demangle(names):
+    out = subprocess.run(["c++filt"], input="\n".join(names), capture_output=True, text=True)
+    return out.stdout.splitlines() if out.returncode == 0 else names
+
+
+def threads_of(name):
+    """Threads a block from the kernel's template arguments (GEMV: warps
+    a block is the 4th argument; decode: the traits' 5th)."""
+    if m := re.search(r"gemvKernel<[^,]+, [^,]+, \d+, (\d+), \d+>", name):
+        return 32 * int(m.group(1))
+    if m := re.search(r"DecodeMmaTraits<[^,]+, \d+, \d+, \d+, (\d+)>", name):
+        return 32 * int(m.group(1))
+    return None
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--nvcc", default="/usr/local/cuda/bin/nvcc")
+    ap.add_argument("--filter", default="", help="only kernels whose demangled name contains TEXT")
+    args = ap.parse_args()
+    rows = ptxas_report(args.nvcc, os.path.join(ROOT, "runtime/backends/cuda/Gemv.cu"))
+    with tempfile.NamedTemporaryFile("w", suffix=".cu", delete=False) as f:
+        f.write(DECODE_INSTANCES)
+    try:
+        rows += ptxas_report(args.nvcc, f.name)
+    finally:
+        os.unlink(f.name)
+    names = demangle([kernel for kernel, _, _ in rows])
+    print(f"{'registers':>9} {'spill B':>7} {'blocks/SM':>9}  kernel")
+    for name, (_, registers, spill) in sorted(zip(names, rows)):
+        if args.filter not in name:
+            continue
+        threads = threads_of(name)
+        # Registers are allocated 8 a thread at a time (256 a warp).
+        blocks = REGISTERS_PER_SM // (threads * ((registers + 7) // 8 * 8)) if threads else "?"
+        short = re.sub(r"\(txc::kernels::DecodeParams\)|\(txc::cuda::GemvArgs, int\)", "", name)
+        short = re.sub(r"txc::(cuda::\(anonymous namespace\)|kernels)::", "", short)
+        print(f"{registers:>9} {spill:>7} {blocks:>9}  {short}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

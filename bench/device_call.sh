@@ -11,8 +11,11 @@
 #   check                         bench/gpu_check.sh (kernels against torch)
 #   runall                        test/gpu/run_all.sh's tests and mode comparisons
 #                                 (SKIP_TIMINGS, no op or attention benchmarks;
-#                                 ~460 s, bounded at 520, so a call of its own:
-#                                 run-all.log + logs.tgz)
+#                                 ~550 s, bounded at 520, so a call of its own and
+#                                 its last comparisons cut: run-all.log + logs.tgz)
+#   tests | modes                 the same, its unit tests and goldens only, or its
+#                                 mode comparisons only (run-all-tests.log,
+#                                 run-all-modes.log + logs.tgz; bounded at 520)
 #   ab:MODEL:MODES:ROUNDS:SECONDS[:ARGS]
 #                                 bench/ab_decode.py --trace on BUNDLE/MODEL.txm
 #                                 with the modes file MODES (random weights);
@@ -44,6 +47,12 @@ for step in "$@"; do
         > "$OUT/run-all.log" 2>&1
       rc=$?
       grep -E "PASSED|FAILED|FAIL|-> PASS|steps compared|failures" "$OUT/run-all.log" | tail -n 45;;
+    tests | modes)
+      part=$([ "$step" = tests ] && echo SKIP_MODES || echo MODES_ONLY)
+      env "$part=1" SKIP_TIMINGS=1 SKIP_OPS_BENCH=1 SKIP_ATTENTION_BENCH=1 timeout 520 \
+        test/gpu/run_all.sh "$B" > "$OUT/run-all-$step.log" 2>&1
+      rc=$?
+      grep -E "PASSED|FAILED|FAIL|-> PASS|steps compared|failures" "$OUT/run-all-$step.log" | tail -n 45;;
     ab:*)
       IFS=: read -r _ model modes rounds seconds args <<< "$step"
       name=$(basename "$modes" .txt)

@@ -5,7 +5,9 @@
 # A full run is close to the device tool's 10 minutes: split it into
 # SKIP_TIMINGS=1 (tests, mode comparisons, attention and op benchmarks) and
 # TIMINGS_ONLY=1 (the step timings) calls. SKIP_OPS_BENCH=1 leaves out
-# decode_ops_bench, SKIP_ATTENTION_BENCH=1 attention_bench.
+# decode_ops_bench, SKIP_ATTENTION_BENCH=1 attention_bench. Tests and mode
+# comparisons together take ~9 minutes: SKIP_MODES=1 (the unit tests and the
+# goldens) and MODES_ONLY=1 (the mode comparisons) split them.
 # The device tool brings back at most 8 files, so the logs are packed into
 # $OUT/logs.tgz; the decode timings are also collected in $OUT/timings.txt.
 #   [FULL=1] test/gpu/run_all.sh BUNDLE   (BUNDLE from test/gpu/make_bundle.sh)
@@ -17,12 +19,15 @@ mkdir -p "$OUT" "$RESULTS"
 fails=0
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv | tee "$OUT/gpu.txt"
 if [ "${TIMINGS_ONLY:-0}" != 1 ]; then
+if [ "${MODES_ONLY:-0}" != 1 ]; then
 "$B/EngineTests" --gtest_brief=1 2>&1 | tail -3 | tee "$OUT/engine-tests.log" || fails=$((fails + 1))
 timeout 300 "$B/CudaBackendTests" 2>&1 | tee "$OUT/cuda-backend-tests.log" | tail -15
 [ "${PIPESTATUS[0]}" = 0 ] || fails=$((fails + 1))
 test/gpu/cuda_goldens.sh "$B" "$B" 2>&1 | tee "$OUT/goldens.log" | grep -E "^==|FAIL|failures|steps compared"
 [ "${PIPESTATUS[0]}" = 0 ] || fails=$((fails + 1))
+fi # MODES_ONLY
 
+if [ "${SKIP_MODES:-0}" != 1 ]; then
 # Optional modes against the default on a real shape (library attention and GEMV).
 mode() { python3 test/gpu/compare_modes.py "$B/tx-run" "$B/qwen3-0.6b.txm" "$@" -- --random-weights 1 \
   2>&1 | tee -a "$OUT/modes.log" | tail -1; [ "${PIPESTATUS[0]}" = 0 ] || fails=$((fails + 1)); }
@@ -71,6 +76,7 @@ mode --flags=--tune-gemms --atol 0.15 --batch 32 # another algorithm, another su
 python3 test/gpu/compare_modes.py "$B/tx-run" "$B/llama-3-8b.txm" --flags=--no-attention-early-kv --atol 0 \
   --batch 2 --new 8 -- --random-weights 1 2>&1 | tee -a "$OUT/modes.log" | tail -1
 [ "${PIPESTATUS[0]}" = 0 ] || fails=$((fails + 1))
+fi # SKIP_MODES
 
 # Decode attention: correctness (also with early K/V and the cluster merge) and
 # the batch-1 diagnostics (bench/gpu_check.sh runs the whole attention bench with

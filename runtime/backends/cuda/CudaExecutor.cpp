@@ -192,7 +192,10 @@ Status CudaExecutor::State::prepare() {
 
   // Check the launches; collect KV geometry, rotary tables, scratch needs.
   std::map<int32_t, std::pair<int64_t, int64_t>> geometry;
-  std::vector<std::pair<std::vector<float>, float>> factor_set_keys; // rope_factor_sets' frequencies, scaling
+  // step_rope_factors' sets by frequencies and scaling. The embedding kernel
+  // computes them, so only a plan that starts with it folds its ropes.
+  std::vector<std::pair<std::vector<float>, float>> factor_set_keys;
+  const bool embedding_first = plan->launches_size() > 0 && plan->launches(0).op() == "txk.embedding";
   uint64_t gemm_scratch_need = 0;
   for (int i = 0; i < plan->launches_size(); ++i) {
     const pb::Launch &launch = plan->launches(i);
@@ -262,19 +265,23 @@ Status CudaExecutor::State::prepare() {
       table.inv_freq = static_cast<float *>(p);
       CU(cudaMemcpy(p, f.inv_freq.data(), f.inv_freq.size() * 4, cudaMemcpyHostToDevice),
          context + ": rotary upload");
-      // One step-factor buffer for each distinct table (enqueueLaunches).
-      size_t set = 0;
-      while (set < factor_set_keys.size() &&
+      // One step-factor buffer for each distinct table; past
+      // kMaxStepFactorSets of them a table's ropes are not folded.
+      int set = 0;
+      while (set < step_rope_factors.sets &&
              factor_set_keys[set] != std::make_pair(f.inv_freq, f.attention_scaling))
         ++set;
-      if (set == factor_set_keys.size()) {
+      if (set == step_rope_factors.sets && set < kMaxStepFactorSets && embedding_first) {
         TXC_ASSIGN_OR_RETURN(void *factors,
                              allocate(max_num_seqs * table.half * 2 * sizeof(float), "rotary step factors"));
         factor_set_keys.emplace_back(f.inv_freq, f.attention_scaling);
-        rope_factor_sets.push_back(table);
-        rope_factor_sets.back().step_factors = static_cast<float *>(factors);
+        step_rope_factors.inv_freq[set] = table.inv_freq;
+        step_rope_factors.half[set] = static_cast<int>(table.half);
+        step_rope_factors.attention_scaling[set] = table.attention_scaling;
+        step_rope_factors.out[set] = static_cast<float *>(factors);
+        ++step_rope_factors.sets;
       }
-      table.step_factors = rope_factor_sets[set].step_factors;
+      table.step_factors = set < step_rope_factors.sets ? step_rope_factors.out[set] : nullptr;
       rope_tables[i] = table;
     }
   }

@@ -446,10 +446,10 @@ cudaError_t launchEmbedding(const int32_t *tokens, int64_t num_tokens, const voi
                             EType table_type, int64_t table_rows, int64_t cols, int64_t vocab_start,
                             void *out, EType out_type, const StepRopeFactors &factors,
                             cudaStream_t stream) {
-  if (num_tokens <= 0 || factors.sets < 0 || factors.sets > kMaxStepFactorSets)
-    return num_tokens == 0 && factors.sets >= 0 && factors.sets <= kMaxStepFactorSets
-               ? cudaSuccess
-               : cudaErrorInvalidValue;
+  if (num_tokens < 0 || factors.sets < 0 || factors.sets > kMaxStepFactorSets)
+    return cudaErrorInvalidValue;
+  if (num_tokens == 0)
+    return cudaSuccess;
   embeddingKernel<<<static_cast<unsigned>(num_tokens), 256, 0, stream>>>(
       tokens, table, table_type, table_rows, cols, vocab_start, out, out_type, factors);
   return cudaGetLastError();

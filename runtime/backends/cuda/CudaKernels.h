@@ -107,6 +107,7 @@ struct RopeAppendArgs {
 /// One warp per (token, head); head_dim <= 512; qkv must not overlap out
 /// (the caller copies).
 cudaError_t launchRopeAppend(const RopeAppendArgs &args, cudaStream_t stream);
+
 struct SimpleAttentionArgs {
   const void *q = nullptr;
   EType q_type = EType::kF32;

@@ -115,9 +115,9 @@ struct RopeTable {
   float attention_scaling = 1.0f;
   /// A decode step's rotary factors at its positions, [max_num_seqs][half]
   /// (cos, sin) pairs on the device, for the decode attention's folded rope
-  /// (RopeAppendArgs::step_factors): written before the step's first
-  /// kernel, once for all the tables with the same frequencies and scaling
-  /// (every layer's, in the models seen).
+  /// (RopeAppendArgs::step_factors): written by the step's first kernel, the
+  /// embedding, once for all the tables with the same frequencies and
+  /// scaling (every layer's, in the models seen); null: not computed.
   float *step_factors = nullptr;
 };
 
@@ -150,8 +150,8 @@ struct CudaExecutor::State {
   uint64_t arena_bytes = 0;
   std::map<int32_t, LayerCache> caches;
   std::map<int, RopeTable> rope_tables; // per launch index
-  std::vector<RopeTable> rope_factor_sets; // the distinct ones, each with its step_factors
-  int32_t rope_factor_rows = 0;            // sequences whose factors this step computed
+  StepRopeFactors step_rope_factors; // the distinct tables' buffers (positions set a step)
+  int32_t rope_factor_rows = 0;       // sequences whose factors this step computed
   unsigned char *gemm_scratch = nullptr;
   uint64_t gemm_scratch_bytes = 0;
   unsigned char *copy_scratch = nullptr;

@@ -168,13 +168,8 @@ Status CudaExecutor::State::runLaunch(int index, const pb::Launch &launch) {
     // kernel to compute them.
     StepRopeFactors factors;
     if (index == 0 && rope_factor_rows > 0) {
+      factors = step_rope_factors;
       factors.positions = d_positions;
-      for (const RopeTable &set : rope_factor_sets) {
-        factors.inv_freq[factors.sets] = set.inv_freq;
-        factors.half[factors.sets] = static_cast<int>(set.half);
-        factors.attention_scaling[factors.sets] = set.attention_scaling;
-        factors.out[factors.sets++] = set.step_factors;
-      }
     }
     return cudaStatus(launchEmbedding(d_tokens, batch->numTokens(), table.data, tt, table.rows,
                                       table.cols, attributes.getIntOr("vocab_start", 0), out.data,

@@ -115,9 +115,8 @@ Status CudaExecutor::State::enqueueLaunches(const engine::Batch &b) {
   // kernel, the embedding, computes their rotary factors (StepRopeFactors).
   rope_factor_rows = 0;
   const int32_t seqs = b.numSequences();
-  if (decode_attention.rope_in_attention && !fusable_ropes.empty() && b.numTokens() == seqs &&
-      seqs <= max_num_seqs && plan->launches_size() > 0 && plan->launches(0).op() == "txk.embedding" &&
-      rope_factor_sets.size() <= static_cast<size_t>(kMaxStepFactorSets))
+  if (decode_attention.rope_in_attention && !fusable_ropes.empty() && step_rope_factors.sets > 0 &&
+      b.numTokens() == seqs && seqs <= max_num_seqs)
     rope_factor_rows = seqs;
   for (int i = 0; status.isOk() && i < plan->launches_size(); ++i) {
     const pb::Launch &launch = plan->launches(i);

@@ -124,10 +124,11 @@ template <typename T> Status launchPagedDecodeTyped(const AttentionConfig &confi
   const bool non_portable = cluster_x > static_cast<unsigned>(kPortableClusterSplits);
   const int group = p.num_qo_heads / p.num_kv_heads;
   if (p.maybe_rope_qkv != nullptr &&
-      (group < kMinGroupForMmaDecode || p.rope_factors == nullptr || p.rope_slot_mapping == nullptr || p.rope_half < 0 || 2 * p.rope_half > config.head_dim))
+      (group < kMinGroupForMmaDecode || p.rope_factors == nullptr || p.rope_slot_mapping == nullptr ||
+       p.rope_half < 0 || 2 * p.rope_half > config.head_dim))
     return Status::unsupported("decode: the folded rope needs the tensor-core kernel (GQA group >= " +
                                std::to_string(kMinGroupForMmaDecode) +
-                               "), positions, slot mapping, inverse frequencies and 2 * rope_half <= head_dim");
+                               "), the step's rotary factors, slot mapping and 2 * rope_half <= head_dim");
   if (p.wide_cta && !decodeWideCtaBuilt(config.head_dim, group, p.variant))
     return Status::unsupported("decode: the wide CTA is built for GQA groups >= " +
                                std::to_string(kMinGroupForMmaDecode) +

@@ -162,8 +162,8 @@ struct DecodeParams {
   const int *rope_slot_mapping = nullptr; // [batch]
   // [batch][rope_half] (cos, sin) pairs, each sequence's rotary factors at
   // its position (ropeCosSin, attention scaling included), computed once a
-  // step before its first kernel: computed in each CTA they were ~1 us of
-  // every layer's attention (device runs 78-79).
+  // step by its first kernel: computed in each CTA they were ~1 us of every
+  // layer's attention (device runs 78-79).
   const float *rope_factors = nullptr;
   int rope_half = 0; // rotated pairs (rotary_dim / 2)
   const void *maybe_q_norm = nullptr;     // [head_dim], the cache's element type

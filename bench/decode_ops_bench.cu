@@ -294,6 +294,7 @@ int main(int argc, char **argv) {
       a.k = s.k;
       a.epilogue = s.epilogue;
       a.pdl = graph;
+      a.norm = s.norm;
       a.norm_weight = s.norm ? gamma : nullptr;
       a.norm_type = EType::kBF16;
       a.norm_eps = 1e-6f;
@@ -418,7 +419,8 @@ int main(int argc, char **argv) {
         a.out = out;
         a.out_type = out_type;
         a.residual = e == GemvEpilogue::kResidualAdd ? out : nullptr;
-        a.norm_weight = fused_norms && norm ? gamma : nullptr;
+        a.norm = fused_norms && norm;
+        a.norm_weight = a.norm ? gamma : nullptr;
         a.norm_eps = 1e-6f;
         a.pdl = true;
         launch(kernel, a);

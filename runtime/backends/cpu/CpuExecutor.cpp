@@ -438,7 +438,7 @@ Status CpuExecutor::State::runOnRank(Rank &rank, int rank_index,
   }
   if (op == "txk.rms_norm") {
     TXC_ASSIGN_OR_RETURN(ConstMatrix input, floatOperand(rank, launch, 0, true));
-    TXC_ASSIGN_OR_RETURN(ConstMatrix weight, floatOperand(rank, launch, 1, true));
+    TXC_ASSIGN_OR_RETURN(ConstMatrix weight, floatOperand(rank, launch, 1, false));
     TXC_ASSIGN_OR_RETURN(double eps, attributes.getFloat("eps"));
     TXC_ASSIGN_OR_RETURN(Bound out, bindResult(rank, launch, 0, input.rows));
     TXC_RETURN_IF_ERROR(unaliasInputs(rank, {&input}, {out}));
@@ -447,7 +447,7 @@ Status CpuExecutor::State::runOnRank(Rank &rank, int rank_index,
   if (op == "txk.add_rms_norm") {
     TXC_ASSIGN_OR_RETURN(ConstMatrix input, floatOperand(rank, launch, 0, true));
     TXC_ASSIGN_OR_RETURN(ConstMatrix residual, floatOperand(rank, launch, 1, true));
-    TXC_ASSIGN_OR_RETURN(ConstMatrix weight, floatOperand(rank, launch, 2, true));
+    TXC_ASSIGN_OR_RETURN(ConstMatrix weight, floatOperand(rank, launch, 2, false));
     TXC_ASSIGN_OR_RETURN(double eps, attributes.getFloat("eps"));
     TXC_ASSIGN_OR_RETURN(Bound sum, bindResult(rank, launch, 0, input.rows));
     TXC_ASSIGN_OR_RETURN(Bound normed, bindResult(rank, launch, 1, input.rows));

@@ -67,7 +67,8 @@ Status embeddingKernel(const int32_t *tokens, int64_t num_tokens,
                        const ConstMatrix &table, int64_t vocab_start,
                        const Matrix &out, ThreadPool &pool);
 
-// txk.rms_norm: per group of weight.cols elements of each row.
+// txk.rms_norm: per group of weight.cols elements of each row; an absent
+// weight: the whole row, unscaled.
 Status rmsNormKernel(const ConstMatrix &input, const ConstMatrix &weight,
                      double eps, const Matrix &out, ThreadPool &pool);
 

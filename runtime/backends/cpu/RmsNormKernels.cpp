@@ -1,8 +1,10 @@
 //===- RmsNormKernels.cpp - txk.rms_norm and txk.add_rms_norm -------------===//
 //
 // y = x / sqrt(mean(x^2) + eps) * weight over each group of dim(weight)
-// elements (a whole row, or each head when a norm is applied per head).
-// Statistics in fp32 as HF does (it upcasts to fp32 before the mean).
+// elements (a whole row, or each head when a norm is applied per head);
+// without a weight (folded into the next GEMM's by tx-fold-norm-weight) one
+// group a row and no scale. Statistics in fp32 as HF does (it upcasts to
+// fp32 before the mean).
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/backends/cpu/Kernels.h"
@@ -23,13 +25,26 @@ void normalizeGroups(float *row, int64_t cols, const float *weight,
     float inv_rms = 1.0f / std::sqrt(sum_squares / static_cast<float>(group) +
                                      static_cast<float>(eps));
     for (int64_t i = 0; i < group; ++i)
-      row[g + i] = row[g + i] * inv_rms * weight[i];
+      row[g + i] = weight ? row[g + i] * inv_rms * weight[i] : row[g + i] * inv_rms;
   }
+}
+
+/// The group size: the weight's, or the whole row without one.
+int64_t groupOf(const ConstMatrix &input, const ConstMatrix &weight) {
+  return weight.present() ? weight.cols : input.cols;
+}
+
+/// The weight in fp32, empty when the norm has none.
+std::vector<float> weightF32(const ConstMatrix &weight) {
+  std::vector<float> values(weight.present() ? static_cast<size_t>(weight.cols) : 0);
+  if (weight.present())
+    weight.loadRowF32(0, values.data());
+  return values;
 }
 
 Status checkNormShapes(const ConstMatrix &input, const ConstMatrix &weight,
                        const Matrix &out) {
-  if (weight.cols <= 0 || input.cols % weight.cols != 0)
+  if (weight.present() && (weight.cols <= 0 || input.cols % weight.cols != 0))
     return invalidArgument("rms_norm weight of " + std::to_string(weight.cols) +
                            " elements does not divide rows of " +
                            std::to_string(input.cols));
@@ -45,14 +60,13 @@ Status checkNormShapes(const ConstMatrix &input, const ConstMatrix &weight,
 Status rmsNormKernel(const ConstMatrix &input, const ConstMatrix &weight,
                      double eps, const Matrix &out, ThreadPool &pool) {
   TXC_RETURN_IF_ERROR(checkNormShapes(input, weight, out));
-  std::vector<float> weight_f32(static_cast<size_t>(weight.cols));
-  weight.loadRowF32(0, weight_f32.data());
+  const std::vector<float> weight_f32 = weightF32(weight);
+  const float *scale = weight_f32.empty() ? nullptr : weight_f32.data();
   pool.parallelFor(input.rows, 8, [&](int64_t begin, int64_t end) {
     std::vector<float> row(static_cast<size_t>(input.cols));
     for (int64_t r = begin; r < end; ++r) {
       input.loadRowF32(r, row.data());
-      normalizeGroups(row.data(), input.cols, weight_f32.data(), weight.cols,
-                      eps);
+      normalizeGroups(row.data(), input.cols, scale, groupOf(input, weight), eps);
       out.storeRowF32(r, row.data());
     }
   });
@@ -71,8 +85,8 @@ Status addRmsNormKernel(const ConstMatrix &input, const ConstMatrix &residual,
                            " and sum " + shapeString(sum.rows, sum.cols) +
                            " must match the input " +
                            shapeString(input.rows, input.cols));
-  std::vector<float> weight_f32(static_cast<size_t>(weight.cols));
-  weight.loadRowF32(0, weight_f32.data());
+  const std::vector<float> weight_f32 = weightF32(weight);
+  const float *scale = weight_f32.empty() ? nullptr : weight_f32.data();
   pool.parallelFor(input.rows, 8, [&](int64_t begin, int64_t end) {
     std::vector<float> row(static_cast<size_t>(input.cols));
     std::vector<float> other(static_cast<size_t>(input.cols));
@@ -85,8 +99,7 @@ Status addRmsNormKernel(const ConstMatrix &input, const ConstMatrix &residual,
       // Normalise the sum as stored, so `normed` is exactly rms_norm(sum)
       // in the storage dtype (what an unfused pair would compute).
       sum.view().loadRowF32(r, row.data());
-      normalizeGroups(row.data(), input.cols, weight_f32.data(), weight.cols,
-                      eps);
+      normalizeGroups(row.data(), input.cols, scale, groupOf(input, weight), eps);
       normed.storeRowF32(r, row.data());
     }
   });

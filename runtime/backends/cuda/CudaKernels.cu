@@ -86,7 +86,8 @@ __global__ void rmsNormKernel(const void *input, EType input_type, const void *r
     float total = blockSum(local, reduce);
     float inv_rms = 1.0f / sqrtf(total / static_cast<float>(group) + eps);
     for (int64_t i = threadIdx.x; i < group; i += blockDim.x)
-      st(out, out_type, r * cols + g + i, row[g + i] * inv_rms * ld(weight, weight_type, i));
+      st(out, out_type, r * cols + g + i,
+         weight ? row[g + i] * inv_rms * ld(weight, weight_type, i) : row[g + i] * inv_rms);
   }
 }
 
@@ -146,11 +147,17 @@ __global__ void __launch_bounds__(kVecNormThreads)
     const int64_t c = threadIdx.x + j * kVecNormThreads;
     if (c >= row_vecs)
       continue;
-    const uint4 w = weight[c];
     uint4 o;
+    if (weight) {
+      const uint4 w = weight[c];
 #pragma unroll
-    for (int e = 0; e < 8; ++e)
-      Vec16<T>::set(o, e, v[j][e] * inv_rms * Vec16<T>::get(w, e));
+      for (int e = 0; e < 8; ++e)
+        Vec16<T>::set(o, e, v[j][e] * inv_rms * Vec16<T>::get(w, e));
+    } else {
+#pragma unroll
+      for (int e = 0; e < 8; ++e)
+        Vec16<T>::set(o, e, v[j][e] * inv_rms);
+    }
     out[base + c] = o;
   }
 }
@@ -460,7 +467,7 @@ cudaError_t launchRmsNorm(const void *input, EType input_type, const void *resid
                           int64_t rows, int64_t cols, float eps, void *sum, EType sum_type,
                           void *out, EType out_type, cudaStream_t stream, bool pdl) {
   const bool same16 = (input_type == EType::kBF16 || input_type == EType::kF16) &&
-                      weight_type == input_type && out_type == input_type &&
+                      (!weight || weight_type == input_type) && out_type == input_type &&
                       (!residual || (residual_type == input_type && sum_type == input_type));
   if (same16 && group == cols && cols % 8 == 0 && cols <= 8 * 8 * kVecNormThreads &&
       aligned16(input) && aligned16(weight) && aligned16(out) &&

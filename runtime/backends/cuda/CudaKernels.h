@@ -71,7 +71,8 @@ cudaError_t launchEmbedding(const int32_t *tokens, int64_t num_tokens, const voi
 /// completely before any write, so results may alias inputs row for row.
 /// Rows of 16-bit elements throughout, normalised whole (group == cols, a
 /// multiple of 8, at most 8192), take a kernel that holds the row in
-/// registers; others a generic element loop.
+/// registers; others a generic element loop. A null weight (folded into
+/// the next GEMM's by the compiler): group == cols and no scale.
 cudaError_t launchRmsNorm(const void *input, EType input_type, const void *residual,
                           EType residual_type, const void *weight, EType weight_type, int64_t group,
                           int64_t rows, int64_t cols, float eps, void *sum, EType sum_type,

@@ -376,7 +376,7 @@ bool decodeGemmSupports(const GemvArgs &a) {
          (a.out_type == a.type || a.out_type == EType::kF32) && a.m >= 1 &&
          a.m <= kDecodeGemmMaxRows && a.n >= 1 && a.k >= kChunkK && a.k % kChunkK == 0 &&
          aligned16(a.x) && aligned16(a.w) && (!swiglu || a.n % 64 == 0) &&
-         (a.epilogue != GemvEpilogue::kResidualAdd || a.residual) && !a.norm_weight &&
+         (a.epilogue != GemvEpilogue::kResidualAdd || a.residual) && !a.norm &&
          !a.rope_counters;
 }
 

@@ -79,6 +79,18 @@ __device__ __forceinline__ void scaleAndSquare(uint4 &x, const uint4 &w, float &
   }
 }
 
+/// The fused RMSNorm whose weight the compiler folded into W: only the
+/// squares of x (summed in every GEMV without a norm weight, used only with
+/// GemvArgs::norm).
+template <typename T> __device__ __forceinline__ void addSquares(const uint4 &x, float &squares) {
+  const T *xs = reinterpret_cast<const T *>(&x);
+#pragma unroll
+  for (int i = 0; i < 8; ++i) {
+    float v = Pack<T>::toFloat(xs[i]);
+    squares = fmaf(v, v, squares);
+  }
+}
+
 /// Whether this lane's residual pair goes to shared memory right after the
 /// wait (prefetchResidualPair): 16-bit, rows 2j and 2j + 1 adjacent and
 /// 4-byte aligned, and this lane the pair's writer for its token.
@@ -118,7 +130,7 @@ __device__ __forceinline__ void
 storePair(const GemvArgs &a, bool swiglu, int64_t row0, int64_t row1, int lane,
           const uint32_t *staged_residual, float (&acc0)[kMaxRows], float (&acc1)[kMaxRows],
           const float (&squares)[kMaxRows]) {
-  if (a.norm_weight)
+  if (a.norm)
 #pragma unroll
     for (int m = 0; m < kMaxRows; ++m) {
       float inv_rms = 1.0f / sqrtf(squares[m] / static_cast<float>(a.k) + a.norm_eps);
@@ -255,8 +267,12 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
       for (int m = 0; m < kMaxRows; ++m)
         if (m < a.m && v + 32 * u < end) {
           uint4 xv = __ldg(x + m * vecs + v + 32 * u);
+          // Squares even without a norm: a branch on a.norm here cost 6
+          // registers (a block an SM fewer), the unused sum only FMAs.
           if (gamma)
             scaleAndSquare<T>(xv, g, squares[m]);
+          else
+            addSquares<T>(xv, squares[m]);
           Pack<T>::dot(acc0[m], a0[u], xv);
           Pack<T>::dot(acc1[m], a1[u], xv);
         }
@@ -386,7 +402,7 @@ bool gemvSupports(const GemvArgs &a) {
          a.n >= 1 && a.k >= 8 && a.k % 8 == 0 && aligned16(a.x) && aligned16(a.w) &&
          (a.epilogue != GemvEpilogue::kSwiglu || a.n % 2 == 0) &&
          (a.epilogue != GemvEpilogue::kResidualAdd || a.residual) &&
-         (!a.norm_weight || (a.norm_type == a.type && aligned16(a.norm_weight))) &&
+         (!a.norm_weight || (a.norm && a.norm_type == a.type && aligned16(a.norm_weight))) &&
          (!a.rope_counters || ropeEpilogueSupports(a));
 }
 

@@ -52,11 +52,14 @@ struct GemvArgs {
   EType out_type = EType::kBF16;  // `type`, or F32 (the logits)
   int64_t m = 0, n = 0, k = 0;
   GemvEpilogue epilogue = GemvEpilogue::kNone;
-  /// With a norm weight ([k], `type`): x is RMSNorm's input and the GEMV
-  /// computes inv_rms(x) * (W . round(x * w)): the squares are summed in the
-  /// same pass over x and the scalar inverse RMS scales the finished dot, so
-  /// the norm costs no launch and no extra pass. The rounding sits at x * w
-  /// instead of at the norm's stored output (x * inv_rms * w).
+  /// With `norm`: x is RMSNorm's input and the GEMV computes
+  /// inv_rms(x) * (W . round(x * w)) for the norm weight w ([k], `type`):
+  /// the squares are summed in the same pass over x and the scalar inverse
+  /// RMS scales the finished dot, so the norm costs no launch and no extra
+  /// pass. The rounding sits at x * w instead of at the norm's stored
+  /// output (x * inv_rms * w). A null norm_weight: the compiler folded w
+  /// into W's columns (tx-fold-norm-weight), so x is read as it is.
+  bool norm = false;
   const void *norm_weight = nullptr;
   EType norm_type = EType::kBF16;
   float norm_eps = 0.0f;

@@ -62,8 +62,11 @@ StatusOr<bool> CudaExecutor::State::tryGemv(const DMatrix &input, const DMatrix 
         overlaps(norm.input.data, norm.input.bytes(), out.data, out.bytes()))
       return false;
     g.x = norm.input.data;
-    g.norm_weight = norm.weight.data;
-    TXC_ASSIGN_OR_RETURN(g.norm_type, etype(norm.weight.dtype, "the norm weight"));
+    g.norm = true;
+    if (norm.weight.present() && !options.diag_gemv_drop_norm_weight) {
+      g.norm_weight = norm.weight.data;
+      TXC_ASSIGN_OR_RETURN(g.norm_type, etype(norm.weight.dtype, "the norm weight"));
+    }
     g.norm_eps = norm.eps;
   }
   g.w = weight.data;
@@ -116,7 +119,10 @@ Status CudaExecutor::State::launchNorm(const DMatrix &input, const DMatrix *resi
                                        const DMatrix &weight, float eps, const DMatrix *sum,
                                        const DMatrix &out) {
   TXC_ASSIGN_OR_RETURN(EType it, etype(input.dtype, "the input"));
-  TXC_ASSIGN_OR_RETURN(EType wt, etype(weight.dtype, "the weight"));
+  EType wt = it; // no weight: folded into the next GEMM's
+  if (weight.present()) {
+    TXC_ASSIGN_OR_RETURN(wt, etype(weight.dtype, "the weight"));
+  }
   TXC_ASSIGN_OR_RETURN(EType ot, etype(out.dtype, "the result"));
   EType rt = EType::kF32, st = EType::kF32;
   if (residual) {
@@ -126,7 +132,8 @@ Status CudaExecutor::State::launchNorm(const DMatrix &input, const DMatrix *resi
     TXC_ASSIGN_OR_RETURN(st, etype(sum->dtype, "the sum"));
   }
   return cudaStatus(launchRmsNorm(input.data, it, residual ? residual->data : nullptr, rt,
-                                  weight.data, wt, weight.rows * weight.cols, input.rows,
+                                  weight.data, wt,
+                                  weight.present() ? weight.rows * weight.cols : input.cols, input.rows,
                                   input.cols, eps, sum ? sum->data : nullptr, st, out.data, ot,
                                   stream, options.use_pdl),
                     "kernel launch");
@@ -183,14 +190,15 @@ Status CudaExecutor::State::runLaunch(int index, const pb::Launch &launch) {
     if (add) {
       TXC_ASSIGN_OR_RETURN(residual, floatOperand(launch, 1, true));
     }
-    TXC_ASSIGN_OR_RETURN(DMatrix weight, floatOperand(launch, add ? 2 : 1, true));
+    // Absent where the compiler folded it into the next GEMM's weights.
+    TXC_ASSIGN_OR_RETURN(DMatrix weight, floatOperand(launch, add ? 2 : 1, false));
     TXC_ASSIGN_OR_RETURN(double eps, attributes.getFloat("eps"));
     DMatrix sum;
     if (add) {
       TXC_ASSIGN_OR_RETURN(sum, bindResult(launch, 0, input.rows));
     }
     TXC_ASSIGN_OR_RETURN(DMatrix out, bindResult(launch, add ? 1 : 0, input.rows));
-    int64_t group = weight.rows * weight.cols;
+    int64_t group = weight.present() ? weight.rows * weight.cols : input.cols;
     if (group <= 0 || input.cols % group != 0 || out.cols != input.cols)
       return invalidArgument("rms_norm weight of " + std::to_string(group) +
                              " elements does not divide rows of " + std::to_string(input.cols));

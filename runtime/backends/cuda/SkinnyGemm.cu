@@ -197,7 +197,7 @@ bool skinnyGemmSupports(const GemvArgs &a) {
          a.m <= kSkinnyGemmMaxRows && a.n >= 1 && a.k >= kBlockK && a.k % kBlockK == 0 &&
          aligned16(a.x) && aligned16(a.w) &&
          (a.epilogue != GemvEpilogue::kSwiglu || a.n % 16 == 0) &&
-         (a.epilogue != GemvEpilogue::kResidualAdd || a.residual) && !a.norm_weight &&
+         (a.epilogue != GemvEpilogue::kResidualAdd || a.residual) && !a.norm &&
          !a.rope_counters;
 }
 

@@ -35,6 +35,7 @@ struct GemvCase {
   bool skinny = false;                // SkinnyGemm.cu instead of the GEMV
   bool decode = false;                // DecodeGemm.cu instead of the GEMV
   const GemvConfig *config = nullptr; // launchGemvWithConfig instead of launchGemv
+  bool norm_weight_folded = false;    // with norm: no norm weight (the compiler folded it into w)
 };
 
 void *upload(const TestTensor &t) {
@@ -84,7 +85,8 @@ void runCase(const GemvCase &c) {
   args.epilogue = c.epilogue;
   args.pdl = c.m % 2 == 1; // alone on the stream, PDL must change nothing
   if (c.norm) {
-    args.norm_weight = dg;
+    args.norm = true;
+    args.norm_weight = c.norm_weight_folded ? nullptr : dg;
     args.norm_type = etypeOf(c.dtype);
     args.norm_eps = static_cast<float>(eps);
   }
@@ -129,7 +131,8 @@ void runCase(const GemvCase &c) {
   // With the norm the kernel computes inv_rms(x) * (w . round(x * gamma)):
   // the norm's weight applied elementwise and rounded to the activation
   // type, the row's inverse RMS (a scalar) applied to the finished dot. The
-  // executor test checks this against the separate rms_norm launch.
+  // executor test checks this against the separate rms_norm launch. With
+  // the weight folded into w, inv_rms(x) * (w . x).
   TestTensor input = x;
   std::vector<double> inv_rms(c.m, 1.0);
   if (c.norm)
@@ -137,7 +140,8 @@ void runCase(const GemvCase &c) {
       double squares = 0.0;
       for (int64_t i = 0; i < c.k; ++i) {
         squares += x.at(r, i) * x.at(r, i);
-        input.set(r, i, x.at(r, i) * gamma.at(0, i));
+        if (!c.norm_weight_folded)
+          input.set(r, i, x.at(r, i) * gamma.at(0, i));
       }
       inv_rms[r] = 1.0 / std::sqrt(squares / c.k + eps);
     }
@@ -191,6 +195,17 @@ TEST(GemvTest, MatchesTheReferenceForEveryEpilogue) {
   };
   for (const GemvCase &c : cases)
     runCase(c);
+  // The norm's weight folded into w by the compiler: only the squares of x.
+  const GemvCase folded[] = {
+      {bf, bf, 1, 4096, 1024, GemvEpilogue::kNone, false, false, true},
+      {bf, bf, 1, 6144, 1024, GemvEpilogue::kSwiglu, false, false, true},
+      {bf, f, 2, 515, 264, GemvEpilogue::kNone, true, false, true},
+      {h, h, 3, 130, 2056, GemvEpilogue::kResidualAdd, false, true, true},
+  };
+  for (GemvCase c : folded) {
+    c.norm_weight_folded = true;
+    runCase(c);
+  }
 }
 
 // Every configuration decode_ops_bench sweeps (and gemvConfigFor picks):
@@ -322,7 +337,7 @@ TEST(DecodeGemmTest, RefusesWhatItDoesNotTake) {
   args.n = 128;
   EXPECT_TRUE(decodeGemmSupports(args));
   args.epilogue = GemvEpilogue::kNone;
-  args.norm_weight = reinterpret_cast<void *>(256); // the fused norm is the GEMV's
+  args.norm = true; // the fused norm is the GEMV's
   EXPECT_FALSE(decodeGemmSupports(args));
 }
 
@@ -345,7 +360,7 @@ TEST(SkinnyGemmTest, RefusesWhatItDoesNotTake) {
   args.n = 32;
   EXPECT_TRUE(skinnyGemmSupports(args));
   args.epilogue = GemvEpilogue::kNone;
-  args.norm_weight = reinterpret_cast<void *>(256); // the fused norm is the GEMV's
+  args.norm = true; // the fused norm is the GEMV's
   EXPECT_FALSE(skinnyGemmSupports(args));
 }
 

@@ -20,7 +20,9 @@ step shows there, not in the means).
 A mode's FLAGS may begin with "--tx-run PATH": that mode runs another
 tx-run binary (PATH relative to TX_RUN's directory unless absolute), e.g. the
 one of an earlier commit carried beside the bundle, so that an A/B across
-commits takes turns in one call like any other.
+commits takes turns in one call like any other. Then (or first) "--artifact
+PATH" runs another artifact (relative to ARTIFACT's directory unless
+absolute), e.g. one compiled with other txc flags.
 
 Example: bench/ab_decode.py tx-run qwen3.txm --mode default --mode fold=--rope-in-attention \\
              -- --random-weights 1
@@ -43,21 +45,29 @@ KERNEL_ROW = re.compile(r"\s*\d+ (?P<label>.+?)\s+(?P<start>-?[\d.]+|nan)\s+(?P<
 
 
 def binary_and_flags(args, flags):
-    """The tx-run a mode runs and its own flags: "--tx-run PATH" first in a
-    mode's flags names another binary."""
-    if flags[:1] == ["--tx-run"]:
-        if len(flags) < 2:
-            sys.exit("ab_decode: --tx-run in a mode needs a PATH")
-        path = flags[1] if os.path.isabs(flags[1]) else os.path.join(os.path.dirname(args.tx_run), flags[1])
-        return path, flags[2:]
-    return args.tx_run, flags
+    """The tx-run, the artifact and the flags of a mode: "--tx-run PATH"
+    first in a mode's flags names another binary, "--artifact PATH" (first,
+    or after it) another artifact."""
+    def relative(path, to):
+        return path if os.path.isabs(path) else os.path.join(os.path.dirname(to), path)
+    binary, artifact = args.tx_run, args.artifact
+    for option in ("--tx-run", "--artifact"):
+        if flags[:1] == [option]:
+            if len(flags) < 2:
+                sys.exit(f"ab_decode: {option} in a mode needs a PATH")
+            if option == "--tx-run":
+                binary = relative(flags[1], args.tx_run)
+            else:
+                artifact = relative(flags[1], args.artifact)
+            flags = flags[2:]
+    return binary, artifact, flags
 
 
 def run_tx(args, flags, extra):
     rng = random.Random(0)
     prompt = ",".join(str(rng.randrange(1000, 30000)) for _ in range(args.prompt))
-    binary, flags = binary_and_flags(args, flags)
-    cmd = [binary, args.artifact, "--device", "cuda", "--max-new-tokens", str(args.new),
+    binary, artifact, flags = binary_and_flags(args, flags)
+    cmd = [binary, artifact, "--device", "cuda", "--max-new-tokens", str(args.new),
            "--ignore-eos", "--timing"] + extra + flags
     for _ in range(args.batch):
         cmd += ["--prompt-ids", prompt]

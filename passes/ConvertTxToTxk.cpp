@@ -259,7 +259,7 @@ struct ConvertTxToTxkPass : txc::impl::ConvertTxToTxkPassBase<ConvertTxToTxkPass
     // Whatever tx compute is left has no kernel.
     WalkResult result = getOperation().walk([&](Operation *op) {
       if (op->getDialect() && op->getDialect()->getNamespace() == "tx" &&
-          !isa<tx::WeightOp, tx::ConcatOp>(op)) {
+          !isa<tx::WeightOp, tx::ConcatOp, tx::ScaleColumnsOp>(op)) {
         op->emitError() << "convert-tx-to-txk: no " << target << " kernel for '"
                         << op->getName() << "' in this form"
                         << (isa<tx::AttentionOp>(op) ? " (run tx-fuse-rotary first)" : "");

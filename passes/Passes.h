@@ -33,6 +33,8 @@ struct TxcPipelineOptions : mlir::PassPipelineOptions<TxcPipelineOptions> {
                                  llvm::cl::desc("most tokens in one step"), llvm::cl::init(2048)};
   Option<int64_t> maxSeqs{*this, "max-seqs", llvm::cl::desc("most sequences in one step"),
                           llvm::cl::init(256)};
+  Option<bool> foldNormWeights{*this, "fold-norm-weights",
+                               llvm::cl::desc("run tx-fold-norm-weight"), llvm::cl::init(true)};
 };
 
 /// The target-independent half: canonicalize, shard (tp > 1), fuse.

@@ -76,6 +76,35 @@ def TxFuseRotaryPass : Pass<"tx-fuse-rotary", "mlir::func::FuncOp"> {
   let dependentDialects = ["::txc::tx::TxDialect"];
 }
 
+def TxFoldNormWeightPass : Pass<"tx-fold-norm-weight", "mlir::func::FuncOp"> {
+  let summary = "Fold an RMSNorm's weight into the linears that read the norm";
+  let description = [{
+    `linear(rms_norm(x, g), W) = linear(rms_norm(x), W * g)`, with `g`
+    scaling W's columns. Where every user of a whole-row norm (`tx.rms_norm`
+    or `tx.add_rms_norm`) is a `tx.linear` that reads it as its input, the
+    norm's weight moves into each of those linears' weights as a
+    `tx.scale_columns`, which the artifact writer stores already scaled
+    (rounded once), and the norm keeps no weight. The decode GEMV that takes
+    the norm then reads only the norm's input after its wait, not the input
+    and `g` (half its input bytes).
+
+    It does not fire for a per-head norm, when a linear's weight has other
+    users (a tied lm_head shares the embedding table: folding would store a
+    second copy), or when the weights are not checkpoint tensors or
+    concatenations of them.
+
+    ```mlir
+    %y = tx.rms_norm %x, %g {eps = 1.0e-06 : f64} : tensor<?x64xbf16>, tensor<64xbf16>
+    %q = tx.linear %y, %w : (tensor<?x64xbf16>, tensor<32x64xbf16>) -> tensor<?x32xbf16>
+    // becomes
+    %y = tx.rms_norm %x {eps = 1.0e-06 : f64} : tensor<?x64xbf16>
+    %wg = tx.scale_columns %w, %g : tensor<32x64xbf16>, tensor<64xbf16>
+    %q = tx.linear %y, %wg : (tensor<?x64xbf16>, tensor<32x64xbf16>) -> tensor<?x32xbf16>
+    ```
+  }];
+  let dependentDialects = ["::txc::tx::TxDialect"];
+}
+
 def TxShardPass : Pass<"tx-shard", "mlir::ModuleOp"> {
   let summary = "Megatron-style tensor parallelism: rewrite the step for one of tp ranks";
   let description = [{

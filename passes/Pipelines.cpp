@@ -19,6 +19,9 @@ void buildTxFusionPipeline(OpPassManager &pm, const TxcPipelineOptions &options)
   fn.addPass(createTxFuseSwigluPass());
   fn.addPass(createTxFuseAddRmsNormPass());
   fn.addPass(createTxFuseRotaryPass());
+  // After the fusions: the norms are whole-row ones feeding fused linears.
+  if (options.foldNormWeights)
+    fn.addPass(createTxFoldNormWeightPass());
   fn.addPass(createCanonicalizerPass());
 }
 

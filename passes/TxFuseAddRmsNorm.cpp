@@ -25,8 +25,8 @@ struct FuseAddRmsNorm : OpRewritePattern<tx::RmsNormOp> {
     auto add = norm.getInput().getDefiningOp<tx::AddOp>();
     if (!add)
       return rewriter.notifyMatchFailure(norm, "input is not a tx.add");
-    auto weightType = cast<RankedTensorType>(norm.getWeight().getType());
-    if (weightType.getDimSize(0) != norm.getType().getDimSize(1))
+    Value weight = norm.getWeight(); // absent: one group a row
+    if (weight && cast<RankedTensorType>(weight.getType()).getDimSize(0) != norm.getType().getDimSize(1))
       return rewriter.notifyMatchFailure(norm, "per-head norm, not a residual-stream norm");
     // The fused op sits where the norm is; every other user of the sum must
     // come after it.

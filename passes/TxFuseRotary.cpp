@@ -20,7 +20,7 @@ namespace {
 /// A per-head RMSNorm (weight of head_dim elements) used only by `user`.
 tx::RmsNormOp perHeadNorm(Value v, int64_t headDim) {
   auto norm = v.getDefiningOp<tx::RmsNormOp>();
-  if (!norm || !norm->hasOneUse() ||
+  if (!norm || !norm->hasOneUse() || !norm.getWeight() ||
       cast<RankedTensorType>(norm.getWeight().getType()).getDimSize(0) != headDim)
     return {};
   return norm;

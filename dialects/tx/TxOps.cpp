@@ -170,6 +170,8 @@ LogicalResult EmbeddingOp::verify() {
 LogicalResult RmsNormOp::verify() {
   if (!(getEps().convertToDouble() > 0.0))
     return emitOpError() << "eps must be positive, got " << getEps().convertToDouble();
+  if (!getWeight())
+    return success(); // one group a row
   int64_t group = tensorType(getWeight()).getDimSize(0);
   int64_t features = getInput().getType().getDimSize(1);
   if (ShapedType::isDynamic(group) || group == 0)
@@ -177,6 +179,13 @@ LogicalResult RmsNormOp::verify() {
   if (!ShapedType::isDynamic(features) && features % group != 0)
     return emitOpError() << "input dim 1 (" << features << ") is not a multiple of weight dim 0 ("
                          << group << ")";
+  return success();
+}
+
+LogicalResult ScaleColumnsOp::verify() {
+  if (failed(verifyDimsMatch(*this, getScale(), "scale", 0, getInput(), "input", 1)) ||
+      failed(verifySameElementType(*this, getScale(), "scale", getInput(), "input")))
+    return failure();
   return success();
 }
 
@@ -340,6 +349,8 @@ LogicalResult AddRmsNormOp::verify() {
     return emitOpError("sum and normed must have the operands' type");
   if (!(getEps().convertToDouble() > 0.0))
     return emitOpError() << "eps must be positive, got " << getEps().convertToDouble();
+  if (!getWeight())
+    return success(); // folded into the linears that read `normed`
   int64_t features = getLhs().getType().getDimSize(1);
   int64_t group = tensorType(getWeight()).getDimSize(0);
   if (ShapedType::isDynamic(group) || features != group)

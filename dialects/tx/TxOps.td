@@ -78,6 +78,25 @@ def Tx_ConcatOp : Tx_Op<"concat", [Pure]> {
   let hasFolder = 1;
 }
 
+def Tx_ScaleColumnsOp : Tx_Op<"scale_columns", [Pure, AllTypesMatch<["input", "result"]>]> {
+  let summary = "a weight matrix with each column scaled by one element of a vector";
+  let description = [{
+    `result[o, i] = input[o, i] * scale[i]`, computed in fp32 and rounded
+    once to the element type. `tx-fold-norm-weight` uses it to move an
+    RMSNorm's weight into the linears that read the norm; the artifact
+    writer stores the scaled weight (a stripped artifact scales it at load).
+
+    ```mlir
+    %wn = tx.scale_columns %w, %gamma : tensor<64x32xbf16>, tensor<32xbf16>
+    ```
+  }];
+  let arguments = (ins TensorRankOf<[BF16, F16, F32], [2]>:$input,
+                       TensorRankOf<[BF16, F16, F32], [1]>:$scale);
+  let results = (outs TensorRankOf<[BF16, F16, F32], [2]>:$result);
+  let assemblyFormat = "$input `,` $scale attr-dict `:` type($input) `,` type($scale)";
+  let hasVerifier = 1;
+}
+
 def Tx_SplitOp : Tx_Op<"split", [Pure]> {
   let summary = "splitting one tensor into consecutive slices along one dimension";
   let description = [{
@@ -123,16 +142,19 @@ def Tx_RmsNormOp : Tx_Op<"rms_norm", [Pure, AllTypesMatch<["input", "result"]>]>
     The last dimension of `input` is cut into groups of `G = dim(weight)`
     elements (one group for a hidden state; one per head for Qwen3's q/k
     norm on `[tokens, heads * head_dim]`). For each group `x`:
-    `y = x / sqrt(mean(x^2) + eps) * weight`, computed in fp32.
+    `y = x / sqrt(mean(x^2) + eps) * weight`, computed in fp32. Without a
+    weight (`tx-fold-norm-weight` moved it into the linears that read the
+    result) the whole row is one group and `y = x / sqrt(mean(x^2) + eps)`.
 
     ```mlir
     %y = tx.rms_norm %x, %w {eps = 1.0e-06 : f64} : tensor<?x64xbf16>, tensor<64xbf16>
+    %z = tx.rms_norm %x {eps = 1.0e-06 : f64} : tensor<?x64xbf16>
     ```
   }];
-  let arguments = (ins Tx_Activation:$input, TensorRankOf<[BF16, F16, F32], [1]>:$weight,
+  let arguments = (ins Tx_Activation:$input, Optional<TensorRankOf<[BF16, F16, F32], [1]>>:$weight,
                        F64Attr:$eps);
   let results = (outs Tx_Activation:$result);
-  let assemblyFormat = "$input `,` $weight attr-dict `:` type($input) `,` type($weight)";
+  let assemblyFormat = "$input (`,` $weight^)? attr-dict `:` type($input) (`,` type($weight)^)?";
   let hasVerifier = 1;
 }
 
@@ -302,7 +324,8 @@ def Tx_AddRmsNormOp : Tx_Op<"add_rms_norm", [Pure]> {
   let description = [{
     `sum = lhs + rhs; normed = rms_norm(sum, weight, eps)`. The residual
     stream needs `sum`, the next projection `normed`; one kernel produces
-    both while the row is in registers.
+    both while the row is in registers. The weight is absent where
+    `tx-fold-norm-weight` moved it into the linears that read `normed`.
 
     ```mlir
     %sum, %y = tx.add_rms_norm %h, %o, %w {eps = 1.0e-05 : f64}
@@ -310,9 +333,9 @@ def Tx_AddRmsNormOp : Tx_Op<"add_rms_norm", [Pure]> {
     ```
   }];
   let arguments = (ins Tx_Activation:$lhs, Tx_Activation:$rhs,
-                       TensorRankOf<[BF16, F16, F32], [1]>:$weight, F64Attr:$eps);
+                       Optional<TensorRankOf<[BF16, F16, F32], [1]>>:$weight, F64Attr:$eps);
   let results = (outs Tx_Activation:$sum, Tx_Activation:$normed);
-  let assemblyFormat = "$lhs `,` $rhs `,` $weight attr-dict `:` functional-type(operands, results)";
+  let assemblyFormat = "$lhs `,` $rhs (`,` $weight^)? attr-dict `:` functional-type(operands, results)";
   let hasVerifier = 1;
 }
 

@@ -41,30 +41,32 @@ def Txk_RmsNormOp : Txk_Op<"rms_norm", [Pure]> {
   let summary = "RMSNorm kernel";
   let description = [{
     `y = x / sqrt(mean(x^2) + eps) * weight` per group of `dim(weight)`
-    elements of the last axis, in fp32.
+    elements of the last axis, in fp32; without a weight (folded into the
+    next GEMM's), one group a row and no scale.
 
     ```mlir
     %y = txk.rms_norm %x, %w {eps = 1.0e-05 : f64} : (tensor<?x64xf32>, tensor<64xf32>) -> tensor<?x64xf32>
     ```
   }];
-  let arguments = (ins Txk_Matrix:$input, Txk_Vector:$weight, F64Attr:$eps);
+  let arguments = (ins Txk_Matrix:$input, Optional<Txk_Vector>:$weight, F64Attr:$eps);
   let results = (outs Txk_Matrix:$result);
-  let assemblyFormat = "$input `,` $weight attr-dict `:` functional-type(operands, $result)";
+  let assemblyFormat = "$input (`,` $weight^)? attr-dict `:` functional-type(operands, $result)";
 }
 
 def Txk_AddRmsNormOp : Txk_Op<"add_rms_norm", [Pure]> {
   let summary = "residual add fused with RMSNorm: one kernel, two results";
   let description = [{
-    `sum = input + residual; normed = rms_norm(sum, weight, eps)`.
+    `sum = input + residual; normed = rms_norm(sum, weight, eps)`; the
+    weight is absent where it was folded into the next GEMM's.
 
     ```mlir
     %sum, %y = txk.add_rms_norm %x, %r, %w {eps = 1.0e-05 : f64}
         : (tensor<?x64xf32>, tensor<?x64xf32>, tensor<64xf32>) -> (tensor<?x64xf32>, tensor<?x64xf32>)
     ```
   }];
-  let arguments = (ins Txk_Matrix:$input, Txk_Matrix:$residual, Txk_Vector:$weight, F64Attr:$eps);
+  let arguments = (ins Txk_Matrix:$input, Txk_Matrix:$residual, Optional<Txk_Vector>:$weight, F64Attr:$eps);
   let results = (outs Txk_Matrix:$sum, Txk_Matrix:$normed);
-  let assemblyFormat = "$input `,` $residual `,` $weight attr-dict `:` functional-type(operands, results)";
+  let assemblyFormat = "$input `,` $residual (`,` $weight^)? attr-dict `:` functional-type(operands, results)";
 }
 
 def Txk_GemmOp : Txk_Op<"gemm", [Pure, AttrSizedOperandSegments]> {

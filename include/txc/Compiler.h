@@ -35,6 +35,9 @@ struct CompileOptions {
   int64_t kvPageSize = 16;
   /// Verify the IR after every pass (slower; tests turn it on).
   bool verifyEach = false;
+  /// tx-fold-norm-weight: RMSNorm weights folded into the linears after
+  /// them (one rounding moves: bf16(W * g) instead of bf16(x * g)).
+  bool foldNormWeights = true;
 };
 
 /// Runs txc-to-cpu or txc-to-cuda on `module` in place.

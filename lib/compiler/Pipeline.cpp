@@ -32,6 +32,7 @@ Status run(ModuleOp module, const CompileOptions &options, Stage stage) {
   pipeline.tp = options.tensorParallel;
   pipeline.maxBatchTokens = options.maxBatchTokens;
   pipeline.maxSeqs = options.maxSeqs;
+  pipeline.foldNormWeights = options.foldNormWeights;
   if (stage == Stage::TxOnly)
     buildTxFusionPipeline(pm, pipeline);
   else if (options.target == "cpu")

@@ -113,7 +113,7 @@ public:
       return Status::ok();
     }
     Operation *def = v.getDefiningOp();
-    if (isa<tx::WeightOp, tx::ConcatOp>(def)) {
+    if (isa<tx::WeightOp, tx::ConcatOp, tx::ScaleColumnsOp>(def)) {
       TXC_ASSIGN_OR_RETURN(uint32_t index, weights.indexOf(v, rank, tp));
       ref.set_weight_index(index);
       return Status::ok();
@@ -186,7 +186,7 @@ StatusOr<pb::Plan> emitPlan(func::FuncOp step, int64_t rank, int64_t tp,
   plan.set_arena_bytes(uint64_t(arena.getInt()));
   LaunchBuilder builder(step, rank, tp, weights);
   for (Operation &op : step.getBody().front()) {
-    if (isa<tx::WeightOp, tx::ConcatOp, func::ReturnOp>(op))
+    if (isa<tx::WeightOp, tx::ConcatOp, tx::ScaleColumnsOp, func::ReturnOp>(op))
       continue;
     if (!isa<txk::TxkDialect>(op.getDialect()))
       return failedPrecondition(locationOf(&op) + ": '" + op.getName().getStringRef().str() +

@@ -5,6 +5,7 @@
 #include "dialects/tx/TxOps.h"
 #include "runtime/safetensors/Checkpoint.h"
 #include "txc/artifact/ArtifactWriter.h"
+#include "txc/artifact/ColumnScale.h"
 
 #include <cstring>
 
@@ -144,7 +145,17 @@ StatusOr<WeightDescriptor> WeightManifest::describe(Value v, int64_t rank, int64
     }
     return desc;
   }
-  return internalError("a weight operand is neither tx.weight nor a tx.concat of weights");
+  if (auto scaled = v.getDefiningOp<tx::ScaleColumnsOp>()) {
+    TXC_ASSIGN_OR_RETURN(desc, describe(scaled.getInput(), rank, tp));
+    TXC_ASSIGN_OR_RETURN(WeightDescriptor scale, describe(scaled.getScale(), rank, tp));
+    if (desc.column_scale || scale.column_scale || scale.sources.size() != 1)
+      return unimplemented("a weight's columns can be scaled once, by one checkpoint tensor");
+    desc.column_scale = scale.sources.front();
+    desc.name += " * " + scale.name;
+    return desc;
+  }
+  return internalError(
+      "a weight operand is neither tx.weight nor a tx.concat or tx.scale_columns of weights");
 }
 
 StatusOr<uint32_t> WeightManifest::indexOf(Value v, int64_t rank, int64_t tp) {
@@ -168,13 +179,16 @@ uint64_t WeightManifest::totalBytes() const {
 
 Status WeightManifest::addTo(artifact::ArtifactWriter &writer, const Checkpoint *checkpoint) const {
   for (const WeightDescriptor &entry : entries_) {
-    bool whole = entry.sources.size() == 1 && entry.sources[0].length() == 0;
+    bool whole = entry.sources.size() == 1 && entry.sources[0].length() == 0 &&
+                 !entry.column_scale;
     if (!checkpoint) {
       std::vector<artifact::pb::TensorSlice> sources;
       if (!whole)
         sources = entry.sources;
-      TXC_RETURN_IF_ERROR(
-          writer.addExternalWeight(entry.name, entry.dtype, entry.shape, sources, 0).status());
+      TXC_RETURN_IF_ERROR(writer
+                              .addExternalWeight(entry.name, entry.dtype, entry.shape, sources, 0,
+                                                 entry.column_scale ? &*entry.column_scale : nullptr)
+                              .status());
       continue;
     }
     const CheckpointTensor *tensor = whole ? checkpoint->find(entry.name) : nullptr;
@@ -191,6 +205,18 @@ Status WeightManifest::addTo(artifact::ArtifactWriter &writer, const Checkpoint 
       TXC_ASSIGN_OR_RETURN(std::vector<unsigned char> part,
                            sliceBytes(*checkpoint, slice, entry.dtype));
       bytes.insert(bytes.end(), part.begin(), part.end());
+    }
+    if (entry.column_scale) {
+      // The scale in the weight's dtype, as the loader reads it from a
+      // checkpoint for a stripped artifact: both give the same bytes.
+      TXC_ASSIGN_OR_RETURN(std::vector<unsigned char> scale,
+                           sliceBytes(*checkpoint, *entry.column_scale, entry.dtype));
+      if (entry.shape.size() != 2 ||
+          scale.size() != size_t(entry.shape[1]) * dtypeSize(entry.dtype))
+        return invalidArgument("weight '" + entry.name + "': its column scale '" +
+                               entry.column_scale->name() + "' does not match its columns");
+      TXC_RETURN_IF_ERROR(artifact::scaleColumns(bytes.data(), entry.dtype, entry.shape[0],
+                                                 entry.shape[1], scale.data()));
     }
     TXC_RETURN_IF_ERROR(
         writer.addWeightCopy(entry.name, entry.dtype, entry.shape, std::move(bytes)).status());

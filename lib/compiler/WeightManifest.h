@@ -2,7 +2,8 @@
 //
 // Plans refer to weights by manifest index. A weight is a checkpoint tensor,
 // a slice of one (a tensor-parallel shard) or a concatenation of those (a
-// fused QKV or gate/up projection); this class names each distinct one once
+// fused QKV or gate/up projection), its columns optionally scaled by a
+// vector (a folded norm weight); this class names each distinct one once
 // and later materialises its bytes, or lists it for a stripped artifact.
 //
 //===----------------------------------------------------------------------===//
@@ -17,6 +18,7 @@
 #include "mlir/IR/Value.h"
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -32,12 +34,16 @@ struct WeightDescriptor {
   std::vector<int64_t> shape;
   /// Checkpoint slices, concatenated along axis 0.
   std::vector<artifact::pb::TensorSlice> sources;
+  /// Set: the concatenation's columns times this [cols] tensor
+  /// (tx.scale_columns; artifact::scaleColumns).
+  std::optional<artifact::pb::TensorSlice> column_scale;
 };
 
 class WeightManifest {
 public:
-  /// The manifest index of weight value `v` (a tx.weight or a tx.concat of
-  /// them) as rank `rank` of `tp` sees it.
+  /// The manifest index of weight value `v` (a tx.weight, a tx.concat of
+  /// them, or a tx.scale_columns of either by a tx.weight) as rank `rank` of
+  /// `tp` sees it.
   StatusOr<uint32_t> indexOf(mlir::Value v, int64_t rank, int64_t tp);
 
   const std::vector<WeightDescriptor> &entries() const { return entries_; }

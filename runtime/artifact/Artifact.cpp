@@ -1,6 +1,7 @@
 //===- Artifact.cpp - Load and validate a .txm file, bind its weights -----===//
 #include "txc/artifact/Artifact.h"
 #include "txc/artifact/ArtifactWriter.h"
+#include "txc/artifact/ColumnScale.h"
 #include "txc/artifact/Hash.h"
 #include "txc/artifact/RandomWeights.h"
 
@@ -121,6 +122,42 @@ Status assembleFromSlices(const pb::WeightEntry &entry, DType dtype,
   return Status::ok();
 }
 
+// WeightEntry::column_scale: the assembled [rows, cols] matrix's columns
+// scaled by a [cols] piece of a checkpoint tensor (a folded norm weight).
+Status applyColumnScale(const pb::WeightEntry &entry, DType dtype,
+                        const WeightSource &source, const std::string &path,
+                        unsigned char *out) {
+  std::string where = path + ": weight '" + entry.name() + "'";
+  const pb::TensorSlice &slice = entry.column_scale();
+  std::vector<int64_t> shape = shapeOf(entry);
+  if (shape.size() != 2)
+    return dataLoss(where + ": a column scale needs a matrix, not shape " +
+                    formatShape(shape));
+  std::optional<TensorView> tensor = source.findTensor(slice.name());
+  if (!tensor)
+    return failedPrecondition(where + " is scaled by tensor '" + slice.name() +
+                              "', which is missing from " + source.description());
+  if (tensor->dtype != dtype)
+    return failedPrecondition(where + " needs its scale '" + slice.name() + "' as " +
+                              std::string(dtypeName(dtype)) + ", " +
+                              source.description() + " has " +
+                              std::string(dtypeName(tensor->dtype)));
+  const int64_t start = slice.start(),
+                length = slice.length() == 0 && tensor->shape.size() == 1
+                             ? tensor->shape[0]
+                             : slice.length();
+  if (tensor->shape.size() != 1 || start < 0 || length != shape[1] ||
+      start + length > tensor->shape[0] ||
+      tensor->bytes != static_cast<size_t>(tensor->shape[0]) * dtypeSize(dtype))
+    return failedPrecondition(where + " " + formatShape(shape) + " needs " +
+                              std::to_string(shape[1]) + " scale elements from [" +
+                              std::to_string(start) + ", ...) of '" + slice.name() +
+                              "', but " + source.description() + " has shape " +
+                              formatShape(tensor->shape));
+  return scaleColumns(out, dtype, shape[0], shape[1],
+                      tensor->data + static_cast<size_t>(start) * dtypeSize(dtype));
+}
+
 } // namespace
 
 LoadedArtifact::~LoadedArtifact() = default;
@@ -229,8 +266,14 @@ Status LoadedArtifact::bindFromSource(const WeightSource &source,
       auto buffer = std::make_unique<unsigned char[]>(entry.bytes());
       TXC_RETURN_IF_ERROR(
           assembleFromSlices(entry, dtype, source, path_, buffer.get()));
+      if (entry.has_column_scale())
+        TXC_RETURN_IF_ERROR(
+            applyColumnScale(entry, dtype, source, path_, buffer.get()));
       bound.data = buffer.get();
       owned_buffers_.push_back(std::move(buffer));
+    } else if (entry.has_column_scale()) {
+      return dataLoss(where + " in " + path_ +
+                      " has a column scale but no sources to scale");
     } else {
       std::optional<TensorView> tensor = source.findTensor(entry.name());
       if (!tensor)

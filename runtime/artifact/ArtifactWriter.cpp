@@ -159,7 +159,11 @@ StatusOr<uint32_t>
 ArtifactWriter::addExternalWeight(std::string name, DType dtype,
                                   std::vector<int64_t> shape,
                                   std::vector<pb::TensorSlice> sources,
-                                  int64_t concat_axis) {
+                                  int64_t concat_axis,
+                                  const pb::TensorSlice *column_scale) {
+  if (column_scale && sources.empty())
+    return invalidArgument("weight '" + name +
+                           "': a column scale needs the sources it scales");
   std::optional<uint64_t> elements = numElements(shape);
   size_t bytes = elements ? *elements * dtypeSize(dtype) : 0;
   TXC_ASSIGN_OR_RETURN(uint32_t index, addEntry(std::move(name), dtype,
@@ -168,6 +172,8 @@ ArtifactWriter::addExternalWeight(std::string name, DType dtype,
   for (pb::TensorSlice &slice : sources)
     *entry->add_sources() = std::move(slice);
   entry->set_concat_axis(concat_axis);
+  if (column_scale)
+    *entry->mutable_column_scale() = *column_scale;
   return index;
 }
 

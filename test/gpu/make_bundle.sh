@@ -47,6 +47,9 @@ for shape in qwen3-0.6b llama-3-8b; do
   dir=$(mktemp -d)
   if python3 bench/make_shape_checkpoint.py "$shape" "$dir" >/dev/null 2>&1; then
     "$TXC" compile "$dir" --target sm_90a --no-weights --max-seqs 64 -o "$OUT/$shape.txm"
+    # Without tx-fold-norm-weight, for comparison (ab_decode.py --artifact).
+    "$TXC" compile "$dir" --target sm_90a --no-weights --max-seqs 64 --no-fold-norm-weights \
+      -o "$OUT/$shape-unfolded.txm"
     cp "$dir/config.json" "$OUT/$shape.config.json"
   else
     echo "make_bundle: no $shape shape in bench/make_shape_checkpoint.py; skipped" >&2

@@ -77,6 +77,10 @@ cl::opt<std::string> computeDType("dtype",
                                   cl::init("auto"), cl::sub(compileCommand));
 cl::opt<bool> verifyEach("verify-each", cl::desc("Verify the IR after every pass"),
                          cl::sub(compileCommand));
+cl::opt<bool> noFoldNormWeights("no-fold-norm-weights",
+                                cl::desc("Keep RMSNorm weights in the norms instead of folding "
+                                         "them into the projections after them (for comparison)"),
+                                cl::sub(compileCommand));
 
 using Clock = std::chrono::steady_clock;
 
@@ -170,6 +174,7 @@ int runCompile() {
   options.maxSeqLen = maxSeqLen;
   options.kvPageSize = pageSize;
   options.verifyEach = verifyEach;
+  options.foldNormWeights = !noFoldNormWeights;
   if (emit == "tx") {
     // Fusion and sharding only: everything the pipeline does before lowering.
     CompileOptions txOnly = options;

@@ -40,11 +40,14 @@ public:
                                    std::vector<unsigned char> bytes);
   /// Lists a tensor without bytes, for weight-stripped artifacts: the loader
   /// binds it from a checkpoint, built from `sources` when it is not a
-  /// checkpoint tensor itself (fused QKV, a tensor-parallel shard).
+  /// checkpoint tensor itself (fused QKV, a tensor-parallel shard), its
+  /// columns scaled by `column_scale` if given (a folded norm weight; needs
+  /// sources).
   StatusOr<uint32_t> addExternalWeight(std::string name, DType dtype,
                                        std::vector<int64_t> shape,
                                        std::vector<pb::TensorSlice> sources = {},
-                                       int64_t concat_axis = 0);
+                                       int64_t concat_axis = 0,
+                                       const pb::TensorSlice *column_scale = nullptr);
 
   /// Stripped artifacts only: the loader generates weights from `seed`
   /// unless told otherwise.

@@ -2,6 +2,7 @@
 #include "ArtifactTestUtil.h"
 
 #include "txc/artifact/Artifact.h"
+#include "txc/artifact/RandomWeights.h"
 
 #include <gtest/gtest.h>
 
@@ -206,6 +207,75 @@ TEST(WeightBindingTest, SlicesThatDoNotFillTheTensorAreRejected) {
                                       floatMatrix("k", 4, 4, 2)}));
   EXPECT_EQ(status.message(), path + ": weight 'qk' [8, 3] cannot be built from "
                                      "'k' [4, 4]: dimension 1 differs");
+}
+
+// A folded norm weight (tx-fold-norm-weight): the fused rows' columns times
+// a [cols] tensor, in fp32 and rounded once to the weight's dtype.
+TEST(WeightBindingTest, ColumnScaleMultipliesTheAssembledColumns) {
+  pb::Artifact message = makeMessage();
+  message.clear_plans();
+  ArtifactWriter writer(message);
+  const pb::TensorSlice gamma = sliceOf("norm");
+  ASSERT_TRUE(writer.addExternalWeight("qk * norm", DType::kF32, {6, 3},
+                                       {sliceOf("q"), sliceOf("k")}, 0, &gamma)
+                  .isOk());
+  // bf16: 1.5 * (1 + 2^-7) = 1.5 + 3 * 2^-8 lies halfway between 1.5 + 2^-7
+  // and 1.5 + 2^-6; rounded once, to even, it is the latter.
+  const pb::TensorSlice g = sliceOf("g");
+  ASSERT_TRUE(
+      writer.addExternalWeight("w * g", DType::kBF16, {1, 2}, {sliceOf("w")}, 0, &g).isOk());
+  std::string path = tempPath("scaled.txm");
+  ASSERT_TRUE(writer.write(path).isOk());
+
+  std::vector<float> norm = {1.0f, 0.5f, -2.0f};
+  std::vector<unsigned char> norm_bytes(12);
+  std::memcpy(norm_bytes.data(), norm.data(), 12);
+  auto bf16Bytes = [](std::vector<float> values) {
+    std::vector<unsigned char> bytes;
+    for (float v : values) {
+      uint16_t bits = floatToBF16(v);
+      bytes.push_back(static_cast<unsigned char>(bits & 0xff));
+      bytes.push_back(static_cast<unsigned char>(bits >> 8));
+    }
+    return bytes;
+  };
+  const float one_plus = 1.0f + 1.0f / 128; // exact in bf16
+  auto source = sourceWith({floatMatrix("q", 4, 3, 1), floatMatrix("k", 2, 3, 2),
+                            {"norm", DType::kF32, {3}, norm_bytes},
+                            {"w", DType::kBF16, {1, 2}, bf16Bytes({1.5f, 3.0f})},
+                            {"g", DType::kBF16, {2}, bf16Bytes({one_plus, 0.5f})}});
+  LoadOptions options;
+  options.weight_source = source;
+  auto loaded = LoadedArtifact::load(path, options);
+  ASSERT_TRUE(loaded.isOk()) << loaded.status().toString();
+  const auto &weights = (*loaded)->weights();
+  EXPECT_EQ(floatsOf(weights[0]),
+            (std::vector<float>{100, 50.5f, -204, 110, 55.5f, -224, 120, 60.5f, -244, 130,
+                                65.5f, -264, 200, 100.5f, -404, 210, 105.5f, -424}));
+  std::vector<unsigned char> scaled(weights[1].data, weights[1].data + weights[1].bytes);
+  EXPECT_EQ(scaled, bf16Bytes({1.5f * one_plus, 1.5f}));
+  EXPECT_EQ(bf16ToFloat(floatToBF16(1.5f * one_plus)), 1.5f + 1.0f / 64);
+
+  // A scale that is missing, of another dtype, or of another length.
+  Status status = loadWith(path, sourceWith({floatMatrix("q", 4, 3, 1), floatMatrix("k", 2, 3, 2)}));
+  EXPECT_EQ(status.message(), path + ": weight 'qk * norm' is scaled by tensor 'norm', which "
+                                     "is missing from checkpoint /ckpt");
+  status = loadWith(path, sourceWith({floatMatrix("q", 4, 3, 1), floatMatrix("k", 2, 3, 2),
+                                      {"norm", DType::kBF16, {3}, bf16Bytes({1, 1, 1})}}));
+  EXPECT_EQ(status.message(), path + ": weight 'qk * norm' needs its scale 'norm' as F32, "
+                                     "checkpoint /ckpt has BF16");
+  status = loadWith(path, sourceWith({floatMatrix("q", 4, 3, 1), floatMatrix("k", 2, 3, 2),
+                                      {"norm", DType::kF32, {2}, std::vector<unsigned char>(8)}}));
+  EXPECT_EQ(status.message(), path + ": weight 'qk * norm' [6, 3] needs 3 scale elements from "
+                                     "[0, ...) of 'norm', but checkpoint /ckpt has shape [2]");
+}
+
+TEST(WeightBindingTest, ColumnScaleNeedsSources) {
+  ArtifactWriter writer(makeMessage());
+  const pb::TensorSlice gamma = sliceOf("norm");
+  auto added = writer.addExternalWeight("w", DType::kF32, {2, 3}, {}, 0, &gamma);
+  ASSERT_FALSE(added.isOk());
+  EXPECT_EQ(added.status().message(), "weight 'w': a column scale needs the sources it scales");
 }
 
 } // namespace

@@ -114,6 +114,10 @@ Output:
                           (cuda, diagnostic: wrong outputs) the GEMVs that
                           take an RMSNorm skip its weight, to time what
                           folding it into their weights would save
+  --no-attention-l2-prefetch
+                          (cuda) the wide decode attention CTA does not ask
+                          L2 for the next layer's keys as it exits (for
+                          comparison)
   --no-attention-early-kv (cuda) decode attention reads every key after waiting
                           for the QKV kernel, not the older ones before it
                           (for comparison)
@@ -333,6 +337,9 @@ Options parseArguments(int argc, char **argv) {
     } else if (arg == "--diag-gemv-drop-norm-weight") {
       cudaOnly();
       options.cuda.diag_gemv_drop_norm_weight = true;
+    } else if (arg == "--no-attention-l2-prefetch") {
+      cudaOnly();
+      options.cuda.attention_l2_prefetch_next_layer = false;
     } else if (arg == "--no-attention-early-kv") {
       cudaOnly();
       options.cuda.attention_early_kv = false;

@@ -6,6 +6,7 @@
 #include "runtime/safetensors/Checkpoint.h"
 #include "txc/artifact/ArtifactWriter.h"
 #include "txc/artifact/ColumnScale.h"
+#include "txc/artifact/RandomWeights.h"
 
 #include <cstring>
 
@@ -25,48 +26,27 @@ StatusOr<DType> dtypeOf(Type element) {
   return unimplemented("weights must be bf16, f16 or f32");
 }
 
+// Element conversions: the artifact library's round-to-nearest-even ones,
+// which the loader and the random-weight fill use too.
 float loadAsFloat(const std::byte *p, DType dtype) {
-  switch (dtype) {
-  case DType::kBF16: {
-    uint16_t bits;
-    std::memcpy(&bits, p, 2);
-    uint32_t widened = uint32_t(bits) << 16;
-    float value;
-    std::memcpy(&value, &widened, 4);
-    return value;
-  }
-  case DType::kF16: {
-    _Float16 half;
-    std::memcpy(&half, p, 2);
-    return float(half);
-  }
-  default: {
+  if (dtype == DType::kF32) {
     float value;
     std::memcpy(&value, p, 4);
     return value;
   }
-  }
+  uint16_t bits;
+  std::memcpy(&bits, p, 2);
+  return dtype == DType::kBF16 ? artifact::bf16ToFloat(bits) : artifact::f16ToFloat(bits);
 }
 
 void storeFromFloat(float value, unsigned char *p, DType dtype) {
-  switch (dtype) {
-  case DType::kBF16: {
-    uint32_t bits;
-    std::memcpy(&bits, &value, 4);
-    // Round to nearest even, as torch's .to(torch.bfloat16) does.
-    uint32_t rounded = bits + 0x7FFF + ((bits >> 16) & 1);
-    uint16_t top = uint16_t(rounded >> 16);
-    std::memcpy(p, &top, 2);
-    return;
-  }
-  case DType::kF16: {
-    _Float16 half = _Float16(value);
-    std::memcpy(p, &half, 2);
-    return;
-  }
-  default:
+  if (dtype == DType::kF32) {
     std::memcpy(p, &value, 4);
+    return;
   }
+  uint16_t bits =
+      dtype == DType::kBF16 ? artifact::floatToBF16(value) : artifact::floatToF16(value);
+  std::memcpy(p, &bits, 2);
 }
 
 /// The bytes of one slice, in `target` dtype.

@@ -110,10 +110,6 @@ Output:
                           (cuda) the wide CTA also takes planned contexts of
                           up to N keys (default 256, one tile), its tiles one
                           after another (for comparison; 256-65536)
-  --diag-gemv-drop-norm-weight
-                          (cuda, diagnostic: wrong outputs) the GEMVs that
-                          take an RMSNorm skip its weight, to time what
-                          folding it into their weights would save
   --no-attention-l2-prefetch
                           (cuda) the wide decode attention CTA does not ask
                           L2 for the next layer's keys as it exits (for
@@ -334,9 +330,6 @@ Options parseArguments(int argc, char **argv) {
       if (mode != "empty" && mode != "none")
         fail("--ablate-decode-attention takes empty or none, not '" + mode + "'");
       options.cuda.ablate_decode_attention = mode == "empty" ? Ablation::kEmptyKernel : Ablation::kNoLaunch;
-    } else if (arg == "--diag-gemv-drop-norm-weight") {
-      cudaOnly();
-      options.cuda.diag_gemv_drop_norm_weight = true;
     } else if (arg == "--no-attention-l2-prefetch") {
       cudaOnly();
       options.cuda.attention_l2_prefetch_next_layer = false;

@@ -130,10 +130,6 @@ struct CudaExecutorOptions {
   /// one before is done, against the split kernel's merge (for comparison:
   /// unmeasured in the model).
   int64_t decode_wide_cta_max_keys = 256;
-  /// Diagnostic, wrong outputs: the GEMVs that take a deferred RMSNorm
-  /// skip its weight (read x only), to time what folding the weight into
-  /// the GEMV's weights at compile time would save.
-  bool diag_gemv_drop_norm_weight = false;
   int qkv_carveout_percent = -1;
   int gemv_carveout_percent = -1;
   int attention_carveout_percent = -1;

@@ -63,7 +63,7 @@ StatusOr<bool> CudaExecutor::State::tryGemv(const DMatrix &input, const DMatrix 
       return false;
     g.x = norm.input.data;
     g.norm = true;
-    if (norm.weight.present() && !options.diag_gemv_drop_norm_weight) {
+    if (norm.weight.present()) { // absent: folded into `weight` (tx-fold-norm-weight)
       g.norm_weight = norm.weight.data;
       TXC_ASSIGN_OR_RETURN(g.norm_type, etype(norm.weight.dtype, "the norm weight"));
     }

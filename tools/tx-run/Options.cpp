@@ -110,10 +110,6 @@ Output:
                           (cuda) the wide CTA also takes planned contexts of
                           up to N keys (default 256, one tile), its tiles one
                           after another (for comparison; 256-65536)
-  --no-attention-l2-prefetch
-                          (cuda) the wide decode attention CTA does not ask
-                          L2 for the next layer's keys as it exits (for
-                          comparison)
   --no-attention-early-kv (cuda) decode attention reads every key after waiting
                           for the QKV kernel, not the older ones before it
                           (for comparison)
@@ -330,9 +326,6 @@ Options parseArguments(int argc, char **argv) {
       if (mode != "empty" && mode != "none")
         fail("--ablate-decode-attention takes empty or none, not '" + mode + "'");
       options.cuda.ablate_decode_attention = mode == "empty" ? Ablation::kEmptyKernel : Ablation::kNoLaunch;
-    } else if (arg == "--no-attention-l2-prefetch") {
-      cudaOnly();
-      options.cuda.attention_l2_prefetch_next_layer = false;
     } else if (arg == "--no-attention-early-kv") {
       cudaOnly();
       options.cuda.attention_early_kv = false;

@@ -15,8 +15,7 @@ Status CudaExecutor::State::flushPendingRope() {
 }
 
 Status CudaExecutor::State::attention(const LaunchAttributes &attributes, const DMatrix &query,
-                                      const LayerCache &cache, const LayerCache *next_layer,
-                                      const DMatrix &out) {
+                                      const LayerCache &cache, const DMatrix &out) {
   TXC_ASSIGN_OR_RETURN(int64_t heads, attributes.getInt("num_heads"));
   TXC_ASSIGN_OR_RETURN(int64_t kv_heads, attributes.getInt("num_kv_heads"));
   TXC_ASSIGN_OR_RETURN(int64_t head_dim, attributes.getInt("head_dim"));
@@ -126,13 +125,6 @@ Status CudaExecutor::State::attention(const LaunchAttributes &attributes, const 
         if (p.wide_cta) {
           splits = 1;
           p.cluster_combine = false;
-          if (options.attention_l2_prefetch_next_layer && next_layer &&
-              next_layer->kv_heads == kv_heads && next_layer->head_dim == head_dim) {
-            p.maybe_next_layer_k = next_layer->data;
-            p.maybe_next_layer_v = static_cast<const unsigned char *>(next_layer->data) +
-                                   (static_cast<const unsigned char *>(kv.v) -
-                                    static_cast<const unsigned char *>(kv.k));
-          }
         }
         if (splits > 1) {
           kernels::DecodeWorkspaceLayout layout = kernels::decodeWorkspaceLayout(

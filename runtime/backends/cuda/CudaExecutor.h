@@ -141,10 +141,6 @@ struct CudaExecutorOptions {
   /// key comes from it). Bit-identical; -0.03 ms per step on both shapes
   /// at batch 1 on the H200.
   bool attention_early_kv = true;
-  /// With decode_wide_cta: each attention asks L2 for the next layer's
-  /// older keys as it exits (DecodeParams::maybe_next_layer_k), so that
-  /// attention reads them from L2, not DRAM, on its critical path.
-  bool attention_l2_prefetch_next_layer = true;
   /// With attention_pdl: the decode attention lets the next kernel launch
   /// only after its keys are done (before the split merge) instead of at its
   /// start (DecodeParams::late_dependents). Not yet measured.

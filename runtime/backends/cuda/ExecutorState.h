@@ -261,10 +261,8 @@ struct CudaExecutor::State {
                     const DMatrix *sum, const DMatrix &out);
   Status flushPendingNorm();
   Status flushPendingRope();
-  /// `next_layer`: the cache the next attention reads, or null (the wide
-  /// CTA asks L2 for its keys: DecodeParams::maybe_next_layer_k).
   Status attention(const LaunchAttributes &attributes, const DMatrix &query,
-                   const LayerCache &cache, const LayerCache *next_layer, const DMatrix &out);
+                   const LayerCache &cache, const DMatrix &out);
 };
 
 } // namespace txc::cuda

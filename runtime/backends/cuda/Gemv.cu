@@ -91,45 +91,12 @@ template <typename T> __device__ __forceinline__ void addSquares(const uint4 &x,
   }
 }
 
-/// Whether this lane's residual pair goes to shared memory right after the
-/// wait (prefetchResidualPair): 16-bit, rows 2j and 2j + 1 adjacent and
-/// 4-byte aligned, and this lane the pair's writer for its token.
-template <typename OutT>
-__device__ __forceinline__ bool residualPairPrefetched(const GemvArgs &a, bool writer, int lane) {
-  return sizeof(OutT) == 2 && a.epilogue == GemvEpilogue::kResidualAdd && a.n % 2 == 0 &&
-         reinterpret_cast<uintptr_t>(a.residual) % 4 == 0 && writer && lane < a.m;
-}
-
-/// The residual add's two elements for token `lane`, copied asynchronously
-/// into shared memory: its round trip overlaps the dot instead of following
-/// the reduction, and no register holds it meanwhile (device run 87 held it
-/// in registers: +5 a thread, a block an SM fewer, and the step slower).
-template <typename OutT>
-__device__ __forceinline__ void prefetchResidualPair(const GemvArgs &a, int64_t row0, int lane,
-                                                     uint32_t *staged) {
-  const OutT *src = static_cast<const OutT *>(a.residual) + lane * a.n + row0;
-  const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(staged));
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(dst), "l"(src) : "memory");
-}
-
-template <typename OutT> __device__ __forceinline__ float fromBits(unsigned short bits) {
-  if constexpr (sizeof(OutT) == 2) {
-    OutT v;
-    memcpy(&v, &bits, sizeof(v));
-    return Store<OutT>::toFloat(v);
-  } else {
-    return 0.0f; // only 16-bit pairs are prefetched
-  }
-}
-
 /// One pair's epilogue: the fused norm's scale, bias, then SwiGLU or the
 /// residual add, and one rounding store; lane m stores token m's values.
-/// `staged_residual`: this lane's prefetched residual pair, or null.
 template <typename T, typename OutT, int kMaxRows>
 __device__ __forceinline__ void
 storePair(const GemvArgs &a, bool swiglu, int64_t row0, int64_t row1, int lane,
-          const uint32_t *staged_residual, float (&acc0)[kMaxRows], float (&acc1)[kMaxRows],
-          const float (&squares)[kMaxRows]) {
+          float (&acc0)[kMaxRows], float (&acc1)[kMaxRows], const float (&squares)[kMaxRows]) {
   if (a.norm)
 #pragma unroll
     for (int m = 0; m < kMaxRows; ++m) {
@@ -154,12 +121,7 @@ storePair(const GemvArgs &a, bool swiglu, int64_t row0, int64_t row1, int lane,
       continue;
     }
     bool second = row1 != row0;
-    if (a.epilogue == GemvEpilogue::kResidualAdd && staged_residual) {
-      asm volatile("cp.async.wait_all;\n" ::: "memory");
-      const uint32_t bits = *staged_residual; // row0 in the low half
-      g += fromBits<OutT>(static_cast<unsigned short>(bits & 0xffffu));
-      u += fromBits<OutT>(static_cast<unsigned short>(bits >> 16));
-    } else if (a.epilogue == GemvEpilogue::kResidualAdd) {
+    if (a.epilogue == GemvEpilogue::kResidualAdd) {
       g += Store<OutT>::toFloat(residual[m * a.n + row0]);
       if (second)
         u += Store<OutT>::toFloat(residual[m * a.n + row1]);
@@ -248,10 +210,6 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
     }
   pdlWait();
   kernels::traceWaitRelease(a.trace);
-  __shared__ uint32_t residual_pairs[kWarpsPerBlock][kMaxRows];
-  const bool prefetched = valid && residualPairPrefetched<OutT>(a, slice == 0, lane);
-  if (prefetched)
-    prefetchResidualPair<OutT>(a, row0, lane, &residual_pairs[warp][lane]);
   const uint4 *gamma = static_cast<const uint4 *>(a.norm_weight);
   float squares[kMaxRows]; // sum of x^2 over this warp's slice (fused norm)
 #pragma unroll
@@ -316,8 +274,7 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
       }
   }
   if (writer && valid)
-    storePair<T, OutT, kMaxRows>(a, swiglu, row0, row1, lane, prefetched ? &residual_pairs[warp][lane] : nullptr,
-                                 acc0, acc1, squares);
+    storePair<T, OutT, kMaxRows>(a, swiglu, row0, row1, lane, acc0, acc1, squares);
   if (a.rope_counters) {
     const int64_t pairs_per_block = kWarpsPerBlock / slices;
     finishHeadIfLast<kMaxRows>(a, 2 * pairs_per_block * blockIdx.x, 2 * pairs_per_block);

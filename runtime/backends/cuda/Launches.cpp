@@ -381,9 +381,7 @@ Status CudaExecutor::State::runLaunch(int index, const pb::Launch &launch) {
       TXC_RETURN_IF_ERROR(flushPendingRope()); // the copy needs the query written
       TXC_ASSIGN_OR_RETURN(query, copyToScratch(query));
     }
-    auto next_layer = caches.find(cache.layer + 1);
-    return attention(attributes, query, caches.at(cache.layer),
-                     next_layer != caches.end() ? &next_layer->second : nullptr, out);
+    return attention(attributes, query, caches.at(cache.layer), out);
   }
   if (op == "txk.gather_last") {
     TXC_ASSIGN_OR_RETURN(DMatrix input, floatOperand(launch, 0, true));

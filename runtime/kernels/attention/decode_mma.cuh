@@ -181,29 +181,6 @@ __device__ __forceinline__ void foldRope(const DecodeParams &params, typename Tr
   __syncthreads();
 }
 
-/// DecodeParams::maybe_next_layer_k: the next layer's K and V rows of this
-/// CTA's chunk asked of L2, fire and forget, but the newest key (that
-/// layer's QKV projection writes it). Everything is derived again from
-/// params and the block index: held through the kernel instead, the chunk
-/// cost the wide CTA (at its 128-register bound) a spill.
-template <class Traits, class Variant>
-__device__ __forceinline__ void prefetchNextLayerKeys(const DecodeParams &params) {
-  using T = typename Traits::DType;
-  const KVCacheView &kv = params.kv;
-  const int split = blockIdx.x, kv_head = blockIdx.y, seq = blockIdx.z;
-  const int kv_len = params.kv_lens[seq];
-  const int key_begin = kv_len > 0 ? Variant::keyBegin(kv_len - 1, params.variant) : 0;
-  const int chunk = ceilDiv(kv_len - key_begin, params.num_splits);
-  const int begin = key_begin + split * chunk, end = min(kv_len - 1, begin + chunk);
-  for (int i = threadIdx.x; i < 2 * (end - begin); i += Traits::kThreads) {
-    const T *base = static_cast<const T *>(i % 2 == 0 ? params.maybe_next_layer_k : params.maybe_next_layer_v);
-    const T *row = base + kv_head * kv.head_stride + kvRowOffset<Traits::kPageSize>(kv, seq, begin + i / 2);
-    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(row),
-                 "r"(Traits::kHeadDim * (int)sizeof(T))
-                 : "memory");
-  }
-}
-
 template <class Traits, class Variant>
 __global__ void __launch_bounds__(Traits::kThreads) pagedDecodeMmaKernel(const DecodeParams params) {
   using T = typename Traits::DType;
@@ -520,10 +497,6 @@ __global__ void __launch_bounds__(Traits::kThreads) pagedDecodeMmaKernel(const D
   // shared memory (the per-warp states are merged before it loads them).
   decodeEpilogue<T, G, D, W, Traits::kThreads>(params, warp_acc, warp_m, warp_l, split, seq, kv_head, smem_raw,
                                                single ? Traits::kSmemBytesSingleStage : Traits::kSmemBytes);
-  // Not with a run-time page size: group 8 spilled there (4 bytes).
-  if constexpr (Traits::kWide && Traits::kPageSize > 0)
-    if (params.maybe_next_layer_k != nullptr)
-      prefetchNextLayerKeys<Traits, Variant>(params);
   traceExit(trace);
 }
 

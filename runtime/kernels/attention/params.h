@@ -148,15 +148,6 @@ struct DecodeParams {
   // merged through global memory, not a cluster) it is attention_bench's
   // comparison at longer contexts. Implies single_kv_stage.
   bool wide_cta = false;
-  // With wide_cta: the next layer's K and V cache bases (the same page
-  // table, strides and heads as `kv`), or null. As it exits, each CTA asks
-  // L2 for the next layer's older keys of its (sequence, kv head), one bulk
-  // prefetch a row: that attention starts only as the QKV GEMV before it
-  // drains (a wide CTA needs an SM of its own) and reads them on its
-  // critical path, from DRAM otherwise (a step's weights stream through L2
-  // in between). Only in the kernels built for a fixed page size (16).
-  const void *maybe_next_layer_k = nullptr;
-  const void *maybe_next_layer_v = nullptr;
 
   // The decode step's rope folded in (the tensor-core kernel only, GQA
   // group >= 2): when maybe_rope_qkv is set, q is not read. Each CTA reads

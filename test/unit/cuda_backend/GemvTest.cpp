@@ -180,8 +180,8 @@ TEST(GemvTest, MatchesTheReferenceForEveryEpilogue) {
       {bf, f, 4, 515, 264, GemvEpilogue::kNone, true, false},
       {bf, bf, 3, 64, 1000, GemvEpilogue::kResidualAdd, true, false},
       {bf, bf, 2, 130, 2056, GemvEpilogue::kResidualAdd, false, true},
-      {bf, bf, 2, 129, 520, GemvEpilogue::kResidualAdd, true, false}, // odd n: the residual read late
-      {bf, f, 1, 64, 256, GemvEpilogue::kResidualAdd, false, false},  // f32: the residual read late
+      {bf, bf, 2, 129, 520, GemvEpilogue::kResidualAdd, true, false}, // odd n: the last pair is one row
+      {bf, f, 1, 64, 256, GemvEpilogue::kResidualAdd, false, false},  // f32 out with a residual
       {bf, bf, 4, 96, 4096, GemvEpilogue::kSwiglu, true, false},
       {bf, bf, 3, 154, 136, GemvEpilogue::kSwiglu, false, false},
       {h, h, 4, 33, 520, GemvEpilogue::kNone, true, false},

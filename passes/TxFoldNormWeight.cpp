@@ -56,44 +56,40 @@ SmallVector<tx::LinearOp> foldTargets(Operation *norm, Value normed, Type weight
   return linears;
 }
 
-/// Moves `norm`'s weight into the linears that read `normed`; false if
-/// nothing folds.
-bool fold(Operation *norm, OpOperand *weightOperand, Value normed) {
-  if (!weightOperand)
-    return false;
-  Value gamma = weightOperand->get();
+/// Moves `norm`'s weight (`weight`, empty if it has none) into the linears
+/// that read `normed`, where every one of them can take it.
+void fold(Operation *norm, MutableOperandRange weight, Value normed) {
+  if (weight.empty())
+    return;
+  Value gamma = weight[0].get();
   auto gammaType = cast<RankedTensorType>(gamma.getType());
   auto normedType = cast<RankedTensorType>(normed.getType());
   if (!gamma.getDefiningOp<tx::WeightOp>() || gammaType.getDimSize(0) != normedType.getDimSize(1))
-    return false; // a per-head norm, or a weight the manifest cannot name
+    return; // a per-head norm, or a weight the manifest cannot name
   SmallVector<tx::LinearOp> linears = foldTargets(norm, normed, gammaType.getElementType());
   if (linears.empty())
-    return false;
+    return;
   llvm::DenseMap<Value, Value> scaled; // each weight scaled once
   for (tx::LinearOp linear : linears) {
-    Value weight = linear.getWeight();
-    Value &folded = scaled[weight];
+    Value linearWeight = linear.getWeight();
+    Value &folded = scaled[linearWeight];
     if (!folded) {
       OpBuilder builder(linear); // the first (in block order) to read it
-      folded = tx::ScaleColumnsOp::create(builder, linear.getLoc(), weight.getType(), weight, gamma);
+      folded = tx::ScaleColumnsOp::create(builder, linear.getLoc(), linearWeight.getType(),
+                                          linearWeight, gamma);
     }
     linear.getWeightMutable().assign(folded);
   }
-  return true;
+  weight.clear();
 }
 
 struct TxFoldNormWeightPass : txc::impl::TxFoldNormWeightPassBase<TxFoldNormWeightPass> {
   void runOnOperation() override {
     getOperation().walk([](Operation *op) {
-      if (auto norm = dyn_cast<tx::RmsNormOp>(op)) {
-        MutableOperandRange weight = norm.getWeightMutable();
-        if (!weight.empty() && fold(norm, &weight[0], norm.getResult()))
-          weight.clear();
-      } else if (auto norm = dyn_cast<tx::AddRmsNormOp>(op)) {
-        MutableOperandRange weight = norm.getWeightMutable();
-        if (!weight.empty() && fold(norm, &weight[0], norm.getNormed()))
-          weight.clear();
-      }
+      if (auto norm = dyn_cast<tx::RmsNormOp>(op))
+        fold(norm, norm.getWeightMutable(), norm.getResult());
+      else if (auto norm = dyn_cast<tx::AddRmsNormOp>(op))
+        fold(norm, norm.getWeightMutable(), norm.getNormed());
     });
   }
 };

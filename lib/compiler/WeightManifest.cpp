@@ -26,29 +26,6 @@ StatusOr<DType> dtypeOf(Type element) {
   return unimplemented("weights must be bf16, f16 or f32");
 }
 
-// Element conversions: the artifact library's round-to-nearest-even ones,
-// which the loader and the random-weight fill use too.
-float loadAsFloat(const std::byte *p, DType dtype) {
-  if (dtype == DType::kF32) {
-    float value;
-    std::memcpy(&value, p, 4);
-    return value;
-  }
-  uint16_t bits;
-  std::memcpy(&bits, p, 2);
-  return dtype == DType::kBF16 ? artifact::bf16ToFloat(bits) : artifact::f16ToFloat(bits);
-}
-
-void storeFromFloat(float value, unsigned char *p, DType dtype) {
-  if (dtype == DType::kF32) {
-    std::memcpy(p, &value, 4);
-    return;
-  }
-  uint16_t bits =
-      dtype == DType::kBF16 ? artifact::floatToBF16(value) : artifact::floatToF16(value);
-  std::memcpy(p, &bits, 2);
-}
-
 /// The bytes of one slice, in `target` dtype.
 StatusOr<std::vector<unsigned char>> sliceBytes(const Checkpoint &checkpoint,
                                                 const artifact::pb::TensorSlice &slice,
@@ -80,7 +57,10 @@ StatusOr<std::vector<unsigned char>> sliceBytes(const Checkpoint &checkpoint,
       continue;
     }
     for (int64_t c = 0; c < colCount; ++c, dst += dstSize)
-      storeFromFloat(loadAsFloat(src + c * srcSize, tensor->dtype()), dst, target);
+      artifact::floatToElement(
+          artifact::elementToFloat(reinterpret_cast<const unsigned char *>(src) + c * srcSize,
+                                   tensor->dtype()),
+          dst, target);
   }
   return out;
 }

@@ -114,6 +114,26 @@ float f16ToFloat(uint16_t bits) {
   return result;
 }
 
+float elementToFloat(const unsigned char *p, DType dtype) {
+  if (dtype == DType::kF32) {
+    float value;
+    std::memcpy(&value, p, 4);
+    return value;
+  }
+  uint16_t bits;
+  std::memcpy(&bits, p, 2);
+  return dtype == DType::kBF16 ? bf16ToFloat(bits) : f16ToFloat(bits);
+}
+
+void floatToElement(float value, unsigned char *p, DType dtype) {
+  if (dtype == DType::kF32) {
+    std::memcpy(p, &value, 4);
+    return;
+  }
+  uint16_t bits = dtype == DType::kBF16 ? floatToBF16(value) : floatToF16(value);
+  std::memcpy(p, &bits, 2);
+}
+
 float randomWeightValue(uint64_t seed, std::string_view name,
                         const std::vector<int64_t> &shape, uint64_t index) {
   ValueScale scale = scaleFor(name, shape);

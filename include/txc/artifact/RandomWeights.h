@@ -45,6 +45,11 @@ float bf16ToFloat(uint16_t bits);
 uint16_t floatToF16(float value);
 float f16ToFloat(uint16_t bits);
 
+/// One BF16, F16 or F32 element at `p` (any alignment) as fp32, and back,
+/// rounded to nearest even.
+float elementToFloat(const unsigned char *p, DType dtype);
+void floatToElement(float value, unsigned char *p, DType dtype);
+
 } // namespace txc::artifact
 
 #endif // TXC_ARTIFACT_RANDOMWEIGHTS_H

@@ -24,6 +24,11 @@ StatusOr<Bound> CudaExecutor::State::bindOperand(const pb::Launch &launch, int i
   switch (ref.ref_case()) {
   case pb::ValueRef::kArena: {
     const pb::ArenaSlot &slot = ref.arena();
+    if (auto alias = gather_aliases.find(slot.offset()); alias != gather_aliases.end()) {
+      bound.kind = Bound::Kind::kMatrix;
+      bound.matrix = alias->second;
+      return bound;
+    }
     TXC_ASSIGN_OR_RETURN(MatrixShape shape,
                          arenaOperandShape(slot, rows_at_offset, i, arena_bytes));
     bound.kind = Bound::Kind::kMatrix;
@@ -108,6 +113,11 @@ StatusOr<DMatrix> CudaExecutor::State::bindResult(const pb::Launch &launch, int 
                       std::to_string(slot.bytes()) +
                       " bytes: the batch exceeds what the plan was compiled for");
   rows_at_offset[slot.offset()] = rows;
+  for (auto alias = gather_aliases.begin(); alias != gather_aliases.end();)
+    if (alias->first < slot.offset() + slot.bytes() && slot.offset() < alias->first + alias->second.bytes())
+      alias = gather_aliases.erase(alias);
+    else
+      ++alias;
   return DMatrix{arena + slot.offset(), dtype, rows, cols};
 }
 

@@ -3,6 +3,7 @@
 #include "runtime/backends/cuda/ExecutorState.h"
 
 #include "runtime/backends/cpu/Rotary.h"
+#include "runtime/backends/cuda/PlanFusion.h"
 #include "runtime/backends/cuda/Sampler.h"
 
 #include <algorithm>
@@ -20,74 +21,6 @@ const std::set<std::string> &knownOps() {
 
 bool usesKvCache(const std::string &op) {
   return op == "txk.rope_append" || op == "txk.gemm_rope_append" || op == "txk.attention";
-}
-
-bool slotsOverlap(const pb::ValueRef &a, const pb::ValueRef &b) {
-  return a.ref_case() == pb::ValueRef::kArena && b.ref_case() == pb::ValueRef::kArena &&
-         a.arena().offset() < b.arena().offset() + b.arena().bytes() &&
-         b.arena().offset() < a.arena().offset() + a.arena().bytes();
-}
-
-/// The rms_norm launches whose result is operand 0 of the very next launch,
-/// a GEMM, and is read by nothing else before the slot is written again.
-/// Whether launch i's result 0 is launch i + 1's operand 0 and no other
-/// operand of it or of any later launch reads it before something
-/// overwrites the whole slot: then launch i + 1 may take over its work.
-bool onlyNextReads(const pb::Plan &plan, int i) {
-  const pb::Launch &first = plan.launches(i), &next = plan.launches(i + 1);
-  if (first.results_size() < 1 || next.operands_size() == 0)
-    return false;
-  const pb::ValueRef &slot = first.results(0);
-  if (slot.ref_case() != pb::ValueRef::kArena ||
-      next.operands(0).ref_case() != pb::ValueRef::kArena ||
-      next.operands(0).arena().offset() != slot.arena().offset())
-    return false;
-  for (int k = 1; k < next.operands_size(); ++k)
-    if (slotsOverlap(next.operands(k), slot))
-      return false;
-  for (int j = i + 2; j < plan.launches_size(); ++j) {
-    const pb::Launch &later = plan.launches(j);
-    for (const pb::ValueRef &operand : later.operands())
-      if (slotsOverlap(operand, slot))
-        return false;
-    bool overwritten = false;
-    for (const pb::ValueRef &result : later.results())
-      if (slotsOverlap(result, slot)) {
-        bool covers = result.arena().offset() <= slot.arena().offset() &&
-                      result.arena().offset() + result.arena().bytes() >=
-                          slot.arena().offset() + slot.arena().bytes();
-        if (!covers)
-          return false;
-        overwritten = true;
-      }
-    if (overwritten)
-      break;
-  }
-  return true;
-}
-
-/// rms_norm launches (one result) whose output only the next GEMM reads.
-std::set<int> fusableNorms(const pb::Plan &plan) {
-  std::set<int> fusable;
-  for (int i = 0; i + 1 < plan.launches_size(); ++i) {
-    const pb::Launch &norm = plan.launches(i), &next = plan.launches(i + 1);
-    if (norm.op() == "txk.rms_norm" && norm.results_size() == 1 &&
-        (next.op() == "txk.gemm" || next.op() == "txk.gemm_rope_append") && onlyNextReads(plan, i))
-      fusable.insert(i);
-  }
-  return fusable;
-}
-
-/// rope launches whose query only the next launch, an attention, reads.
-std::set<int> fusableRopes(const pb::Plan &plan) {
-  std::set<int> fusable;
-  for (int i = 0; i + 1 < plan.launches_size(); ++i) {
-    const pb::Launch &rope = plan.launches(i), &next = plan.launches(i + 1);
-    if ((rope.op() == "txk.rope_append" || rope.op() == "txk.gemm_rope_append") &&
-        next.op() == "txk.attention" && onlyNextReads(plan, i))
-      fusable.insert(i);
-  }
-  return fusable;
 }
 
 } // namespace
@@ -307,6 +240,7 @@ Status CudaExecutor::State::prepare() {
                              ": warps per block 4 or 8, chunks 2, 4 or 8, warps per SM 1-1024");
   decode_attention = decodeAttentionSetup(options, max_heads, max_kv_heads);
   fusable_ropes = fusableRopes(*plan);
+  identity_gathers = identityGathers(*plan);
   bool writes_logits = false;
   for (const pb::Launch &launch : plan->launches())
     for (const pb::ValueRef &result : launch.results())

@@ -199,6 +199,12 @@ struct CudaExecutor::State {
   // kernel folds it in (DecodeParams::maybe_rope_qkv), or it is launched
   // before whatever comes next (flushPendingRope).
   std::set<int> fusable_ropes;
+  // gather_last launches a step of one token a sequence skips
+  // (identityGathers): later launches read the gather's input where they
+  // name its result, while `gather_aliases` (result slot offset -> input,
+  // this step only) holds it; a launch writing the result's slot ends it.
+  std::set<int> identity_gathers;
+  std::unordered_map<uint64_t, DMatrix> gather_aliases;
   struct PendingRope {
     bool active = false;
     RopeAppendArgs args;

@@ -391,6 +391,13 @@ Status CudaExecutor::State::runLaunch(int index, const pb::Launch &launch) {
     TXC_ASSIGN_OR_RETURN(DMatrix out, bindResult(launch, 0, batch->numSequences()));
     if (out.cols != input.cols)
       return invalidArgument("gather_last result must have the input's columns");
+    // One token a sequence (decode): row s is sequence s's last token
+    // already. No launch; later launches read the input (identityGathers).
+    if (identity_gathers.count(index) && batch->numTokens() == batch->numSequences() &&
+        input.dtype == out.dtype) {
+      gather_aliases[launch.results(0).arena().offset()] = input;
+      return Status::ok();
+    }
     if (overlaps(input.data, input.bytes(), out.data, out.bytes())) {
       TXC_ASSIGN_OR_RETURN(input, copyToScratch(input));
     }

@@ -91,11 +91,20 @@ Status CudaExecutor::State::readTrace() {
     return t == 0 ? std::nan("") : (static_cast<double>(t) - static_cast<double>(origin)) / 1000.0;
   };
   last_trace.clear();
-  for (size_t i = 0; i < step_trace_labels.size(); ++i)
+  for (size_t i = 0; i < step_trace_labels.size(); ++i) {
     last_trace.push_back({step_trace_labels[i], micros(stamps[S * i]), micros(stamps[S * i + 1]),
                           micros(stamps[S * i + 2]), micros(stamps[S * i + 3]), micros(stamps[S * i + 4]),
                           micros(stamps[S * i + 5]), micros(stamps[S * i + 6]), micros(stamps[S * i + 7]),
                           micros(stamps[S * i + 8]), micros(stamps[S * i + 9])});
+    // Block 0's clock: cycles after its wait release, where every point is stamped.
+    const unsigned long long *clock = &stamps[S * i + (S - kTraceBlock0Points)];
+    bool stamped = true;
+    for (int p = 0; p < kTraceBlock0Points; ++p)
+      stamped = stamped && clock[p] != 0;
+    if (stamped)
+      for (int p = 1; p < kTraceBlock0Points; ++p)
+        last_trace.back().block0_cycles[p - 1] = static_cast<double>(static_cast<long long>(clock[p] - clock[0]));
+  }
   return Status::ok();
 }
 
@@ -103,6 +112,7 @@ Status CudaExecutor::State::readTrace() {
 Status CudaExecutor::State::enqueueLaunches(const engine::Batch &b) {
   batch = &b;
   rows_at_offset.clear();
+  gather_aliases.clear();
   wrote_logits = false;
   pending_norm.active = false;
   pending_rope.active = false;

@@ -70,6 +70,15 @@ struct DecodeMmaTraits {
                 "the wide CTA is built for head_dim <= 128");
 };
 
+/// Block 0's cycle stamps (traceBlock0Clock) in the wide CTA of groups up
+/// to 4 only (Qwen3's and Llama's decode step at short contexts): in the
+/// 4-warp kernels and group 8's wide CTA, which sit at their register
+/// limits, ptxas spilled 8-36 bytes for them.
+template <class Traits> __device__ __forceinline__ void stampBlock0(unsigned long long *trace, int point) {
+  if constexpr (Traits::kWide && Traits::kGroupSize <= 4)
+    traceBlock0Clock(trace, point);
+}
+
 /// DecodeParams::maybe_rope_qkv, after the wait: the CTA's query heads
 /// (q-norm, rotary) into smem_q, rows past the group zeroed as loadQ leaves
 /// them; if the CTA holds the newest key (`owner`), that key (k-norm,
@@ -85,7 +94,9 @@ struct DecodeMmaTraits {
 /// (before device run 63). `heads` holds (kGroupSize + 2) * kHeadDim floats,
 /// `aux` (kFoldAuxFloats) the rotary factors, written by the caller before
 /// the wait (this function's first barrier orders them), then the q- and
-/// k-norm weights: the kernel's fold scratch.
+/// k-norm weights: the kernel's fold scratch. The newest key's cache slot
+/// (rope_slot_mapping[seq]) is loaded with them: read where the key is
+/// stored, it was one more L2 round trip on this path.
 template <class Traits>
 __device__ __forceinline__ void foldRope(const DecodeParams &params, typename Traits::DType *smem_q,
                                          typename Traits::DType *stage_k, typename Traits::DType *stage_v,
@@ -114,6 +125,8 @@ __device__ __forceinline__ void foldRope(const DecodeParams &params, typename Tr
   auto rowLoaded = [&](int j) { return j < count || (j >= G + 2 && rowSource(j) != nullptr); };
   constexpr int kChunks = (G + 4) * CPR;
   constexpr int kPerThread = (kChunks + Traits::kThreads - 1) / Traits::kThreads;
+  __shared__ int newest_slot;
+  const int slot = owner && threadIdx.x == 0 ? params.rope_slot_mapping[seq] : -1;
   uint4 staged[kPerThread];
 #pragma unroll
   for (int i = 0; i < kPerThread; ++i) {
@@ -135,7 +148,10 @@ __device__ __forceinline__ void foldRope(const DecodeParams &params, typename Tr
       }
     }
   }
+  if (threadIdx.x == 0)
+    newest_slot = slot;
   __syncthreads();
+  stampBlock0<Traits>(params.maybe_trace, kBlock0FoldLoaded);
 
   for (int j = warp; j < count; j += Traits::kWarps) {
     float *head = heads + j * D;
@@ -156,10 +172,9 @@ __device__ __forceinline__ void foldRope(const DecodeParams &params, typename Tr
       for (int i = lane; i < D; i += 32)
         smem_q[swizzled<D>(j, i / 8) + i % 8] = Ops::fromFloat(head[i]);
     } else {
-      const int slot = params.rope_slot_mapping[seq];
-      if (slot >= 0) { // padding rows (slot < 0) write no cache slot
+      if (newest_slot >= 0) { // padding rows (slot < 0) write no cache slot
         const KVCacheView &kv = params.kv;
-        const long long page = slot >> kv.page_size_log2, offset = slot & (kv.page_size - 1);
+        const long long page = newest_slot >> kv.page_size_log2, offset = newest_slot & (kv.page_size - 1);
         T *dst = static_cast<T *>(const_cast<void *>(j == G ? kv.k : kv.v)) + page * kv.page_stride +
                  kv_head * kv.head_stride + offset * kv.token_stride;
         for (int i = lane; i < D; i += 32)
@@ -218,6 +233,7 @@ __global__ void __launch_bounds__(Traits::kThreads) pagedDecodeMmaKernel(const D
   auto waitForPredecessor = [&]() {
     pdlWait();
     traceWaitRelease(trace);
+    stampBlock0<Traits>(trace, kBlock0WaitRelease);
     traceLatest(trace, kTraceLatestWaitRelease);
   };
   if (!early)
@@ -367,6 +383,7 @@ __global__ void __launch_bounds__(Traits::kThreads) pagedDecodeMmaKernel(const D
   const bool first_tile_waits_all = early && !rope;
 
   traceLatest(trace, kTraceLatestMarkA);
+  stampBlock0<Traits>(trace, kBlock0QueryReady);
 
   float o_acc[kOTiles][4];
 #pragma unroll
@@ -389,6 +406,8 @@ __global__ void __launch_bounds__(Traits::kThreads) pagedDecodeMmaKernel(const D
     else
       cpAsyncWait<STAGES - 2>();
     __syncthreads();
+    if (tile == 0)
+      stampBlock0<Traits>(trace, kBlock0FirstTile);
     if (!single && tile + STAGES - 1 < num_tiles)
       loadTile(tile + STAGES - 1, (tile + STAGES - 1) % STAGES);
     cpAsyncCommit();
@@ -465,12 +484,14 @@ __global__ void __launch_bounds__(Traits::kThreads) pagedDecodeMmaKernel(const D
     }
   }
 
+  stampBlock0<Traits>(trace, kBlock0TilesComputed);
   if (params.late_dependents)
     pdlLaunchDependents();
   // Per-warp states to shared memory (the pipeline buffers are free now).
   cpAsyncWait<0>();
   __syncthreads();
   traceLatest(trace, kTraceLatestMarkB);
+  stampBlock0<Traits>(trace, kBlock0TilesDone);
   float *warp_acc = reinterpret_cast<float *>(smem_raw); // [W][G][D]
   float *warp_m = warp_acc + W * G * D;                   // [W][G]
   float *warp_l = warp_m + W * G;                         // [W][G]
@@ -493,10 +514,12 @@ __global__ void __launch_bounds__(Traits::kThreads) pagedDecodeMmaKernel(const D
     }
   }
   __syncthreads();
+  stampBlock0<Traits>(trace, kBlock0StatesStored);
   // The merging CTA stages the splits' partials in the whole of its dynamic
   // shared memory (the per-warp states are merged before it loads them).
   decodeEpilogue<T, G, D, W, Traits::kThreads>(params, warp_acc, warp_m, warp_l, split, seq, kv_head, smem_raw,
                                                single ? Traits::kSmemBytesSingleStage : Traits::kSmemBytes);
+  stampBlock0<Traits>(trace, kBlock0Exit);
   traceExit(trace);
 }
 

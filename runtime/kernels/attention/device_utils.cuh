@@ -43,8 +43,11 @@ __device__ __forceinline__ void pdlLaunchDependents() { asm volatile("griddepcon
 /// (the decode attention) also stamp the latest over their blocks of the
 /// start [4], the wait release [5] and four points of their own [6]-[9]
 /// (traceLatest: an atomic a block each, which a GEMV's thousands of
-/// blocks would queue at one address). Slots start at zero (not stamped).
-/// A null pointer costs one test a block.
+/// blocks would queue at one address). The decode attention's block 0 also
+/// stamps its SM clock (clock64) at kTraceBlock0Points points of its own
+/// [10]-[17] (traceBlock0Clock): the phases after its wait are a few hundred
+/// cycles each, finer than the latest-over-blocks points resolve. Slots
+/// start at zero (not stamped). A null pointer costs one test a block.
 enum TraceSlot {
   kTraceFirstEntry = 0,
   kTraceLastEntry = 1,
@@ -56,7 +59,22 @@ enum TraceSlot {
   kTraceLatestMarkB = 7,
   kTraceLatestMarkC = 8,
   kTraceLatestMarkD = 9,
-  kTraceSlotsPerLaunch = 10,
+  kTraceBlock0Clock = 10,
+  kTraceBlock0Points = 8,
+  kTraceSlotsPerLaunch = kTraceBlock0Clock + kTraceBlock0Points,
+};
+
+/// The points of traceBlock0Clock, in the order the decode attention passes
+/// them.
+enum TraceBlock0Point {
+  kBlock0WaitRelease = 0, // past pdlWait
+  kBlock0FoldLoaded = 1,  // the folded rope's global loads in shared memory
+  kBlock0QueryReady = 2,  // the fold done (mark A)
+  kBlock0FirstTile = 3,   // the first tile's K/V landed
+  kBlock0TilesComputed = 4,
+  kBlock0TilesDone = 5,   // every copy waited for (mark B)
+  kBlock0StatesStored = 6, // the per-warp softmax states in shared memory
+  kBlock0Exit = 7,        // the epilogue done
 };
 
 __device__ __forceinline__ unsigned long long globalTimerNs() {
@@ -89,6 +107,14 @@ __device__ __forceinline__ void traceWaitRelease(unsigned long long *trace) {
 __device__ __forceinline__ void traceLatest(unsigned long long *trace, TraceSlot slot) {
   if (trace != nullptr && threadIdx.x == 0)
     atomicMax(trace + slot, globalTimerNs());
+}
+
+/// Block 0's thread 0 records its SM clock at `point` (TraceBlock0Point).
+/// Everything it tests comes from special registers and the parameter bank,
+/// so a traced kernel keeps no register live for it between points.
+__device__ __forceinline__ void traceBlock0Clock(unsigned long long *trace, int point) {
+  if (trace != nullptr && threadIdx.x == 0 && linearBlockIndex() == 0)
+    trace[kTraceBlock0Clock + point] = clock64();
 }
 
 /// After the block's last store: the caller's whole block reaches it (a

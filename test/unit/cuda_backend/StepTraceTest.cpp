@@ -33,6 +33,7 @@ TEST(StepTraceTest, KernelsAreMeasuredAgainstTheOneBefore) {
   EXPECT_DOUBLE_EQ(kinds[0].wait_latency_us, (0.5 + 0.5) / 2);
   EXPECT_DOUBLE_EQ(kinds[0].early_start_us, 0.0);
   EXPECT_DOUBLE_EQ(kinds[0].after_wait_us, (5.5 + 7.5) / 2);
+  EXPECT_DOUBLE_EQ(kinds[0].last_start_us, (0.5 + 1.0) / 2);
   // The second GEMV follows an attention; the third follows a kernel with
   // no exit stamp, so only one GEMV is measured.
   EXPECT_EQ(kinds[1].label, "gemv");
@@ -41,6 +42,7 @@ TEST(StepTraceTest, KernelsAreMeasuredAgainstTheOneBefore) {
   EXPECT_DOUBLE_EQ(kinds[1].wait_latency_us, 1.0);
   EXPECT_DOUBLE_EQ(kinds[1].early_start_us, 2.0);
   EXPECT_DOUBLE_EQ(kinds[1].after_wait_us, 13.0);
+  EXPECT_DOUBLE_EQ(kinds[1].last_start_us, -1.0); // resident 1 us before the attention ended
 
   const std::string text = formatDecodeTrace(trace);
   EXPECT_NE(text.find("decode step trace: 6 kernels"), std::string::npos) << text;
@@ -87,6 +89,33 @@ TEST(StepTraceTest, LatestOverBlocksPointsAreMeansAfterTheFirstWaitRelease) {
 TEST(StepTraceTest, AnEmptyOrSingleKernelTraceHasNoKinds) {
   EXPECT_TRUE(summarizeDecodeTrace({}).empty());
   EXPECT_TRUE(summarizeDecodeTrace({{"gemv", 0, 1, 2, 3}}).empty());
+}
+
+TEST(StepTraceTest, BlockZeroCyclesAreMeansOverFullyStampedEntries) {
+  // Three attentions: two with every block-0 point, one with a point
+  // missing (left out of the means, not counted as zero).
+  DecodeTraceEntry gemv{"gemv", 0, 1, 2, 10};
+  DecodeTraceEntry a{"attention", 9, 9.5, 10.5, 20}, b{"attention", 29, 29.5, 30.5, 40},
+      c{"attention", 49, 49.5, 50.5, 60};
+  for (int p = 0; p < kTraceBlock0Points - 1; ++p) {
+    a.block0_cycles[p] = 100.0 * (p + 1);
+    b.block0_cycles[p] = 300.0 * (p + 1);
+    c.block0_cycles[p] = 1e6;
+  }
+  c.block0_cycles[3] = std::nan("");
+  DecodeTraceEntry gemv2{"gemv", 19, 20, 21, 30}, gemv3{"gemv", 39, 40, 41, 50};
+  std::vector<DecodeTraceEntry> trace = {gemv, a, gemv2, b, gemv3, c};
+  std::vector<TraceKindSummary> kinds = summarizeDecodeTrace(trace);
+  ASSERT_EQ(kinds.size(), 2u);
+  EXPECT_EQ(kinds[0].block0_count, 2);
+  EXPECT_DOUBLE_EQ(kinds[0].block0_cycles[0], 200.0);
+  EXPECT_DOUBLE_EQ(kinds[0].block0_cycles[6], 1400.0);
+  EXPECT_EQ(kinds[1].block0_count, 0);
+  const std::string text = formatDecodeTrace(trace);
+  EXPECT_NE(text.find("block 0, SM cycles after its wait release: fold loaded 200, query ready 400, "
+                      "first tile 600, tiles computed 800, tiles done 1000, states stored 1200, exit 1400"),
+            std::string::npos)
+      << text;
 }
 
 } // namespace

@@ -97,6 +97,10 @@ Output:
                           (cuda) the decode attention lets the kernel after
                           it launch once its keys are done, not at its start
                           (for comparison)
+  --gemv-after-attention-late-dependents
+                          (cuda) the GEMV after the decode attention lets
+                          the kernel after it launch once its wait releases,
+                          not at its start (for comparison)
   --no-decode-single-kv-stage
                           (cuda) the decode step's attention keeps its K/V
                           pipeline (~105 KB of shared memory at d128) where
@@ -270,6 +274,9 @@ Options parseArguments(int argc, char **argv) {
     } else if (arg == "--attention-late-dependents") {
       cudaOnly();
       options.cuda.attention_late_dependents = true;
+    } else if (arg == "--gemv-after-attention-late-dependents") {
+      cudaOnly();
+      options.cuda.gemv_after_attention_late_dependents = true;
     } else if (arg == "--trace-step") {
       cudaOnly();
       options.cuda.trace_decode_steps = true;

@@ -145,6 +145,11 @@ struct CudaExecutorOptions {
   /// only after its keys are done (before the split merge) instead of at its
   /// start (DecodeParams::late_dependents). Not yet measured.
   bool attention_late_dependents = false;
+  /// With use_pdl: the GEMV right after the decode attention (o_proj) lets
+  /// the next kernel launch only once its own wait has released, so the
+  /// gate/up GEMV's weights do not stream while the attention runs
+  /// (GemvArgs::late_dependents). For comparison (device run 100).
+  bool gemv_after_attention_late_dependents = false;
   /// Decode attention of 2-8 splits merges them in a thread-block cluster
   /// through distributed shared memory instead of partials in global memory,
   /// a fence and a counter (bit-identical). Unset:

@@ -212,6 +212,9 @@ struct CudaExecutor::State {
   int num_sms = 0; // of the GPU (launch shapes that fit one wave)
   // Set while the QKV projection's GEMM is launched (qkv_carveout_percent).
   bool qkv_gemv = false;
+  // Set while the launch right after a decode attention runs
+  // (gemv_after_attention_late_dependents).
+  bool after_attention = false;
 
   // Decode step tracing (options.trace_decode_steps): kTraceSlotsPerLaunch
   // globaltimer slots per traced kernel (kernels::TraceSlot) in d_trace; the labels of

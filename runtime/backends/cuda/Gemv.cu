@@ -175,7 +175,8 @@ template <typename T, typename OutT, int kMaxRows, int kWarpsPerBlock, int kUnro
 __global__ void __launch_bounds__(kWarpsPerBlock * 32)
     gemvKernel(const GemvArgs a, const int slices) {
   __shared__ float partial[kWarpsPerBlock][3][kMaxRows];
-  pdlLaunchDependents();
+  if (!a.late_dependents)
+    pdlLaunchDependents();
   kernels::traceEntry(a.trace);
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   const bool swiglu = a.epilogue == GemvEpilogue::kSwiglu;
@@ -209,6 +210,8 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
       a1[u] = __ldcs(w1 + v + 32 * u);
     }
   pdlWait();
+  if (a.late_dependents)
+    pdlLaunchDependents();
   kernels::traceWaitRelease(a.trace);
   const uint4 *gamma = static_cast<const uint4 *>(a.norm_weight);
   float squares[kMaxRows]; // sum of x^2 over this warp's slice (fused norm)

@@ -64,6 +64,10 @@ struct GemvArgs {
   EType norm_type = EType::kBF16;
   float norm_eps = 0.0f;
   bool pdl = false; // programmatic dependent launch (Launch.cuh)
+  /// With pdl: let the next kernel launch once this one's wait released
+  /// instead of at its start (its blocks then do not stream weights while
+  /// this kernel's predecessor runs).
+  bool late_dependents = false;
   /// >= 0: the shared-memory carveout the launch asks for, in percent
   /// (kernels::launchKernelWithCarveout); -1: the driver's choice.
   int carveout_percent = -1;

@@ -83,6 +83,7 @@ StatusOr<bool> CudaExecutor::State::tryGemv(const DMatrix &input, const DMatrix 
   g.k = input.cols;
   g.epilogue = epilogue;
   g.pdl = options.use_pdl;
+  g.late_dependents = options.gemv_after_attention_late_dependents && after_attention;
   g.carveout_percent = qkv_gemv ? options.qkv_carveout_percent : options.gemv_carveout_percent;
   if (wide) {
     if (!decodeGemmSupports(g))

@@ -120,10 +120,10 @@ std::string formatDecodeTrace(const std::vector<DecodeTraceEntry> &trace) {
       continue;
     const Block0Cycles &c = k.block0_cycles;
     std::snprintf(line, sizeof line,
-                  "  %-44s block 0, SM cycles after its wait release: fold loaded %.0f, query "
-                  "ready %.0f, first tile %.0f, tiles computed %.0f, tiles done %.0f, states "
-                  "stored %.0f, exit %.0f\n",
-                  k.label.c_str(), c[0], c[1], c[2], c[3], c[4], c[5], c[6]);
+                  "  %-44s block 0, SM cycles after its wait release: fold loaded %.0f, heads "
+                  "done %.0f, query ready %.0f, first tile %.0f, tiles computed %.0f, tiles done "
+                  "%.0f, states stored %.0f, exit %.0f\n",
+                  k.label.c_str(), c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]);
     text += line;
   }
   std::snprintf(line, sizeof line, "  %4s %-44s %9s %9s %9s %9s  %s\n", "#", "kernel", "start",

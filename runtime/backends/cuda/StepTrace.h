@@ -20,12 +20,12 @@ namespace txc::cuda {
 
 /// Stamps a traced launch takes (kernels::TraceSlot, device_utils.cuh), of
 /// which the last kTraceBlock0Points are block 0's SM clock.
-constexpr int kTraceBlock0Points = 8;
+constexpr int kTraceBlock0Points = 9;
 constexpr int kTraceSlotsPerLaunch = 10 + kTraceBlock0Points;
 
 /// Block 0's points (kernels::TraceBlock0Point) after its wait release:
-/// fold loaded, query ready, first tile, tiles computed, tiles done, states
-/// stored, exit.
+/// fold loaded, fold heads done (warp 0's), query ready, first tile, tiles
+/// computed, tiles done, states stored, exit.
 using Block0Cycles = std::array<double, kTraceBlock0Points - 1>;
 
 /// One traced kernel of a decode step: microseconds from the step's first

@@ -38,6 +38,13 @@ struct DecodeMmaTraits {
   static constexpr int kPageSize = kPageSize_;
   static constexpr int kWarps = kWarps_;
   static constexpr bool kWide = kWarps > kDecodeMmaWarps;
+  // What only this variant has the registers for: the wide CTA of groups
+  // up to 4 (Qwen3's and Llama's decode step at short contexts) stays
+  // spill-free with block 0's cycle stamps, the newest key's deferred cache
+  // store (storeNewestKv) and warps past the chunk skipping the tile; the
+  // 4-warp kernels and group 8's wide CTA sit at their limits (ptxas
+  // spilled 8-36 bytes).
+  static constexpr bool kSpareRegisters = kWide && kGroupSize <= 4;
   static constexpr int kThreads = kWarps * 32;
   static constexpr int kRows = 16; // MMA M: the group's heads, zero-padded
   static constexpr int kBlockN = kDecodeMmaKeysPerWarp * kWarps;
@@ -70,23 +77,57 @@ struct DecodeMmaTraits {
                 "the wide CTA is built for head_dim <= 128");
 };
 
-/// Block 0's cycle stamps (traceBlock0Clock) in the wide CTA of groups up
-/// to 4 only (Qwen3's and Llama's decode step at short contexts): in the
-/// 4-warp kernels and group 8's wide CTA, which sit at their register
-/// limits, ptxas spilled 8-36 bytes for them.
+/// Block 0's cycle stamps (traceBlock0Clock), where registers allow
+/// (DecodeMmaTraits::kSpareRegisters).
 template <class Traits> __device__ __forceinline__ void stampBlock0(unsigned long long *trace, int point) {
-  if constexpr (Traits::kWide && Traits::kGroupSize <= 4)
+  if constexpr (Traits::kSpareRegisters)
     traceBlock0Clock(trace, point);
 }
 
+/// One warp writes the newest key's K (`key`) or V, `head` as fp32, into its
+/// cache slot rope_slot_mapping[seq]; padding rows (slot < 0) write none.
+template <class Traits>
+__device__ __forceinline__ void storeToCacheSlot(const DecodeParams &params, const float *head, bool key, int kv_head,
+                                                 int seq, int lane) {
+  using T = typename Traits::DType;
+  const int slot = params.rope_slot_mapping[seq];
+  if (slot < 0)
+    return;
+  const KVCacheView &kv = params.kv;
+  const long long page = slot >> kv.page_size_log2, offset = slot & (kv.page_size - 1);
+  T *dst = static_cast<T *>(const_cast<void *>(key ? kv.k : kv.v)) + page * kv.page_stride +
+           kv_head * kv.head_stride + offset * kv.token_stride;
+  for (int i = lane; i < Traits::kHeadDim; i += 32)
+    dst[i] = ElementOps<T>::fromFloat(head[i]);
+}
+
+/// The cache write foldRope leaves when it staged the newest key (in
+/// kernels with DecodeMmaTraits::kSpareRegisters): the last
+/// two warps store K and V from the fold's scratch (`heads`, rows G and
+/// G + 1) once their tiles are done, before the merge reuses that memory.
+/// Written in the fold, they held its barrier: under the next kernels'
+/// weight streams the fold took 3.3K cycles after its loads against 2.5K
+/// with those kernels launched late, and 7K with this CTA's own K/V loads
+/// after it (device run 99's block-0 stamps, Qwen3-0.6B).
+template <class Traits>
+__device__ __forceinline__ void storeNewestKv(const DecodeParams &params, const float *heads, int kv_head, int seq) {
+  constexpr int G = Traits::kGroupSize, D = Traits::kHeadDim, W = Traits::kWarps;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  if (warp >= W - 2) {
+    const bool key = warp == W - 2;
+    storeToCacheSlot<Traits>(params, heads + (key ? G : G + 1) * D, key, kv_head, seq, lane);
+  }
+}
+
 /// DecodeParams::maybe_rope_qkv, after the wait: the CTA's query heads
-/// (q-norm, rotary) into smem_q, rows past the group zeroed as loadQ leaves
-/// them; if the CTA holds the newest key (`owner`), that key (k-norm,
-/// rotary) and its value into their cache slot. When the newest key lies in
-/// a tile of the prologue, it also goes straight into row `staged_row` of
-/// that tile's stage (`stage_k`, `stage_v`; the tile's loads skipped it);
-/// otherwise a later cp.async reads it back from the cache, so the write is
-/// fenced.
+/// (q-norm, rotary) into smem_q (the caller zeroed the rows past the group
+/// before, as loadQ leaves them); if the CTA holds the newest key (`owner`),
+/// that key (k-norm, rotary) and its value into their cache slot. When the
+/// newest key lies in a tile of the prologue, they also go straight into
+/// row `staged_row` of that tile's stage (`stage_k`, `stage_v`; the tile's
+/// loads skipped it), and with kSpareRegisters the cache slot waits for
+/// storeNewestKv after the tiles (they stay in `heads`); otherwise a later
+/// cp.async reads them back from the cache, so the write is fenced.
 ///
 /// This runs on the step's critical path (the attention's own time after
 /// the QKV GEMV ends), so every global load is issued at once, by all
@@ -94,9 +135,7 @@ template <class Traits> __device__ __forceinline__ void stampBlock0(unsigned lon
 /// (before device run 63). `heads` holds (kGroupSize + 2) * kHeadDim floats,
 /// `aux` (kFoldAuxFloats) the rotary factors, written by the caller before
 /// the wait (this function's first barrier orders them), then the q- and
-/// k-norm weights: the kernel's fold scratch. The newest key's cache slot
-/// (rope_slot_mapping[seq]) is loaded with them: read where the key is
-/// stored, it was one more L2 round trip on this path.
+/// k-norm weights: the kernel's fold scratch.
 template <class Traits>
 __device__ __forceinline__ void foldRope(const DecodeParams &params, typename Traits::DType *smem_q,
                                          typename Traits::DType *stage_k, typename Traits::DType *stage_v,
@@ -125,8 +164,6 @@ __device__ __forceinline__ void foldRope(const DecodeParams &params, typename Tr
   auto rowLoaded = [&](int j) { return j < count || (j >= G + 2 && rowSource(j) != nullptr); };
   constexpr int kChunks = (G + 4) * CPR;
   constexpr int kPerThread = (kChunks + Traits::kThreads - 1) / Traits::kThreads;
-  __shared__ int newest_slot;
-  const int slot = owner && threadIdx.x == 0 ? params.rope_slot_mapping[seq] : -1;
   uint4 staged[kPerThread];
 #pragma unroll
   for (int i = 0; i < kPerThread; ++i) {
@@ -148,8 +185,6 @@ __device__ __forceinline__ void foldRope(const DecodeParams &params, typename Tr
       }
     }
   }
-  if (threadIdx.x == 0)
-    newest_slot = slot;
   __syncthreads();
   stampBlock0<Traits>(params.maybe_trace, kBlock0FoldLoaded);
 
@@ -172,25 +207,16 @@ __device__ __forceinline__ void foldRope(const DecodeParams &params, typename Tr
       for (int i = lane; i < D; i += 32)
         smem_q[swizzled<D>(j, i / 8) + i % 8] = Ops::fromFloat(head[i]);
     } else {
-      if (newest_slot >= 0) { // padding rows (slot < 0) write no cache slot
-        const KVCacheView &kv = params.kv;
-        const long long page = newest_slot >> kv.page_size_log2, offset = newest_slot & (kv.page_size - 1);
-        T *dst = static_cast<T *>(const_cast<void *>(j == G ? kv.k : kv.v)) + page * kv.page_stride +
-                 kv_head * kv.head_stride + offset * kv.token_stride;
-        for (int i = lane; i < D; i += 32)
-          dst[i] = Ops::fromFloat(head[i]);
-      }
       if (staged_row >= 0) {
         T *stage = j == G ? stage_k : stage_v;
         for (int i = lane; i < D; i += 32)
           stage[swizzled<D>(staged_row, i / 8) + i % 8] = Ops::fromFloat(head[i]);
       }
+      if (staged_row < 0 || !Traits::kSpareRegisters)
+        storeToCacheSlot<Traits>(params, head, j == G, kv_head, seq, lane);
     }
   }
-  for (int idx = threadIdx.x; idx < (Traits::kRows - G) * D; idx += Traits::kThreads) {
-    const int r = G + idx / D, i = idx % D;
-    smem_q[swizzled<D>(r, i / 8) + i % 8] = Ops::fromFloat(0.f);
-  }
+  stampBlock0<Traits>(params.maybe_trace, kBlock0FoldHeadsDone);
   if (owner && staged_row < 0)
     __threadfence();
   __syncthreads();
@@ -337,6 +363,14 @@ __global__ void __launch_bounds__(Traits::kThreads) pagedDecodeMmaKernel(const D
   const int newest_row = (newest - chunk_begin) % BN;
   const int rope_staged_row = rope && newest_in_prologue ? newest_row : -1;
 
+  // The folded rope writes the group's query rows after the wait; the rows
+  // past the group are zero (as loadQ leaves them) before it.
+  auto zeroPaddedQueryRows = [&]() {
+    for (int idx = tid; idx < (Traits::kRows - G) * D; idx += Traits::kThreads) {
+      const int r = G + idx / D, i = idx % D;
+      smem_q[swizzled<D>(r, i / 8) + i % 8] = ElementOps<T>::fromFloat(0.f);
+    }
+  };
   if (early) {
     // The whole prologue before the wait, without the newest key: the
     // previous kernel may still be writing it (its cache lines are not
@@ -351,6 +385,8 @@ __global__ void __launch_bounds__(Traits::kThreads) pagedDecodeMmaKernel(const D
       cpAsyncCommit();
     }
     ropeFactors();
+    if (rope)
+      zeroPaddedQueryRows();
     waitForPredecessor();
     if (rope) {
       foldRope<Traits>(params, smem_q, newest_stage_k, newest_stage_v, rope_scratch, rope_cos_sin, kv_head, seq,
@@ -367,6 +403,7 @@ __global__ void __launch_bounds__(Traits::kThreads) pagedDecodeMmaKernel(const D
   } else {
     ropeFactors();
     if (rope) {
+      zeroPaddedQueryRows();
       foldRope<Traits>(params, smem_q, newest_stage_k, newest_stage_v, rope_scratch, rope_cos_sin, kv_head, seq,
                        holds_newest, rope_staged_row);
     } else {
@@ -422,60 +459,67 @@ __global__ void __launch_bounds__(Traits::kThreads) pagedDecodeMmaKernel(const D
     const unsigned sv_addr = smemAddress(stageV(stage));
     const int warp_key0 = warp * 16;
 
-    float s[2][4] = {{0.f, 0.f, 0.f, 0.f}, {0.f, 0.f, 0.f, 0.f}};
-#pragma unroll
-    for (int kk = 0; kk < D / 16; ++kk) {
-      unsigned b[4];
-      ldmatrixX4(b, sk_addr + 2 * swizzled<D>(warp_key0 + lane % 8 + (lane / 16) * 8, kk * 2 + (lane / 8) % 2));
-      if constexpr (Traits::kWide)
-        ldmatrixX4(q_frag[0], q_addr + 2 * swizzled<D>(lane % 16, kk * 2 + lane / 16));
-      const unsigned(&a)[4] = q_frag[Traits::kWide ? 0 : kk];
-      mma16816<T>(s[0], a, b[0], b[1]);
-      mma16816<T>(s[1], a, b[2], b[3]);
-    }
-
+    // A warp whose 16 keys all lie past the chunk (the wide CTA's 256-key
+    // tile at a shorter context) adds nothing: its state stays empty, as
+    // computing over masked keys leaves it, without the shared-memory reads
+    // of K, V and Q that bound the tile's time (12 KB a warp). Only with
+    // kSpareRegisters: the branch spilled the d256 and group-8 kernels.
     const int key0 = chunk_begin + tile * BN + warp_key0;
+    if (!Traits::kSpareRegisters || key0 < chunk_end) {
+      float s[2][4] = {{0.f, 0.f, 0.f, 0.f}, {0.f, 0.f, 0.f, 0.f}};
 #pragma unroll
-    for (int j = 0; j < 2; ++j)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int key = key0 + j * 8 + quad * 2 + (e & 1);
-        s[j][e] = key < chunk_end ? Variant::logit(s[j][e], params.variant) : -INFINITY;
+      for (int kk = 0; kk < D / 16; ++kk) {
+        unsigned b[4];
+        ldmatrixX4(b, sk_addr + 2 * swizzled<D>(warp_key0 + lane % 8 + (lane / 16) * 8, kk * 2 + (lane / 8) % 2));
+        if constexpr (Traits::kWide)
+          ldmatrixX4(q_frag[0], q_addr + 2 * swizzled<D>(lane % 16, kk * 2 + lane / 16));
+        const unsigned(&a)[4] = q_frag[Traits::kWide ? 0 : kk];
+        mma16816<T>(s[0], a, b[0], b[1]);
+        mma16816<T>(s[1], a, b[2], b[3]);
       }
 
 #pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      float block_max = fmaxf(row_max[r], fmaxf(fmaxf(s[0][2 * r], s[0][2 * r + 1]), fmaxf(s[1][2 * r], s[1][2 * r + 1])));
-      block_max = fmaxf(block_max, __shfl_xor_sync(0xffffffffu, block_max, 1));
-      block_max = fmaxf(block_max, __shfl_xor_sync(0xffffffffu, block_max, 2));
-      const float safe_max = block_max == -INFINITY ? 0.f : block_max;
-      const float rescale = exp2f(row_max[r] - safe_max);
-      row_max[r] = block_max;
-      row_sum[r] *= rescale;
+      for (int j = 0; j < 2; ++j)
 #pragma unroll
-      for (int j = 0; j < kOTiles; ++j) {
-        o_acc[j][2 * r] *= rescale;
-        o_acc[j][2 * r + 1] *= rescale;
-      }
-#pragma unroll
-      for (int j = 0; j < 2; ++j) {
-        s[j][2 * r] = exp2f(s[j][2 * r] - safe_max);
-        s[j][2 * r + 1] = exp2f(s[j][2 * r + 1] - safe_max);
-        row_sum[r] += s[j][2 * r] + s[j][2 * r + 1];
-      }
-    }
+        for (int e = 0; e < 4; ++e) {
+          const int key = key0 + j * 8 + quad * 2 + (e & 1);
+          s[j][e] = key < chunk_end ? Variant::logit(s[j][e], params.variant) : -INFINITY;
+        }
 
-    unsigned p[4];
-    p[0] = ElementOps<T>::fromFloat2(s[0][0], s[0][1]);
-    p[1] = ElementOps<T>::fromFloat2(s[0][2], s[0][3]);
-    p[2] = ElementOps<T>::fromFloat2(s[1][0], s[1][1]);
-    p[3] = ElementOps<T>::fromFloat2(s[1][2], s[1][3]);
 #pragma unroll
-    for (int dd = 0; dd < D / 16; ++dd) {
-      unsigned b[4];
-      ldmatrixX4Trans(b, sv_addr + 2 * swizzled<D>(warp_key0 + lane % 8 + ((lane / 8) % 2) * 8, dd * 2 + lane / 16));
-      mma16816<T>(o_acc[2 * dd], p, b[0], b[1]);
-      mma16816<T>(o_acc[2 * dd + 1], p, b[2], b[3]);
+      for (int r = 0; r < 2; ++r) {
+        float block_max = fmaxf(row_max[r], fmaxf(fmaxf(s[0][2 * r], s[0][2 * r + 1]), fmaxf(s[1][2 * r], s[1][2 * r + 1])));
+        block_max = fmaxf(block_max, __shfl_xor_sync(0xffffffffu, block_max, 1));
+        block_max = fmaxf(block_max, __shfl_xor_sync(0xffffffffu, block_max, 2));
+        const float safe_max = block_max == -INFINITY ? 0.f : block_max;
+        const float rescale = exp2f(row_max[r] - safe_max);
+        row_max[r] = block_max;
+        row_sum[r] *= rescale;
+#pragma unroll
+        for (int j = 0; j < kOTiles; ++j) {
+          o_acc[j][2 * r] *= rescale;
+          o_acc[j][2 * r + 1] *= rescale;
+        }
+#pragma unroll
+        for (int j = 0; j < 2; ++j) {
+          s[j][2 * r] = exp2f(s[j][2 * r] - safe_max);
+          s[j][2 * r + 1] = exp2f(s[j][2 * r + 1] - safe_max);
+          row_sum[r] += s[j][2 * r] + s[j][2 * r + 1];
+        }
+      }
+
+      unsigned p[4];
+      p[0] = ElementOps<T>::fromFloat2(s[0][0], s[0][1]);
+      p[1] = ElementOps<T>::fromFloat2(s[0][2], s[0][3]);
+      p[2] = ElementOps<T>::fromFloat2(s[1][0], s[1][1]);
+      p[3] = ElementOps<T>::fromFloat2(s[1][2], s[1][3]);
+#pragma unroll
+      for (int dd = 0; dd < D / 16; ++dd) {
+        unsigned b[4];
+        ldmatrixX4Trans(b, sv_addr + 2 * swizzled<D>(warp_key0 + lane % 8 + ((lane / 8) % 2) * 8, dd * 2 + lane / 16));
+        mma16816<T>(o_acc[2 * dd], p, b[0], b[1]);
+        mma16816<T>(o_acc[2 * dd + 1], p, b[2], b[3]);
+      }
     }
     if (single && tile + 1 < num_tiles) {
       __syncthreads(); // every warp is done with stage 0
@@ -485,6 +529,9 @@ __global__ void __launch_bounds__(Traits::kThreads) pagedDecodeMmaKernel(const D
   }
 
   stampBlock0<Traits>(trace, kBlock0TilesComputed);
+  if constexpr (Traits::kSpareRegisters)
+    if (rope_staged_row >= 0)
+      storeNewestKv<Traits>(params, rope_scratch, kv_head, seq);
   if (params.late_dependents)
     pdlLaunchDependents();
   // Per-warp states to shared memory (the pipeline buffers are free now).

@@ -45,7 +45,7 @@ __device__ __forceinline__ void pdlLaunchDependents() { asm volatile("griddepcon
 /// (traceLatest: an atomic a block each, which a GEMV's thousands of
 /// blocks would queue at one address). The decode attention's block 0 also
 /// stamps its SM clock (clock64) at kTraceBlock0Points points of its own
-/// [10]-[17] (traceBlock0Clock): the phases after its wait are a few hundred
+/// [10]-[18] (traceBlock0Clock): the phases after its wait are a few hundred
 /// cycles each, finer than the latest-over-blocks points resolve. Slots
 /// start at zero (not stamped). A null pointer costs one test a block.
 enum TraceSlot {
@@ -60,7 +60,7 @@ enum TraceSlot {
   kTraceLatestMarkC = 8,
   kTraceLatestMarkD = 9,
   kTraceBlock0Clock = 10,
-  kTraceBlock0Points = 8,
+  kTraceBlock0Points = 9,
   kTraceSlotsPerLaunch = kTraceBlock0Clock + kTraceBlock0Points,
 };
 
@@ -68,13 +68,14 @@ enum TraceSlot {
 /// them.
 enum TraceBlock0Point {
   kBlock0WaitRelease = 0, // past pdlWait
-  kBlock0FoldLoaded = 1,  // the folded rope's global loads in shared memory
-  kBlock0QueryReady = 2,  // the fold done (mark A)
-  kBlock0FirstTile = 3,   // the first tile's K/V landed
-  kBlock0TilesComputed = 4,
-  kBlock0TilesDone = 5,   // every copy waited for (mark B)
-  kBlock0StatesStored = 6, // the per-warp softmax states in shared memory
-  kBlock0Exit = 7,        // the epilogue done
+  kBlock0FoldLoaded = 1,    // the folded rope's global loads in shared memory
+  kBlock0FoldHeadsDone = 2, // warp 0's head normalized, rotated and stored
+  kBlock0QueryReady = 3,    // the fold done, every warp past its barrier (mark A)
+  kBlock0FirstTile = 4,     // the first tile's K/V landed
+  kBlock0TilesComputed = 5,
+  kBlock0TilesDone = 6,     // every copy waited for (mark B)
+  kBlock0StatesStored = 7,  // the per-warp softmax states in shared memory
+  kBlock0Exit = 8,          // the epilogue done
 };
 
 __device__ __forceinline__ unsigned long long globalTimerNs() {

@@ -109,11 +109,12 @@ TEST(StepTraceTest, BlockZeroCyclesAreMeansOverFullyStampedEntries) {
   ASSERT_EQ(kinds.size(), 2u);
   EXPECT_EQ(kinds[0].block0_count, 2);
   EXPECT_DOUBLE_EQ(kinds[0].block0_cycles[0], 200.0);
-  EXPECT_DOUBLE_EQ(kinds[0].block0_cycles[6], 1400.0);
+  EXPECT_DOUBLE_EQ(kinds[0].block0_cycles[7], 1600.0);
   EXPECT_EQ(kinds[1].block0_count, 0);
   const std::string text = formatDecodeTrace(trace);
-  EXPECT_NE(text.find("block 0, SM cycles after its wait release: fold loaded 200, query ready 400, "
-                      "first tile 600, tiles computed 800, tiles done 1000, states stored 1200, exit 1400"),
+  EXPECT_NE(text.find("block 0, SM cycles after its wait release: fold loaded 200, heads done 400, query "
+                      "ready 600, first tile 800, tiles computed 1000, tiles done 1200, states stored 1400, "
+                      "exit 1600"),
             std::string::npos)
       << text;
 }

@@ -140,6 +140,10 @@ class StepFailed(Exception):
     pass
 
 
+class SkipTxc(Exception):
+    """--no-txc: the peers run alone."""
+
+
 # --- txc through tx-run -------------------------------------------------------------------
 
 class TxRun:
@@ -427,11 +431,12 @@ def bench_model(spec, artifact, args, dev, budget_end, out):
     with torch.device(dev):
         model = AutoModelForCausalLM.from_config(cfg, dtype=torch.bfloat16).eval()
     rec["hf_init_s"] = time.monotonic() - t0
-    t0 = time.monotonic()
-    model.save_pretrained(weights)
-    rec["hf_save_s"] = time.monotonic() - t0
-    rec["weights_dir"] = weights
-    log(f"{name}: HF random init {rec['hf_init_s']:.1f} s, save_pretrained {rec['hf_save_s']:.1f} s -> {weights}")
+    if not args.no_txc:
+        t0 = time.monotonic()
+        model.save_pretrained(weights)
+        rec["hf_save_s"] = time.monotonic() - t0
+        rec["weights_dir"] = weights
+        log(f"{name}: HF random init {rec['hf_init_s']:.1f} s, save_pretrained {rec['hf_save_s']:.1f} s -> {weights}")
     model.generation_config.eos_token_id = None  # same as tx-run --ignore-eos: never stop early
     model.generation_config.pad_token_id = 0
     prompts = make_prompts(cfg.vocab_size, args, args.seed)
@@ -440,6 +445,8 @@ def bench_model(spec, artifact, args, dev, budget_end, out):
 
     # 2. parity and 3. txc speed
     try:
+        if args.no_txc:
+            raise SkipTxc()
         parity(name, model, txc, prompts, args, dev, rec["parity"])
         T = rec["txc"]
         ref_ids = rec["parity"]["txc_ids"]
@@ -467,6 +474,9 @@ def bench_model(spec, artifact, args, dev, budget_end, out):
                           "step_gpu_tokens_per_s": b / (tn["decode_gpu_ms"] / 1e3) if tn["decode_gpu_ms"] > 0 else None,
                           "e2e_tokens_per_s": b * args.new / (tn["whole_run_ms"] / 1e3),
                           "timing_new": tn, "timing_one": t1}
+    except SkipTxc:
+        rec["txc"] = {"skipped": "--no-txc"}
+        rec["parity"] = {"skipped": "--no-txc"}
     except StepFailed as e:
         msg = f"FAILED: {name}: {e}"
         print(msg, file=sys.stderr, flush=True)
@@ -475,7 +485,11 @@ def bench_model(spec, artifact, args, dev, budget_end, out):
     write_json(out, args)
 
     # 3. peers
-    runs = [("hf_eager", False, None)]
+    runs = []
+    if args.no_eager:
+        rec["hf_eager"] = {"skipped": "--no-eager"}
+    else:
+        runs.append(("hf_eager", False, None))
     if args.no_compiled:
         rec["hf_compiled"] = {"skipped": "--no-compiled"}
     else:
@@ -616,6 +630,10 @@ def main():
     ap.add_argument("--batch-reps", type=int, default=1, help="repeats of batch runs (HF)")
     ap.add_argument("--compile-mode", default="reduce-overhead")
     ap.add_argument("--no-compiled", action="store_true")
+    ap.add_argument("--no-eager", action="store_true", help="no HF eager rows")
+    ap.add_argument("--no-txc", action="store_true",
+                    help="HF peers only, no HF weights written: txc's rows and parity come from another call "
+                         "(a Llama-3-8B call holds txc's seven tx-run processes or HF compiled, not both)")
     ap.add_argument("--profile-ops", action="store_true",
                     help="one more batch-1 txc run with tx-run --profile-ops (GPU time per op kind)")
     ap.add_argument("--budget-s", type=float, default=520,
@@ -677,7 +695,7 @@ def main():
         sys.exit(124)
     if out.get("txc_failed"):
         sys.exit(1)
-    if not all(m["parity"].get("pass") for m in out["models"]):
+    if not all(m["parity"].get("pass") for m in out["models"] if "skipped" not in m["parity"]):
         sys.exit(4)
     if out.get("peer_failed"):
         sys.exit(3)

@@ -79,7 +79,8 @@ run)
   margs=()
   for m in "${models[@]}"; do margs+=(--model "$m" "$DIR/$(basename "$m").txm"); done
   # BENCH_ARGS: more model_bench.py flags, space separated (e.g. "--no-compiled --batches 32
-  # --tx-extra=--no-pdl").
+  # --tx-extra=--no-pdl"; "--no-txc --no-eager" for HF compiled alone, where a Llama call
+  # cannot hold both it and txc's rows).
   # shellcheck disable=SC2086
   TXC_COMMIT=$commit PYTHONUNBUFFERED=1 timeout 590 python3 bench/model_bench.py \
     --tx-run "${TX_RUN:-$DIR/tx-run}" --device "$DEVICE" "${margs[@]}" --out "$OUT" ${BENCH_ARGS:-} 2>&1 |

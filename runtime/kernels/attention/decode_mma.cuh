@@ -105,10 +105,11 @@ __device__ __forceinline__ void storeToCacheSlot(const DecodeParams &params, con
 /// kernels with DecodeMmaTraits::kSpareRegisters): the last
 /// two warps store K and V from the fold's scratch (`heads`, rows G and
 /// G + 1) once their tiles are done, before the merge reuses that memory.
-/// Written in the fold, they held its barrier: under the next kernels'
-/// weight streams the fold took 3.3K cycles after its loads against 2.5K
-/// with those kernels launched late, and 7K with this CTA's own K/V loads
-/// after it (device run 99's block-0 stamps, Qwen3-0.6B).
+/// In the fold the stores held its closing barrier while the next kernels'
+/// weights streamed: with this and the padded rows zeroed before the wait,
+/// the fold after its loads took 2.7K cycles against 3.3K (device runs 99
+/// and 100, block 0 on Qwen3-0.6B); the rest is one warp's q-norm and
+/// rotary.
 template <class Traits>
 __device__ __forceinline__ void storeNewestKv(const DecodeParams &params, const float *heads, int kv_head, int seq) {
   constexpr int G = Traits::kGroupSize, D = Traits::kHeadDim, W = Traits::kWarps;

@@ -114,7 +114,7 @@ StatusOr<DMatrix> CudaExecutor::State::bindResult(const pb::Launch &launch, int 
                       " bytes: the batch exceeds what the plan was compiled for");
   rows_at_offset[slot.offset()] = rows;
   for (auto alias = gather_aliases.begin(); alias != gather_aliases.end();)
-    if (alias->first < slot.offset() + slot.bytes() && slot.offset() < alias->first + alias->second.bytes())
+    if (overlaps(arena + alias->first, alias->second.bytes(), arena + slot.offset(), slot.bytes()))
       alias = gather_aliases.erase(alias);
     else
       ++alias;

@@ -393,9 +393,9 @@ Status CudaExecutor::State::runLaunch(int index, const pb::Launch &launch) {
     if (out.cols != input.cols)
       return invalidArgument("gather_last result must have the input's columns");
     // One token a sequence (decode): row s is sequence s's last token
-    // already. No launch; later launches read the input (identityGathers).
-    if (identity_gathers.count(index) && batch->numTokens() == batch->numSequences() &&
-        input.dtype == out.dtype) {
+    // already. No launch; later launches read the input (identityGathers,
+    // which also checked that both sides hold the same element type).
+    if (identity_gathers.count(index) && batch->numTokens() == batch->numSequences()) {
       gather_aliases[launch.results(0).arena().offset()] = input;
       return Status::ok();
     }

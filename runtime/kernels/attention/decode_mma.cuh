@@ -97,8 +97,9 @@ __device__ __forceinline__ void storeToCacheSlot(const DecodeParams &params, con
   const long long page = slot >> kv.page_size_log2, offset = slot & (kv.page_size - 1);
   T *dst = static_cast<T *>(const_cast<void *>(key ? kv.k : kv.v)) + page * kv.page_stride +
            kv_head * kv.head_stride + offset * kv.token_stride;
-  for (int i = lane; i < Traits::kHeadDim; i += 32)
-    dst[i] = ElementOps<T>::fromFloat(head[i]);
+#pragma unroll
+  for (int k = 0; k < Traits::kHeadDim / 32; ++k)
+    dst[lane + 32 * k] = ElementOps<T>::fromFloat(head[lane + 32 * k]);
 }
 
 /// The cache write foldRope leaves when it staged the newest key (in
@@ -189,29 +190,48 @@ __device__ __forceinline__ void foldRope(const DecodeParams &params, typename Tr
   __syncthreads();
   stampBlock0<Traits>(params.maybe_trace, kBlock0FoldLoaded);
 
+  // Each warp's head in registers (HeadInRegisters): one batch of shared-
+  // memory loads, the arithmetic, one batch of stores. The key goes back to
+  // `heads` too, where storeToCacheSlot and storeNewestKv read it (lane l
+  // its own elements l + 32 k here; other warps after the closing barrier).
+  auto cosSin = [&](int i, float &c, float &s) {
+    c = cos_sin[2 * i];
+    s = cos_sin[2 * i + 1];
+  };
   for (int j = warp; j < count; j += Traits::kWarps) {
     float *head = heads + j * D;
+    HeadInRegisters<D> h;
+    h.load(head, lane);
     if (j <= G) {
       if ((j < G ? q_norm : k_norm) != nullptr) {
         const float *norm = j < G ? q_norm_staged : k_norm_staged;
-        rmsNormStagedHead(head, D, params.rope_norm_eps, [&](int i) { return norm[i]; }, lane);
+        h.rmsNorm(params.rope_norm_eps, [&](int i) { return norm[i]; }, lane);
       }
-      rotateStagedHead(
-          head, params.rope_half,
-          [&](int i, float &c, float &s) {
-            c = cos_sin[2 * i];
-            s = cos_sin[2 * i + 1];
-          },
-          lane);
+      if (2 * params.rope_half == D) {
+        h.rotateWhole(cosSin, lane);
+      } else { // partial rotary: pairs half a rotary span apart, across lanes
+        h.store(head, lane);
+        __syncwarp();
+        rotateStagedHead(head, params.rope_half, cosSin, lane);
+        h.load(head, lane);
+      }
+      if (j == G)
+        h.store(head, lane);
     }
     if (j < G) {
-      for (int i = lane; i < D; i += 32)
-        smem_q[swizzled<D>(j, i / 8) + i % 8] = Ops::fromFloat(head[i]);
+#pragma unroll
+      for (int k = 0; k < D / 32; ++k) {
+        const int i = lane + 32 * k;
+        smem_q[swizzled<D>(j, i / 8) + i % 8] = Ops::fromFloat(h.x[k]);
+      }
     } else {
       if (staged_row >= 0) {
         T *stage = j == G ? stage_k : stage_v;
-        for (int i = lane; i < D; i += 32)
-          stage[swizzled<D>(staged_row, i / 8) + i % 8] = Ops::fromFloat(head[i]);
+#pragma unroll
+        for (int k = 0; k < D / 32; ++k) {
+          const int i = lane + 32 * k;
+          stage[swizzled<D>(staged_row, i / 8) + i % 8] = Ops::fromFloat(h.x[k]);
+        }
       }
       if (staged_row < 0 || !Traits::kSpareRegisters)
         storeToCacheSlot<Traits>(params, head, j == G, kv_head, seq, lane);

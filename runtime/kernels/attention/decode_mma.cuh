@@ -45,6 +45,12 @@ struct DecodeMmaTraits {
   // 4-warp kernels and group 8's wide CTA sit at their limits (ptxas
   // spilled 8-36 bytes).
   static constexpr bool kSpareRegisters = kWide && kGroupSize <= 4;
+  // The wide CTA (small batches at short contexts) reads and writes the KV
+  // cache with L2's evict_last policy: between a layer's reads in two steps
+  // the whole model's weights stream through L2, and a K/V miss queues in
+  // DRAM behind the next GEMVs' weight prefetch (its 64 KB took ~4 us under
+  // them, device run 100). At such sizes the cache of every layer fits in L2.
+  static constexpr bool kKeepKvInL2 = kWide;
   static constexpr int kThreads = kWarps * 32;
   static constexpr int kRows = 16; // MMA M: the group's heads, zero-padded
   static constexpr int kBlockN = kDecodeMmaKeysPerWarp * kWarps;
@@ -97,9 +103,15 @@ __device__ __forceinline__ void storeToCacheSlot(const DecodeParams &params, con
   const long long page = slot >> kv.page_size_log2, offset = slot & (kv.page_size - 1);
   T *dst = static_cast<T *>(const_cast<void *>(key ? kv.k : kv.v)) + page * kv.page_stride +
            kv_head * kv.head_stride + offset * kv.token_stride;
+  const unsigned long long policy = Traits::kKeepKvInL2 ? l2EvictLastPolicy() : 0;
 #pragma unroll
-  for (int k = 0; k < Traits::kHeadDim / 32; ++k)
-    dst[lane + 32 * k] = ElementOps<T>::fromFloat(head[lane + 32 * k]);
+  for (int k = 0; k < Traits::kHeadDim / 32; ++k) {
+    const T value = ElementOps<T>::fromFloat(head[lane + 32 * k]);
+    if constexpr (Traits::kKeepKvInL2)
+      store16WithPolicy(dst + lane + 32 * k, *reinterpret_cast<const unsigned short *>(&value), policy);
+    else
+      dst[lane + 32 * k] = value;
+  }
 }
 
 /// The cache write foldRope leaves when it staged the newest key (in
@@ -318,6 +330,13 @@ __global__ void __launch_bounds__(Traits::kThreads) pagedDecodeMmaKernel(const D
   };
 
   const KVCacheView &kv = params.kv;
+  const unsigned long long kv_policy = Traits::kKeepKvInL2 ? l2EvictLastPolicy() : 0;
+  auto cpAsyncKv = [&](T *dst, const T *src, bool valid) {
+    if constexpr (Traits::kKeepKvInL2)
+      cpAsync16(dst, src, valid, kv_policy);
+    else
+      cpAsync16(dst, src, valid);
+  };
   const T *k_base = static_cast<const T *>(kv.k) + kv_head * kv.head_stride;
   const T *v_base = static_cast<const T *>(kv.v) + kv_head * kv.head_stride;
   // A thread's rows of a tile: r = tid / CPR + i * kRowsPerPass.
@@ -356,8 +375,8 @@ __global__ void __launch_bounds__(Traits::kThreads) pagedDecodeMmaKernel(const D
                                                  : kvRowOffset<Traits::kPageSize>(kv, seq, key)) +
                                         c * 8
                                   : 0;
-      cpAsync16(sk + swizzled<D>(r, c), k_base + row, valid);
-      cpAsync16(sv + swizzled<D>(r, c), v_base + row, valid);
+      cpAsyncKv(sk + swizzled<D>(r, c), k_base + row, valid);
+      cpAsyncKv(sv + swizzled<D>(r, c), v_base + row, valid);
     };
     if (pages_known) { // unrolled fully: prologue_pages stay in registers
 #pragma unroll
@@ -415,8 +434,8 @@ __global__ void __launch_bounds__(Traits::kThreads) pagedDecodeMmaKernel(const D
     } else {
       if (newest_in_prologue && tid < CPR) {
         const long long row = kvRowOffset<Traits::kPageSize>(kv, seq, newest) + tid * 8;
-        cpAsync16(newest_stage_k + swizzled<D>(newest_row, tid), k_base + row, true);
-        cpAsync16(newest_stage_v + swizzled<D>(newest_row, tid), v_base + row, true);
+        cpAsyncKv(newest_stage_k + swizzled<D>(newest_row, tid), k_base + row, true);
+        cpAsyncKv(newest_stage_v + swizzled<D>(newest_row, tid), v_base + row, true);
       }
       loadQ();
       cpAsyncCommit();

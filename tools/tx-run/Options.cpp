@@ -101,6 +101,10 @@ Output:
                           (cuda) the GEMV after the decode attention lets
                           the kernel after it launch once its wait releases,
                           not at its start (for comparison)
+  --staged-gemv-max-mb N  (cuda) one-row GEMVs of at most N MB of weights
+                          copy them into shared memory before their wait
+                          (default 16; 0: stream every GEMV's weights
+                          through registers, for comparison)
   --no-decode-single-kv-stage
                           (cuda) the decode step's attention keeps its K/V
                           pipeline (~105 KB of shared memory at d128) where
@@ -274,6 +278,9 @@ Options parseArguments(int argc, char **argv) {
     } else if (arg == "--attention-late-dependents") {
       cudaOnly();
       options.cuda.attention_late_dependents = true;
+    } else if (arg == "--staged-gemv-max-mb") {
+      cudaOnly();
+      options.cuda.staged_gemv_max_bytes = parseInteger(arg, value(), 0, 1024) << 20;
     } else if (arg == "--gemv-after-attention-late-dependents") {
       cudaOnly();
       options.cuda.gemv_after_attention_late_dependents = true;

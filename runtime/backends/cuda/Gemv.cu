@@ -10,6 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/backends/cuda/Gemv.h"
+#include "runtime/backends/cuda/GemvMath.cuh"
 #include "runtime/backends/cuda/Launch.cuh"
 #include "runtime/backends/cuda/RopeAppend.cuh"
 
@@ -22,115 +23,10 @@ namespace txc::cuda {
 
 namespace {
 
-template <typename T> struct Pack;
-
-// 8 bf16 in a uint4 -> fp32: a bf16 is the top half of its fp32.
-template <> struct Pack<__nv_bfloat16> {
-  static __device__ __forceinline__ void dot(float &acc, const uint4 &w, const uint4 &x) {
-    const unsigned wv[4] = {w.x, w.y, w.z, w.w}, xv[4] = {x.x, x.y, x.z, x.w};
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      acc = fmaf(__uint_as_float(wv[i] << 16), __uint_as_float(xv[i] << 16), acc);
-      acc = fmaf(__uint_as_float(wv[i] & 0xffff0000u), __uint_as_float(xv[i] & 0xffff0000u), acc);
-    }
-  }
-  static __device__ __forceinline__ __nv_bfloat16 fromFloat(float v) {
-    return __float2bfloat16_rn(v);
-  }
-  static __device__ __forceinline__ float toFloat(__nv_bfloat16 v) { return __bfloat162float(v); }
-};
-
-template <> struct Pack<__half> {
-  static __device__ __forceinline__ void dot(float &acc, const uint4 &w, const uint4 &x) {
-    const unsigned wv[4] = {w.x, w.y, w.z, w.w}, xv[4] = {x.x, x.y, x.z, x.w};
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      float2 a = __half22float2(*reinterpret_cast<const __half2 *>(&wv[i]));
-      float2 b = __half22float2(*reinterpret_cast<const __half2 *>(&xv[i]));
-      acc = fmaf(a.x, b.x, acc);
-      acc = fmaf(a.y, b.y, acc);
-    }
-  }
-  static __device__ __forceinline__ __half fromFloat(float v) { return __float2half_rn(v); }
-  static __device__ __forceinline__ float toFloat(__half v) { return __half2float(v); }
-};
-
-template <typename T> struct Store {
-  static __device__ __forceinline__ T fromFloat(float v) { return Pack<T>::fromFloat(v); }
-  static __device__ __forceinline__ float toFloat(T v) { return Pack<T>::toFloat(v); }
-};
-template <> struct Store<float> {
-  static __device__ __forceinline__ float fromFloat(float v) { return v; }
-  static __device__ __forceinline__ float toFloat(float v) { return v; }
-};
-
-/// The fused RMSNorm: x * w elementwise in fp32 (the norm's weight), with
-/// the squares of x summed on the side. The row's inverse RMS is a scalar,
-/// so it scales the finished dot product instead of every input element.
-template <typename T>
-__device__ __forceinline__ void scaleAndSquare(uint4 &x, const uint4 &w, float &squares) {
-  T *xs = reinterpret_cast<T *>(&x);
-  const T *ws = reinterpret_cast<const T *>(&w);
-#pragma unroll
-  for (int i = 0; i < 8; ++i) {
-    float v = Pack<T>::toFloat(xs[i]);
-    squares = fmaf(v, v, squares);
-    xs[i] = Pack<T>::fromFloat(v * Pack<T>::toFloat(ws[i]));
-  }
-}
-
-/// The fused RMSNorm whose weight the compiler folded into W: only the
-/// squares of x (summed in every GEMV without a norm weight, used only with
-/// GemvArgs::norm).
-template <typename T> __device__ __forceinline__ void addSquares(const uint4 &x, float &squares) {
-  const T *xs = reinterpret_cast<const T *>(&x);
-#pragma unroll
-  for (int i = 0; i < 8; ++i) {
-    float v = Pack<T>::toFloat(xs[i]);
-    squares = fmaf(v, v, squares);
-  }
-}
-
-/// One pair's epilogue: the fused norm's scale, bias, then SwiGLU or the
-/// residual add, and one rounding store; lane m stores token m's values.
-template <typename T, typename OutT, int kMaxRows>
-__device__ __forceinline__ void
-storePair(const GemvArgs &a, bool swiglu, int64_t row0, int64_t row1, int lane,
-          float (&acc0)[kMaxRows], float (&acc1)[kMaxRows], const float (&squares)[kMaxRows]) {
-  if (a.norm)
-#pragma unroll
-    for (int m = 0; m < kMaxRows; ++m) {
-      float inv_rms = 1.0f / sqrtf(squares[m] / static_cast<float>(a.k) + a.norm_eps);
-      acc0[m] *= inv_rms;
-      acc1[m] *= inv_rms;
-    }
-  float bias0 = 0.0f, bias1 = 0.0f;
-  if (a.bias) {
-    bias0 = ld(a.bias, a.bias_type, row0);
-    bias1 = ld(a.bias, a.bias_type, row1);
-  }
-  OutT *out = static_cast<OutT *>(a.out);
-  const OutT *residual = static_cast<const OutT *>(a.residual);
-#pragma unroll
-  for (int m = 0; m < kMaxRows; ++m) {
-    if (m >= a.m || lane != m)
-      continue;
-    float g = acc0[m] + bias0, u = acc1[m] + bias1;
-    if (swiglu) {
-      out[m * (a.n / 2) + row0] = Store<OutT>::fromFloat(g / (1.0f + expf(-g)) * u);
-      continue;
-    }
-    bool second = row1 != row0;
-    if (a.epilogue == GemvEpilogue::kResidualAdd) {
-      g += Store<OutT>::toFloat(residual[m * a.n + row0]);
-      if (second)
-        u += Store<OutT>::toFloat(residual[m * a.n + row1]);
-    }
-    out[m * a.n + row0] = Store<OutT>::fromFloat(g);
-    if (second)
-      out[m * a.n + row1] = Store<OutT>::fromFloat(u);
-  }
-}
+using gemv::addSquares;
+using gemv::Pack;
+using gemv::scaleAndSquare;
+using gemv::storePair;
 
 /// The rotary epilogue: this block wrote rows [first_row, first_row +
 /// rows_per_block) of the QKV, all inside one head. The last block of the

@@ -1,6 +1,7 @@
 //===- Launches.cpp - One txk op to kernels --------------------------------===//
 // First, on its own: it settles the TXC_RETURN_IF_ERROR clash (see there).
 #include "runtime/backends/cuda/ExecutorState.h"
+#include "runtime/backends/cuda/StagedGemv.h"
 
 #include <algorithm>
 
@@ -106,6 +107,15 @@ StatusOr<bool> CudaExecutor::State::tryGemv(const DMatrix &input, const DMatrix 
   }
   if (!gemvSupports(g))
     return false;
+  const bool configured =
+      std::any_of(options.gemv_configs.begin(), options.gemv_configs.end(),
+                  [&](const GemvShapeConfig &c) { return c.n == g.n && c.k == g.k; });
+  if (!configured && stagedGemvSupports(g, options.staged_gemv_max_bytes)) {
+    g.trace = takeTraceSlots("staged gemv");
+    TXC_RETURN_IF_ERROR(cudaStatus(launchStagedGemv(g, stream), "staged gemv launch"));
+    pending_norm.active = false;
+    return true;
+  }
   GemvConfig config = gemvConfigFor(g.n, g.k);
   for (const GemvShapeConfig &c : options.gemv_configs)
     if (c.n == g.n && c.k == g.k)

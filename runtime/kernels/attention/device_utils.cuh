@@ -224,6 +224,12 @@ __device__ __forceinline__ unsigned long long l2EvictLastPolicy() {
   asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(policy));
   return policy;
 }
+/// An L2 policy whose lines go first: for data read once a step (weights).
+__device__ __forceinline__ unsigned long long l2EvictFirstPolicy() {
+  unsigned long long policy;
+  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
+  return policy;
+}
 /// cpAsync16 under an L2 policy (l2EvictLastPolicy).
 __device__ __forceinline__ void cpAsync16(void *smem, const void *gmem, bool valid, unsigned long long l2_policy) {
   int src_bytes = valid ? 16 : 0;

@@ -11,6 +11,7 @@
 #include "runtime/backends/cuda/DecodeGemm.h"
 #include "runtime/backends/cuda/Gemv.h"
 #include "runtime/backends/cuda/SkinnyGemm.h"
+#include "runtime/backends/cuda/StagedGemv.h"
 
 #include <algorithm>
 #include <cmath>
@@ -36,6 +37,7 @@ struct GemvCase {
   bool decode = false;                // DecodeGemm.cu instead of the GEMV
   const GemvConfig *config = nullptr; // launchGemvWithConfig instead of launchGemv
   bool norm_weight_folded = false;    // with norm: no norm weight (the compiler folded it into w)
+  bool staged = false;                // StagedGemv.cu instead of the GEMV
 };
 
 void *upload(const TestTensor &t) {
@@ -50,6 +52,7 @@ EType etypeOf(DType dtype) { return dtype == DType::kBF16 ? EType::kBF16 : EType
 void runCase(const GemvCase &c) {
   SCOPED_TRACE(std::string(c.decode   ? "decode "
                            : c.skinny ? "skinny "
+                           : c.staged ? "staged "
                                       : "gemv ") +
                "m " + std::to_string(c.m) + " n " + std::to_string(c.n) + " k " +
                std::to_string(c.k) + " epilogue " + std::to_string(static_cast<int>(c.epilogue)) +
@@ -112,6 +115,13 @@ void runCase(const GemvCase &c) {
     EXPECT_EQ(std::count(counters.begin(), counters.end(), 0u), ws.num_counters);
     cudaFree(ws.partials);
     cudaFree(ws.counters);
+  } else if (c.staged) {
+    ASSERT_TRUE(stagedGemvSupports(args, c.n * c.k * 2));
+    // Twice where the output is not the residual: a launch leaves nothing
+    // behind that changes the next.
+    if (!c.residual_in_place)
+      ASSERT_EQ(launchStagedGemv(args, nullptr), cudaSuccess);
+    ASSERT_EQ(launchStagedGemv(args, nullptr), cudaSuccess);
   } else if (c.skinny) {
     ASSERT_TRUE(skinnyGemmSupports(args));
     ASSERT_EQ(launchSkinnyGemm(args, nullptr), cudaSuccess);
@@ -264,6 +274,56 @@ TEST(GemvTest, ConfigurationFollowsTheShape) {
 
 // The tensor-core skinny GEMM: 3-8 rows, weight rows not a multiple of 16,
 // one to eight K slices, each epilogue.
+// One pair a warp and two (from 192 blocks of 8 pairs), the last block
+// part-empty, odd n (the last pair one row), every epilogue, the norm with
+// its weight and folded, bias, in-place residual, bf16 and f16.
+TEST(StagedGemvTest, MatchesTheReferenceForEveryEpilogue) {
+  TXC_SKIP_WITHOUT_GPU();
+  const DType bf = DType::kBF16, h = DType::kF16;
+  GemvCase cases[] = {
+      {bf, bf, 1, 37, 256, GemvEpilogue::kNone, false, false},
+      {bf, bf, 1, 4096, 1024, GemvEpilogue::kNone, false, false, true},     // Qwen3's QKV, 2 pairs a warp
+      {bf, bf, 1, 1024, 2048, GemvEpilogue::kResidualAdd, false, true},     // o_proj, in place
+      {bf, bf, 1, 6144, 1024, GemvEpilogue::kSwiglu, false, false, true},   // gate/up
+      {bf, bf, 1, 1024, 3072, GemvEpilogue::kResidualAdd, true, false},     // down
+      {bf, bf, 1, 3077, 512, GemvEpilogue::kNone, true, false},             // 2 pairs, odd n
+      {bf, bf, 1, 130, 768, GemvEpilogue::kSwiglu, true, false, true},
+      {h, h, 1, 515, 256, GemvEpilogue::kResidualAdd, true, false, true},
+      {h, h, 1, 3100, 256, GemvEpilogue::kSwiglu, false, false},
+  };
+  for (GemvCase &c : cases) {
+    c.staged = true;
+    runCase(c);
+  }
+  GemvCase folded = {bf, bf, 1, 4096, 1024, GemvEpilogue::kNone, false, false, true};
+  folded.staged = true;
+  folded.norm_weight_folded = true;
+  runCase(folded);
+}
+
+TEST(StagedGemvTest, RefusesWhatItDoesNotTake) {
+  GemvArgs a;
+  alignas(16) static char buffer[16];
+  a.x = a.w = a.out = buffer;
+  a.m = 1;
+  a.n = 1024;
+  a.k = 1024;
+  EXPECT_TRUE(stagedGemvSupports(a, a.n * a.k * 2));
+  EXPECT_FALSE(stagedGemvSupports(a, a.n * a.k * 2 - 1)); // over the budget
+  GemvArgs two_rows = a;
+  two_rows.m = 2;
+  EXPECT_FALSE(stagedGemvSupports(two_rows, int64_t{1} << 30));
+  GemvArgs short_k = a;
+  short_k.k = 1000; // not a multiple of 256
+  EXPECT_FALSE(stagedGemvSupports(short_k, int64_t{1} << 30));
+  GemvArgs logits = a;
+  logits.out_type = EType::kF32;
+  EXPECT_FALSE(stagedGemvSupports(logits, int64_t{1} << 30));
+  GemvArgs long_rows = a;
+  long_rows.k = 16384; // 8 rows of 32 KB: over a block's shared memory
+  EXPECT_FALSE(stagedGemvSupports(long_rows, int64_t{1} << 30));
+}
+
 TEST(SkinnyGemmTest, MatchesTheReferenceForEveryEpilogue) {
   TXC_SKIP_WITHOUT_GPU();
   const DType bf = DType::kBF16, h = DType::kF16, f = DType::kF32;

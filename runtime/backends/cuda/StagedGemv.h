@@ -1,0 +1,34 @@
+//===- StagedGemv.h - One-row GEMVs whose weights wait in shared memory -*- C++ -*-===//
+//
+// The decode step's small projections at batch 1 (Qwen3-0.6B's: 4-13 MB
+// each). Gemv.cu holds its prefetch in registers, a few chunks a lane, so
+// the blocks of a GEMV and of the one after it do not all fit beside their
+// predecessor: the last blocks start when it ends and only then load their
+// weights (device run 100, Qwen3-0.6B: gate/up ran 3.4 us after its wait
+// although resident 8.4 us before it). Here each block copies its whole
+// slice of W into shared memory (cp.async) before it waits for its input,
+// with few registers; 132 SMs hold ~29 MB, so the next GEMV's and the one
+// after's weights are on chip while the attention runs, and a GEMV's time
+// after its wait is one pass over shared memory and its input.
+//
+//===----------------------------------------------------------------------===//
+#ifndef TXC_RUNTIME_BACKENDS_CUDA_STAGEDGEMV_H
+#define TXC_RUNTIME_BACKENDS_CUDA_STAGEDGEMV_H
+
+#include "runtime/backends/cuda/Gemv.h"
+
+namespace txc::cuda {
+
+/// Whether launchStagedGemv takes these arguments: one input row, 16-bit
+/// input and output of one type, k a multiple of 256, no rotary epilogue,
+/// and W at most `max_weight_bytes` (the executor's budget: the weights of
+/// the GEMVs resident at once must fit the SMs' shared memory).
+bool stagedGemvSupports(const GemvArgs &args, int64_t max_weight_bytes);
+
+/// Enqueues out = x W^T with GemvArgs' epilogues (bias, residual add,
+/// SwiGLU, the fused norm), as launchGemv computes them for one row.
+cudaError_t launchStagedGemv(const GemvArgs &args, cudaStream_t stream);
+
+} // namespace txc::cuda
+
+#endif

@@ -45,11 +45,13 @@ struct DecodeMmaTraits {
   // 4-warp kernels and group 8's wide CTA sit at their limits (ptxas
   // spilled 8-36 bytes).
   static constexpr bool kSpareRegisters = kWide && kGroupSize <= 4;
-  // The wide CTA (small batches at short contexts) reads and writes the KV
-  // cache with L2's evict_last policy: between a layer's reads in two steps
-  // the whole model's weights stream through L2, and a K/V miss queues in
-  // DRAM behind the next GEMVs' weight prefetch (its 64 KB took ~4 us under
-  // them, device run 100). At such sizes the cache of every layer fits in L2.
+  // The wide CTA (small batches at short contexts) reads the KV cache with
+  // L2's evict_last policy: between a layer's reads in two steps the whole
+  // model's weights stream through L2, and a K/V miss queues in DRAM behind
+  // the next GEMVs' weight prefetch (its 64 KB took ~4 us under them, device
+  // run 100). At such sizes the cache of every layer fits in L2. (The newest
+  // key's store keeps the default policy: the policy register, live beside
+  // the output accumulators in storeNewestKv, spilled 20 bytes.)
   static constexpr bool kKeepKvInL2 = kWide;
   static constexpr int kThreads = kWarps * 32;
   static constexpr int kRows = 16; // MMA M: the group's heads, zero-padded
@@ -103,15 +105,11 @@ __device__ __forceinline__ void storeToCacheSlot(const DecodeParams &params, con
   const long long page = slot >> kv.page_size_log2, offset = slot & (kv.page_size - 1);
   T *dst = static_cast<T *>(const_cast<void *>(key ? kv.k : kv.v)) + page * kv.page_stride +
            kv_head * kv.head_stride + offset * kv.token_stride;
-  const unsigned long long policy = Traits::kKeepKvInL2 ? l2EvictLastPolicy() : 0;
-#pragma unroll
-  for (int k = 0; k < Traits::kHeadDim / 32; ++k) {
-    const T value = ElementOps<T>::fromFloat(head[lane + 32 * k]);
-    if constexpr (Traits::kKeepKvInL2)
-      store16WithPolicy(dst + lane + 32 * k, *reinterpret_cast<const unsigned short *>(&value), policy);
-    else
-      dst[lane + 32 * k] = value;
-  }
+  // Rolled on purpose: storeNewestKv runs it beside the output accumulators,
+  // and unrolled it spilled the wide CTA (8 bytes); it is off the critical
+  // path there.
+  for (int i = lane; i < Traits::kHeadDim; i += 32)
+    dst[i] = ElementOps<T>::fromFloat(head[i]);
 }
 
 /// The cache write foldRope leaves when it staged the newest key (in
@@ -330,10 +328,11 @@ __global__ void __launch_bounds__(Traits::kThreads) pagedDecodeMmaKernel(const D
   };
 
   const KVCacheView &kv = params.kv;
-  const unsigned long long kv_policy = Traits::kKeepKvInL2 ? l2EvictLastPolicy() : 0;
+  // The policy is made where it is used (one instruction): held across the
+  // tiles it cost the wide CTA two registers and a spill.
   auto cpAsyncKv = [&](T *dst, const T *src, bool valid) {
     if constexpr (Traits::kKeepKvInL2)
-      cpAsync16(dst, src, valid, kv_policy);
+      cpAsync16(dst, src, valid, l2EvictLastPolicy());
     else
       cpAsync16(dst, src, valid);
   };

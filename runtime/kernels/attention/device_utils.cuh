@@ -236,10 +236,6 @@ __device__ __forceinline__ void cpAsync16(void *smem, const void *gmem, bool val
   asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2, %3;" ::"r"(smemAddress(smem)),
                "l"(gmem), "r"(src_bytes), "l"(l2_policy));
 }
-/// A 16-bit global store under an L2 policy.
-__device__ __forceinline__ void store16WithPolicy(void *gmem, unsigned short bits, unsigned long long l2_policy) {
-  asm volatile("st.global.L2::cache_hint.b16 [%0], %1, %2;" ::"l"(gmem), "h"(bits), "l"(l2_policy) : "memory");
-}
 __device__ __forceinline__ void cpAsyncCommit() { asm volatile("cp.async.commit_group;"); }
 template <int kPending> __device__ __forceinline__ void cpAsyncWait() {
   asm volatile("cp.async.wait_group %0;" ::"n"(kPending));

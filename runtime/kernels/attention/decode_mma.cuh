@@ -200,51 +200,66 @@ __device__ __forceinline__ void foldRope(const DecodeParams &params, typename Tr
   __syncthreads();
   stampBlock0<Traits>(params.maybe_trace, kBlock0FoldLoaded);
 
-  // Each warp's head in registers (HeadInRegisters): one batch of shared-
-  // memory loads, the arithmetic, one batch of stores. The key goes back to
-  // `heads` too, where storeToCacheSlot and storeNewestKv read it (lane l
-  // its own elements l + 32 k here; other warps after the closing barrier).
   auto cosSin = [&](int i, float &c, float &s) {
     c = cos_sin[2 * i];
     s = cos_sin[2 * i + 1];
   };
   for (int j = warp; j < count; j += Traits::kWarps) {
     float *head = heads + j * D;
-    HeadInRegisters<D> h;
-    h.load(head, lane);
-    if (j <= G) {
-      if ((j < G ? q_norm : k_norm) != nullptr) {
-        const float *norm = j < G ? q_norm_staged : k_norm_staged;
-        h.rmsNorm(params.rope_norm_eps, [&](int i) { return norm[i]; }, lane);
+    if constexpr (Traits::kSpareRegisters) {
+      const float *norm = j < G ? q_norm_staged : k_norm_staged;
+      const bool normed = (j < G ? q_norm : k_norm) != nullptr;
+      // The head in registers (HeadInRegisters): one batch of shared-memory
+      // loads, the arithmetic, one batch of stores. The key goes back to
+      // `heads` too, where storeNewestKv reads it after the closing
+      // barrier. The 4-warp kernels at d64 and d256 spilled 4-76 bytes with
+      // it, so they keep the staged head below (the same arithmetic).
+      HeadInRegisters<D> h;
+      h.load(head, lane);
+      if (j <= G) {
+        if (normed)
+          h.rmsNorm(params.rope_norm_eps, [&](int i) { return norm[i]; }, lane);
+        if (2 * params.rope_half == D) {
+          h.rotateWhole(cosSin, lane);
+        } else { // partial rotary: pairs half a rotary span apart, across lanes
+          h.store(head, lane);
+          __syncwarp();
+          rotateStagedHead(head, params.rope_half, cosSin, lane);
+          h.load(head, lane);
+        }
+        if (j == G)
+          h.store(head, lane);
       }
-      if (2 * params.rope_half == D) {
-        h.rotateWhole(cosSin, lane);
-      } else { // partial rotary: pairs half a rotary span apart, across lanes
-        h.store(head, lane);
-        __syncwarp();
-        rotateStagedHead(head, params.rope_half, cosSin, lane);
-        h.load(head, lane);
-      }
-      if (j == G)
-        h.store(head, lane);
-    }
-    if (j < G) {
-#pragma unroll
-      for (int k = 0; k < D / 32; ++k) {
-        const int i = lane + 32 * k;
-        smem_q[swizzled<D>(j, i / 8) + i % 8] = Ops::fromFloat(h.x[k]);
-      }
-    } else {
-      if (staged_row >= 0) {
-        T *stage = j == G ? stage_k : stage_v;
+      // Query head j into row j of Q; the key and value into the stage row.
+      T *dst = j < G ? smem_q : (j == G ? stage_k : stage_v);
+      const int r = j < G ? j : staged_row;
+      if (j < G || staged_row >= 0)
 #pragma unroll
         for (int k = 0; k < D / 32; ++k) {
           const int i = lane + 32 * k;
-          stage[swizzled<D>(staged_row, i / 8) + i % 8] = Ops::fromFloat(h.x[k]);
+          dst[swizzled<D>(r, i / 8) + i % 8] = Ops::fromFloat(h.x[k]);
         }
-      }
-      if (staged_row < 0 || !Traits::kSpareRegisters)
+      if (j >= G && staged_row < 0)
         storeToCacheSlot<Traits>(params, head, j == G, kv_head, seq, lane);
+    } else {
+      if (j <= G) {
+        if ((j < G ? q_norm : k_norm) != nullptr) {
+          const float *norm = j < G ? q_norm_staged : k_norm_staged;
+          rmsNormStagedHead(head, D, params.rope_norm_eps, [&](int i) { return norm[i]; }, lane);
+        }
+        rotateStagedHead(head, params.rope_half, cosSin, lane);
+      }
+      if (j < G) {
+        for (int i = lane; i < D; i += 32)
+          smem_q[swizzled<D>(j, i / 8) + i % 8] = Ops::fromFloat(head[i]);
+      } else {
+        if (staged_row >= 0) {
+          T *stage = j == G ? stage_k : stage_v;
+          for (int i = lane; i < D; i += 32)
+            stage[swizzled<D>(staged_row, i / 8) + i % 8] = Ops::fromFloat(head[i]);
+        }
+        storeToCacheSlot<Traits>(params, head, j == G, kv_head, seq, lane);
+      }
     }
   }
   stampBlock0<Traits>(params.maybe_trace, kBlock0FoldHeadsDone);

@@ -1,13 +1,17 @@
 //===- StagedGemv.cu - One-row GEMVs whose weights wait in shared memory --===//
 //
-// A warp owns kPairsPerWarp pairs of weight rows, paired as Gemv.cu pairs
-// them (rows 2j and 2j+1; the gate row j and its up row j + n/2 for SwiGLU),
-// and copies them whole into its part of the block's shared memory with
-// cp.async before the wait (W is constant). After the wait the block copies
-// the input row (and the norm weight) in one more group, so every load of
-// the input is one L2 round trip whatever k; then each lane dots 16-byte
-// chunks lane, lane + 32, ... of its rows with the input, fp32 sums meet
-// by butterfly, and lane p stores pair p through GemvMath's epilogue.
+// A block owns 16 weight rows, one m16 tile of an m16n8k16 tensor-core MMA:
+// rows r0 .. r0 + 15, or for SwiGLU the gate rows j0 .. j0 + 7 over their up
+// rows j0 + n/2 .. (so lane g's accumulator holds a gate and its up). All
+// 128 threads copy the rows into shared memory with cp.async before the
+// wait (W is constant); after it the input row in one more group, so the
+// input costs one L2 round trip whatever k. The four warps split K, each
+// walking its quarter in 16-wide steps over four independent accumulators
+// (A from ldmatrix, B the input repeated in all 8 columns), and warp 0 sums
+// the quarters in order and stores through GemvMath's epilogue. On the CUDA
+// cores (the first version, device run 106) a warp's four rows took ~440
+// serial instructions a warp after the wait, more than the input's round
+// trip; here a warp issues k / 64 MMAs.
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/backends/cuda/StagedGemv.h"
@@ -22,58 +26,52 @@ namespace txc::cuda {
 namespace {
 
 using gemv::addSquares;
-using gemv::Pack;
 using gemv::scaleAndSquare;
 using gemv::storePair;
 
 constexpr int kStagedWarps = 4;
-// A block's shared memory at most: the rows of one warp stay a few KB at
-// the sizes it is meant for, and blocks small against the SM's 227 KB let
-// the next GEMV's blocks in beside this one's.
-constexpr int64_t kStagedMaxBlockBytes = 96 * 1024;
-// Two pairs a warp where that still gives about 1.5 blocks an SM (132 SMs),
-// one otherwise: more, smaller blocks spread a GEMV over more SMs.
-constexpr int64_t kTwoPairsMinBlocks = 192;
+constexpr int kTileRows = 16;
+constexpr int kChains = 4; // independent accumulators a warp
+// A block's shared memory at most: two blocks of Qwen3-0.6B's down
+// projection (16 rows of k = 3072) fit an SM's 227 KB.
+constexpr int64_t kStagedMaxBlockBytes = 112 * 1024;
 
-__device__ __forceinline__ void pairRows(const GemvArgs &a, bool swiglu, int64_t pair, int64_t &row0,
-                                         int64_t &row1) {
-  row0 = swiglu ? pair : 2 * pair;
-  row1 = swiglu ? pair + a.n / 2 : min(2 * pair + 1, a.n - 1);
-}
+/// The tile's weight rows: padded by 16 bytes so that ldmatrix's eight row
+/// addresses of a phase fall in different banks.
+__host__ __device__ constexpr int64_t tileRowVecs(int64_t k) { return k / 8 + 1; }
 
 /// Dynamic shared memory: the input row [k / 8 chunks], the norm weight
-/// (with one), then warp w's rows, pair p's two rows at [w][p][2][k / 8].
-template <typename T, int kPairsPerWarp>
-__global__ void __launch_bounds__(kStagedWarps * 32) stagedGemvKernel(const GemvArgs a) {
+/// (with one), then the 16 rows of the tile.
+template <typename T> __global__ void __launch_bounds__(kStagedWarps * 32) stagedGemvKernel(const GemvArgs a) {
   extern __shared__ __align__(16) uint4 staged[];
+  __shared__ float partial[kStagedWarps][kTileRows];
+  __shared__ float warp_squares[kStagedWarps];
   if (!a.late_dependents)
     pdlLaunchDependents();
   kernels::traceEntry(a.trace);
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   const bool swiglu = a.epilogue == GemvEpilogue::kSwiglu;
-  const int64_t pairs = swiglu ? a.n / 2 : (a.n + 1) / 2;
-  const int64_t first_pair = (static_cast<int64_t>(blockIdx.x) * kStagedWarps + warp) * kPairsPerWarp;
-  const int64_t vecs = a.k / 8;
+  const int64_t vecs = a.k / 8, row_vecs = tileRowVecs(a.k);
   const uint4 *gamma = static_cast<const uint4 *>(a.norm_weight);
   uint4 *x_staged = staged;
   uint4 *gamma_staged = staged + vecs;
-  uint4 *rows_staged = staged + (gamma ? 2 : 1) * vecs + static_cast<int64_t>(warp) * kPairsPerWarp * 2 * vecs;
+  uint4 *tile = staged + (gamma ? 2 : 1) * vecs;
+  // Tile row t's weight row, or -1 past the matrix.
+  const int64_t first = static_cast<int64_t>(blockIdx.x) * (swiglu ? kTileRows / 2 : kTileRows);
+  auto weightRow = [&](int t) -> int64_t {
+    if (swiglu) {
+      const int64_t j = first + t % (kTileRows / 2);
+      return j < a.n / 2 ? j + (t < kTileRows / 2 ? 0 : a.n / 2) : -1;
+    }
+    return first + t < a.n ? first + t : -1;
+  };
 
-  // Weights are read once a step: evict them first from L2, ahead of the
-  // KV cache and the activations.
-  const unsigned long long evict_first = kernels::l2EvictFirstPolicy();
+  const unsigned long long evict_first = kernels::l2EvictFirstPolicy(); // read once a step
   const uint4 *w = static_cast<const uint4 *>(a.w);
-#pragma unroll
-  for (int p = 0; p < kPairsPerWarp; ++p) {
-    const int64_t pair = first_pair + p;
-    if (pair >= pairs)
-      break;
-    int64_t rows[2];
-    pairRows(a, swiglu, pair, rows[0], rows[1]);
-#pragma unroll
-    for (int r = 0; r < 2; ++r)
-      for (int64_t v = lane; v < vecs; v += 32)
-        kernels::cpAsync16(rows_staged + (2 * p + r) * vecs + v, w + rows[r] * vecs + v, true, evict_first);
+  for (int64_t c = threadIdx.x; c < kTileRows * vecs; c += kStagedWarps * 32) {
+    const int t = static_cast<int>(c / vecs);
+    const int64_t v = c % vecs, row = weightRow(t);
+    kernels::cpAsync16(tile + t * row_vecs + v, w + (row < 0 ? 0 : row * vecs + v), row >= 0, evict_first);
   }
   if (gamma)
     for (int64_t v = threadIdx.x; v < vecs; v += kStagedWarps * 32)
@@ -91,88 +89,95 @@ __global__ void __launch_bounds__(kStagedWarps * 32) stagedGemvKernel(const Gemv
   kernels::cpAsyncWait<0>();
   __syncthreads();
 
-  float acc[kPairsPerWarp][2];
-#pragma unroll
-  for (int p = 0; p < kPairsPerWarp; ++p)
-    acc[p][0] = acc[p][1] = 0.0f;
+  // The fused norm: the squares of x, and with its weight x * w rounded to
+  // T in place (GemvMath's scaleAndSquare), before any MMA reads x.
   float squares = 0.0f;
-#pragma unroll 4
-  for (int64_t v = lane; v < vecs; v += 32) {
-    uint4 xv = x_staged[v];
-    if (a.norm) {
-      if (gamma)
+  if (a.norm) {
+    for (int64_t v = threadIdx.x; v < vecs; v += kStagedWarps * 32) {
+      uint4 xv = x_staged[v];
+      if (gamma) {
         scaleAndSquare<T>(xv, gamma_staged[v], squares);
-      else
+        x_staged[v] = xv;
+      } else {
         addSquares<T>(xv, squares);
+      }
     }
 #pragma unroll
-    for (int p = 0; p < kPairsPerWarp; ++p) {
-      Pack<T>::dot(acc[p][0], rows_staged[(2 * p) * vecs + v], xv);
-      Pack<T>::dot(acc[p][1], rows_staged[(2 * p + 1) * vecs + v], xv);
+    for (int o = 16; o > 0; o >>= 1)
+      squares += __shfl_xor_sync(0xffffffffu, squares, o);
+    if (lane == 0)
+      warp_squares[warp] = squares;
+    __syncthreads();
+    squares = 0.0f;
+    for (int i = 0; i < kStagedWarps; ++i) // in warp order: deterministic
+      squares += warp_squares[i];
+  }
+
+  // This warp's quarter of K in 16-wide steps, step s on accumulator s % 4.
+  float acc[kChains][4] = {};
+  const int64_t steps = a.k / 16 / kStagedWarps, k0 = warp * steps * 16;
+  const unsigned tile_addr =
+      kernels::smemAddress(tile) + static_cast<unsigned>(((lane % 16) * row_vecs + (lane / 16)) * 16);
+  const unsigned *x_words = reinterpret_cast<const unsigned *>(x_staged);
+  const int q = lane % 4;
+  for (int64_t s = 0; s < steps; s += kChains) {
+#pragma unroll
+    for (int c = 0; c < kChains; ++c) {
+      const int64_t kk = k0 + (s + c) * 16;
+      unsigned frag[4];
+      kernels::ldmatrixX4(frag, tile_addr + static_cast<unsigned>(kk * 2));
+      const unsigned b0 = x_words[kk / 2 + q], b1 = x_words[kk / 2 + q + 4];
+      kernels::mma16816<T>(acc[c], frag, b0, b1);
     }
   }
+  // Every column of C holds the dots: c[0] tile row lane / 4, c[2] that + 8.
+  if (q == 0) {
+    float lo = 0.0f, hi = 0.0f;
 #pragma unroll
-  for (int o = 16; o > 0; o >>= 1) {
-#pragma unroll
-    for (int p = 0; p < kPairsPerWarp; ++p) {
-      acc[p][0] += __shfl_xor_sync(0xffffffffu, acc[p][0], o);
-      acc[p][1] += __shfl_xor_sync(0xffffffffu, acc[p][1], o);
+    for (int c = 0; c < kChains; ++c) {
+      lo += acc[c][0];
+      hi += acc[c][2];
     }
-    squares += __shfl_xor_sync(0xffffffffu, squares, o);
+    partial[warp][lane / 4] = lo;
+    partial[warp][lane / 4 + 8] = hi;
   }
-#pragma unroll
-  for (int p = 0; p < kPairsPerWarp; ++p) {
-    const int64_t pair = first_pair + p;
-    if (pair >= pairs)
-      break;
-    int64_t row0, row1;
-    pairRows(a, swiglu, pair, row0, row1);
-    float acc0[1] = {acc[p][0]}, acc1[1] = {acc[p][1]};
+  __syncthreads();
+  if (warp == 0 && lane < kTileRows / 2) {
+    float acc0[1] = {0.0f}, acc1[1] = {0.0f};
+    for (int i = 0; i < kStagedWarps; ++i) { // in warp order: deterministic
+      acc0[0] += partial[i][lane];
+      acc1[0] += partial[i][lane + 8];
+    }
     const float sq[1] = {squares};
-    // storePair stores where its lane argument is 0: lane p stores pair p.
-    storePair<T, T, 1>(a, swiglu, row0, row1, lane - p, acc0, acc1, sq);
+    const int64_t row0 = weightRow(lane), row1 = weightRow(lane + 8);
+    if (row0 >= 0)
+      storePair<T, T, 1>(a, swiglu, row0, row1 >= 0 ? row1 : row0, 0, acc0, acc1, sq);
   }
   kernels::traceExit(a.trace);
 }
 
-int pairsPerWarpFor(const GemvArgs &a) {
-  const int64_t pairs = a.epilogue == GemvEpilogue::kSwiglu ? a.n / 2 : (a.n + 1) / 2;
-  return (pairs + 2 * kStagedWarps - 1) / (2 * kStagedWarps) >= kTwoPairsMinBlocks ? 2 : 1;
-}
-
-int64_t blockBytes(const GemvArgs &a, int pairs_per_warp) {
-  const int64_t row_bytes = a.k * 2;
-  return row_bytes * ((a.norm_weight ? 2 : 1) + 2 * kStagedWarps * pairs_per_warp);
-}
-
-template <typename T, int kPairsPerWarp>
-cudaError_t launchShaped(const GemvArgs &a, cudaStream_t stream) {
-  auto kernel = stagedGemvKernel<T, kPairsPerWarp>;
-  const int bytes = static_cast<int>(blockBytes(a, kPairsPerWarp));
-  if (cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
-      e != cudaSuccess)
-    return e;
-  const int64_t pairs = a.epilogue == GemvEpilogue::kSwiglu ? a.n / 2 : (a.n + 1) / 2;
-  const int64_t pairs_per_block = int64_t{kStagedWarps} * kPairsPerWarp;
-  dim3 blocks(static_cast<unsigned>((pairs + pairs_per_block - 1) / pairs_per_block));
-  // All of the SM's unified memory as shared memory: the weights arrive
-  // through cp.async, not L1, and the blocks of two or three GEMVs wait
-  // side by side.
-  const int carveout = a.carveout_percent >= 0 ? a.carveout_percent : 100;
-  return kernels::launchKernelWithCarveout(kernel, blocks, dim3(kStagedWarps * 32),
-                                          static_cast<size_t>(bytes), stream, a.pdl,
-                                          1u, carveout, a);
+int64_t blockBytes(const GemvArgs &a) {
+  return a.k * 2 * (a.norm_weight ? 2 : 1) + tileRowVecs(a.k) * 16 * kTileRows;
 }
 
 template <typename T> cudaError_t launchTyped(const GemvArgs &a, cudaStream_t stream) {
-  return pairsPerWarpFor(a) == 2 ? launchShaped<T, 2>(a, stream) : launchShaped<T, 1>(a, stream);
+  auto kernel = stagedGemvKernel<T>;
+  const int bytes = static_cast<int>(blockBytes(a));
+  if (cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+      e != cudaSuccess)
+    return e;
+  const int64_t rows_per_block = a.epilogue == GemvEpilogue::kSwiglu ? kTileRows / 2 : kTileRows;
+  const int64_t out_rows = a.epilogue == GemvEpilogue::kSwiglu ? a.n / 2 : a.n;
+  dim3 blocks(static_cast<unsigned>((out_rows + rows_per_block - 1) / rows_per_block));
+  return kernels::launchKernelWithCarveout(kernel, blocks, dim3(kStagedWarps * 32), static_cast<size_t>(bytes),
+                                          stream, a.pdl, 1u, a.carveout_percent, a);
 }
 
 } // namespace
 
 bool stagedGemvSupports(const GemvArgs &a, int64_t max_weight_bytes) {
   return gemvSupports(a) && a.m == 1 && a.out_type == a.type && !a.rope_counters && a.k % 256 == 0 &&
-         a.n * a.k * 2 <= max_weight_bytes && blockBytes(a, pairsPerWarpFor(a)) <= kStagedMaxBlockBytes;
+         a.n * a.k * 2 <= max_weight_bytes && blockBytes(a) <= kStagedMaxBlockBytes;
 }
 
 cudaError_t launchStagedGemv(const GemvArgs &a, cudaStream_t stream) {

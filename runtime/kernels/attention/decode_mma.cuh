@@ -45,14 +45,6 @@ struct DecodeMmaTraits {
   // 4-warp kernels and group 8's wide CTA sit at their limits (ptxas
   // spilled 8-36 bytes).
   static constexpr bool kSpareRegisters = kWide && kGroupSize <= 4;
-  // The wide CTA (small batches at short contexts) reads the KV cache with
-  // L2's evict_last policy: between a layer's reads in two steps the whole
-  // model's weights stream through L2, and a K/V miss queues in DRAM behind
-  // the next GEMVs' weight prefetch (its 64 KB took ~4 us under them, device
-  // run 100). At such sizes the cache of every layer fits in L2. (The newest
-  // key's store keeps the default policy: the policy register, live beside
-  // the output accumulators in storeNewestKv, spilled 20 bytes.)
-  static constexpr bool kKeepKvInL2 = kWide;
   static constexpr int kThreads = kWarps * 32;
   static constexpr int kRows = 16; // MMA M: the group's heads, zero-padded
   static constexpr int kBlockN = kDecodeMmaKeysPerWarp * kWarps;
@@ -343,14 +335,6 @@ __global__ void __launch_bounds__(Traits::kThreads) pagedDecodeMmaKernel(const D
   };
 
   const KVCacheView &kv = params.kv;
-  // The policy is made where it is used (one instruction): held across the
-  // tiles it cost the wide CTA two registers and a spill.
-  auto cpAsyncKv = [&](T *dst, const T *src, bool valid) {
-    if constexpr (Traits::kKeepKvInL2)
-      cpAsync16(dst, src, valid, l2EvictLastPolicy());
-    else
-      cpAsync16(dst, src, valid);
-  };
   const T *k_base = static_cast<const T *>(kv.k) + kv_head * kv.head_stride;
   const T *v_base = static_cast<const T *>(kv.v) + kv_head * kv.head_stride;
   // A thread's rows of a tile: r = tid / CPR + i * kRowsPerPass.
@@ -389,8 +373,8 @@ __global__ void __launch_bounds__(Traits::kThreads) pagedDecodeMmaKernel(const D
                                                  : kvRowOffset<Traits::kPageSize>(kv, seq, key)) +
                                         c * 8
                                   : 0;
-      cpAsyncKv(sk + swizzled<D>(r, c), k_base + row, valid);
-      cpAsyncKv(sv + swizzled<D>(r, c), v_base + row, valid);
+      cpAsync16(sk + swizzled<D>(r, c), k_base + row, valid);
+      cpAsync16(sv + swizzled<D>(r, c), v_base + row, valid);
     };
     if (pages_known) { // unrolled fully: prologue_pages stay in registers
 #pragma unroll
@@ -448,8 +432,8 @@ __global__ void __launch_bounds__(Traits::kThreads) pagedDecodeMmaKernel(const D
     } else {
       if (newest_in_prologue && tid < CPR) {
         const long long row = kvRowOffset<Traits::kPageSize>(kv, seq, newest) + tid * 8;
-        cpAsyncKv(newest_stage_k + swizzled<D>(newest_row, tid), k_base + row, true);
-        cpAsyncKv(newest_stage_v + swizzled<D>(newest_row, tid), v_base + row, true);
+        cpAsync16(newest_stage_k + swizzled<D>(newest_row, tid), k_base + row, true);
+        cpAsync16(newest_stage_v + swizzled<D>(newest_row, tid), v_base + row, true);
       }
       loadQ();
       cpAsyncCommit();

@@ -216,21 +216,13 @@ __device__ __forceinline__ void cpAsync16(void *smem, const void *gmem, bool val
 __device__ __forceinline__ void cpAsync16(void *smem, const void *gmem) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(smemAddress(smem)), "l"(gmem));
 }
-/// An L2 policy (createpolicy) that keeps its lines past other traffic: lines
-/// accessed with it are evicted last. For data the next decode step reads
-/// again while more than the L2 of weights streams by in between.
-__device__ __forceinline__ unsigned long long l2EvictLastPolicy() {
-  unsigned long long policy;
-  asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(policy));
-  return policy;
-}
 /// An L2 policy whose lines go first: for data read once a step (weights).
 __device__ __forceinline__ unsigned long long l2EvictFirstPolicy() {
   unsigned long long policy;
   asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
   return policy;
 }
-/// cpAsync16 under an L2 policy (l2EvictLastPolicy).
+/// cpAsync16 under an L2 policy (l2EvictFirstPolicy).
 __device__ __forceinline__ void cpAsync16(void *smem, const void *gmem, bool valid, unsigned long long l2_policy) {
   int src_bytes = valid ? 16 : 0;
   asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2, %3;" ::"r"(smemAddress(smem)),

@@ -274,19 +274,19 @@ TEST(GemvTest, ConfigurationFollowsTheShape) {
 
 // The tensor-core skinny GEMM: 3-8 rows, weight rows not a multiple of 16,
 // one to eight K slices, each epilogue.
-// One pair a warp and two (from 192 blocks of 8 pairs), the last block
-// part-empty, odd n (the last pair one row), every epilogue, the norm with
-// its weight and folded, bias, in-place residual, bf16 and f16.
+// Tiles of 16 rows (8 gate/up pairs for SwiGLU), the last one part-empty,
+// k from 256 to 3072 (one to twelve 16-wide steps a chain), every epilogue,
+// the norm with its weight and folded, bias, in-place residual, bf16 and f16.
 TEST(StagedGemvTest, MatchesTheReferenceForEveryEpilogue) {
   TXC_SKIP_WITHOUT_GPU();
   const DType bf = DType::kBF16, h = DType::kF16;
   GemvCase cases[] = {
       {bf, bf, 1, 37, 256, GemvEpilogue::kNone, false, false},
-      {bf, bf, 1, 4096, 1024, GemvEpilogue::kNone, false, false, true},     // Qwen3's QKV, 2 pairs a warp
+      {bf, bf, 1, 4096, 1024, GemvEpilogue::kNone, false, false, true},     // Qwen3's QKV
       {bf, bf, 1, 1024, 2048, GemvEpilogue::kResidualAdd, false, true},     // o_proj, in place
       {bf, bf, 1, 6144, 1024, GemvEpilogue::kSwiglu, false, false, true},   // gate/up
       {bf, bf, 1, 1024, 3072, GemvEpilogue::kResidualAdd, true, false},     // down
-      {bf, bf, 1, 3077, 512, GemvEpilogue::kNone, true, false},             // 2 pairs, odd n
+      {bf, bf, 1, 3077, 512, GemvEpilogue::kNone, true, false},             // odd n
       {bf, bf, 1, 130, 768, GemvEpilogue::kSwiglu, true, false, true},
       {h, h, 1, 515, 256, GemvEpilogue::kResidualAdd, true, false, true},
       {h, h, 1, 3100, 256, GemvEpilogue::kSwiglu, false, false},
@@ -320,7 +320,7 @@ TEST(StagedGemvTest, RefusesWhatItDoesNotTake) {
   logits.out_type = EType::kF32;
   EXPECT_FALSE(stagedGemvSupports(logits, int64_t{1} << 30));
   GemvArgs long_rows = a;
-  long_rows.k = 16384; // 8 rows of 32 KB: over a block's shared memory
+  long_rows.k = 4096; // a tile of 16 rows of 8 KB: over a block's shared memory
   EXPECT_FALSE(stagedGemvSupports(long_rows, int64_t{1} << 30));
 }
 

@@ -2,9 +2,9 @@
 //
 // A block owns 16 weight rows, one m16 tile of an m16n8k16 tensor-core MMA:
 // rows r0 .. r0 + 15, or for SwiGLU the gate rows j0 .. j0 + 7 over their up
-// rows j0 + n/2 .. (so lane g's accumulator holds a gate and its up). All
-// 128 threads copy the rows into shared memory with cp.async before the
-// wait (W is constant); after it the input row in one more group, so the
+// rows j0 + n/2 .. (so lane g's accumulator holds a gate and its up). Before
+// the wait (W is constant) warp 0 has the TMA unit copy each row into shared
+// memory in one bulk copy; after it the input row comes by cp.async, so the
 // input costs one L2 round trip whatever k. The four warps split K, each
 // walking its quarter in 16-wide steps over four independent accumulators
 // (A from ldmatrix, B the input repeated in all 8 columns), and warp 0 sums
@@ -17,6 +17,8 @@
 #include "runtime/backends/cuda/StagedGemv.h"
 #include "runtime/backends/cuda/GemvMath.cuh"
 #include "runtime/backends/cuda/Launch.cuh"
+
+#include "attention/sm90_pipeline.cuh"
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -46,6 +48,7 @@ template <typename T> __global__ void __launch_bounds__(kStagedWarps * 32) stage
   extern __shared__ __align__(16) uint4 staged[];
   __shared__ float partial[kStagedWarps][kTileRows];
   __shared__ float warp_squares[kStagedWarps];
+  __shared__ __align__(8) unsigned long long weights_landed;
   if (!a.late_dependents)
     pdlLaunchDependents();
   kernels::traceEntry(a.trace);
@@ -66,17 +69,30 @@ template <typename T> __global__ void __launch_bounds__(kStagedWarps * 32) stage
     return first + t < a.n ? first + t : -1;
   };
 
-  const unsigned long long evict_first = kernels::l2EvictFirstPolicy(); // read once a step
-  const uint4 *w = static_cast<const uint4 *>(a.w);
-  for (int64_t c = threadIdx.x; c < kTileRows * vecs; c += kStagedWarps * 32) {
-    const int t = static_cast<int>(c / vecs);
-    const int64_t v = c % vecs, row = weightRow(t);
-    kernels::cpAsync16(tile + t * row_vecs + v, w + (row < 0 ? 0 : row * vecs + v), row >= 0, evict_first);
+  // The rows (and the norm weight) by the TMA unit, one bulk copy a row from
+  // lanes 0-16 of warp 0, counted on one mbarrier. Rows past the matrix stay
+  // unwritten: their dots are never stored.
+  if (threadIdx.x == 0) {
+    kernels::mbarrierInit(&weights_landed, 1);
+    kernels::mbarrierInitFence();
   }
-  if (gamma)
-    for (int64_t v = threadIdx.x; v < vecs; v += kStagedWarps * 32)
-      kernels::cpAsync16(gamma_staged + v, gamma + v);
-  kernels::cpAsyncCommit();
+  __syncthreads();
+  if (warp == 0) {
+    const unsigned row_bytes = static_cast<unsigned>(a.k * 2);
+    int rows = 0;
+    for (int t = 0; t < kTileRows; ++t)
+      rows += weightRow(t) >= 0;
+    if (lane == 0)
+      kernels::mbarrierArriveExpectTx(&weights_landed, row_bytes * (rows + (gamma ? 1 : 0)));
+    __syncwarp();
+    const unsigned long long evict_first = kernels::l2EvictFirstPolicy(); // read once a step
+    const int64_t row = lane < kTileRows ? weightRow(lane) : -1;
+    if (row >= 0)
+      kernels::bulkLoad(tile + lane * row_vecs, static_cast<const uint4 *>(a.w) + row * vecs, row_bytes,
+                        &weights_landed, evict_first);
+    if (gamma && lane == kTileRows)
+      kernels::bulkLoad(gamma_staged, gamma, row_bytes, &weights_landed, evict_first);
+  }
 
   pdlWait();
   if (a.late_dependents)
@@ -87,6 +103,7 @@ template <typename T> __global__ void __launch_bounds__(kStagedWarps * 32) stage
     kernels::cpAsync16(x_staged + v, x + v);
   kernels::cpAsyncCommit();
   kernels::cpAsyncWait<0>();
+  kernels::mbarrierWait(&weights_landed, 0);
   __syncthreads();
 
   // The fused norm: the squares of x, and with its weight x * w rounded to

@@ -56,6 +56,19 @@ __device__ __forceinline__ void mbarrierArriveExpectTx(unsigned long long *bar, 
                : "memory");
 }
 
+/// A contiguous global -> shared copy by the TMA unit (no tensor map), under
+/// an L2 policy: `bytes` a multiple of 16, both addresses 16-byte aligned;
+/// its bytes count as transactions on `bar` (mbarrierArriveExpectTx). One
+/// instruction moves a whole row, where cp.async takes a thread slot a 16
+/// bytes and stalls its issue when the SM's slots are full.
+__device__ __forceinline__ void bulkLoad(void *dst, const void *src, unsigned bytes, unsigned long long *bar,
+                                         unsigned long long l2_policy) {
+  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1], %2, "
+               "[%3], %4;\n" ::"r"(smemAddress(dst)),
+               "l"(src), "r"(bytes), "r"(smemAddress(bar)), "l"(l2_policy)
+               : "memory");
+}
+
 /// Brings a TMA descriptor (a __grid_constant__ kernel parameter) into the
 /// descriptor cache ahead of its first use.
 __device__ __forceinline__ void tmaPrefetchDescriptor(const void *desc) {

@@ -101,10 +101,12 @@ Output:
                           (cuda) the GEMV after the decode attention lets
                           the kernel after it launch once its wait releases,
                           not at its start (for comparison)
-  --staged-gemv-max-mb N  (cuda) one-row GEMVs of at most N MB of weights
-                          copy them into shared memory before their wait
-                          (default 16; 0: stream every GEMV's weights
-                          through registers, for comparison)
+  --staged-gemvs none|qkv|all
+                          (cuda) which one-row GEMVs of at most 16 MB of
+                          weights copy them into shared memory before their
+                          wait instead of streaming them through registers
+                          (default qkv: the projection before the decode
+                          attention; the others for comparison)
   --no-decode-single-kv-stage
                           (cuda) the decode step's attention keeps its K/V
                           pipeline (~105 KB of shared memory at d128) where
@@ -278,9 +280,18 @@ Options parseArguments(int argc, char **argv) {
     } else if (arg == "--attention-late-dependents") {
       cudaOnly();
       options.cuda.attention_late_dependents = true;
-    } else if (arg == "--staged-gemv-max-mb") {
+    } else if (arg == "--staged-gemvs") {
       cudaOnly();
-      options.cuda.staged_gemv_max_bytes = parseInteger(arg, value(), 0, 1024) << 20;
+      using StagedGemvs = cuda::CudaExecutorOptions::StagedGemvs;
+      const std::string which = value();
+      if (which == "none")
+        options.cuda.staged_gemvs = StagedGemvs::kNone;
+      else if (which == "qkv")
+        options.cuda.staged_gemvs = StagedGemvs::kQkv;
+      else if (which == "all")
+        options.cuda.staged_gemvs = StagedGemvs::kAll;
+      else
+        fail("--staged-gemvs takes none, qkv or all, not '" + which + "'");
     } else if (arg == "--gemv-after-attention-late-dependents") {
       cudaOnly();
       options.cuda.gemv_after_attention_late_dependents = true;

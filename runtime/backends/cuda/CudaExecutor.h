@@ -152,11 +152,17 @@ struct CudaExecutorOptions {
   /// attention took 1.0 us less a Qwen3 layer and gate/up 1.4 more (Qwen3
   /// +0.011 ms a step, Llama-3-8B even).
   bool gemv_after_attention_late_dependents = false;
-  /// One-row GEMVs whose weights are at most this many bytes copy them into
-  /// shared memory before their wait (StagedGemv.h), instead of streaming
-  /// them through registers (Gemv.h); 0: never. 16 MB takes every layer
-  /// GEMV of Qwen3-0.6B (gate/up 12.6 MB) and none of Llama-3-8B's (33 MB
-  /// and more, which would not fit the SMs beside the next one's).
+  /// Which one-row GEMVs of at most staged_gemv_max_bytes of weights copy
+  /// them into shared memory before their wait (StagedGemv.h) instead of
+  /// streaming them through registers (Gemv.h): none, the QKV projection
+  /// (the GEMV before the decode attention: its few blocks leave SMs free,
+  /// so the attention's wide CTAs start early), or all. Device runs 106-108:
+  /// all lost on Qwen3-0.6B (the GEMVs' time after their wait grew with
+  /// their weights whether copied by cp.async or the TMA unit).
+  enum class StagedGemvs { kNone, kQkv, kAll };
+  StagedGemvs staged_gemvs = StagedGemvs::kQkv;
+  /// 16 MB takes every layer GEMV of Qwen3-0.6B (gate/up 12.6 MB) and none
+  /// of Llama-3-8B's (33 MB and more).
   int64_t staged_gemv_max_bytes = int64_t{16} << 20;
   /// Decode attention of 2-8 splits merges them in a thread-block cluster
   /// through distributed shared memory instead of partials in global memory,

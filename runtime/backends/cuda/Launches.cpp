@@ -110,7 +110,10 @@ StatusOr<bool> CudaExecutor::State::tryGemv(const DMatrix &input, const DMatrix 
   const bool configured =
       std::any_of(options.gemv_configs.begin(), options.gemv_configs.end(),
                   [&](const GemvShapeConfig &c) { return c.n == g.n && c.k == g.k; });
-  if (!configured && stagedGemvSupports(g, options.staged_gemv_max_bytes)) {
+  using StagedGemvs = CudaExecutorOptions::StagedGemvs;
+  const bool staged = options.staged_gemvs == StagedGemvs::kAll ||
+                      (options.staged_gemvs == StagedGemvs::kQkv && qkv_gemv);
+  if (staged && !configured && stagedGemvSupports(g, options.staged_gemv_max_bytes)) {
     g.trace = takeTraceSlots("staged gemv");
     TXC_RETURN_IF_ERROR(cudaStatus(launchStagedGemv(g, stream), "staged gemv launch"));
     pending_norm.active = false;

@@ -105,8 +105,8 @@ Output:
                           (cuda) which one-row GEMVs of at most 16 MB of
                           weights copy them into shared memory before their
                           wait instead of streaming them through registers
-                          (default qkv: the projection before the decode
-                          attention; the others for comparison)
+                          (default none; qkv: the projection before the
+                          decode attention; for comparison)
   --no-decode-single-kv-stage
                           (cuda) the decode step's attention keeps its K/V
                           pipeline (~105 KB of shared memory at d128) where

@@ -155,12 +155,16 @@ struct CudaExecutorOptions {
   /// Which one-row GEMVs of at most staged_gemv_max_bytes of weights copy
   /// them into shared memory before their wait (StagedGemv.h) instead of
   /// streaming them through registers (Gemv.h): none, the QKV projection
-  /// (the GEMV before the decode attention: its few blocks leave SMs free,
-  /// so the attention's wide CTAs start early), or all. Device runs 106-108:
-  /// all lost on Qwen3-0.6B (the GEMVs' time after their wait grew with
-  /// their weights whether copied by cp.async or the TMA unit).
+  /// (the GEMV before the decode attention), or all. For comparison: on
+  /// Qwen3-0.6B (device runs 106-109) every GEMV staged took 0.679 ms a
+  /// step and the QKV alone 0.704, against 0.668 with none. Staged, a
+  /// GEMV's blocks leave SMs free and the attention's wide CTAs start 6-8
+  /// us early (its share 7.1 -> 5.2 us a layer), but the early copies take
+  /// the DRAM from the kernel running then (with the QKV alone staged, the
+  /// down projection before it 2.9 -> 3.9 us after its wait), and each
+  /// staged GEMV's own time after its wait still grows with its weights.
   enum class StagedGemvs { kNone, kQkv, kAll };
-  StagedGemvs staged_gemvs = StagedGemvs::kQkv;
+  StagedGemvs staged_gemvs = StagedGemvs::kNone;
   /// 16 MB takes every layer GEMV of Qwen3-0.6B (gate/up 12.6 MB) and none
   /// of Llama-3-8B's (33 MB and more).
   int64_t staged_gemv_max_bytes = int64_t{16} << 20;

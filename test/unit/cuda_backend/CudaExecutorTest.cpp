@@ -338,6 +338,44 @@ TEST(CudaExecutorTest, LateDependentsOfTheDecodeAttentionChangeNoLogit) {
   expectSameGenerations(**artifact, early, late, 0.0, "late dependents");
 }
 
+// staged_gemvs: the one-row GEMVs with their weights staged in shared memory
+// (StagedGemv.cu, tensor-core dots in another order) run the same model as
+// the register GEMVs, and the last decode step's trace shows them taken.
+TEST(CudaExecutorTest, StagedGemvsRunTheSameModel) {
+  TXC_SKIP_WITHOUT_GPU();
+  TinyModelOptions model = groupOfTwoModel(2); // hidden 256, intermediate 512: K a multiple of 256
+  auto artifact = tinyArtifact(model, "tiny-cuda-staged-gemvs.txm");
+  ASSERT_TRUE(artifact.isOk()) << artifact.status().toString();
+  CudaExecutorOptions registers;
+  registers.staged_gemvs = CudaExecutorOptions::StagedGemvs::kNone;
+  const std::vector<std::vector<int32_t>> one{prompts()[2]};
+  Generation reference = generate(**artifact, registers, true, {}, one);
+  for (auto which : {CudaExecutorOptions::StagedGemvs::kQkv, CudaExecutorOptions::StagedGemvs::kAll}) {
+    CudaExecutorOptions staged;
+    staged.staged_gemvs = which;
+    staged.trace_decode_steps = true;
+    Generation with_staged = generate(**artifact, staged, true, {}, one);
+    EXPECT_EQ(with_staged.tokens, reference.tokens);
+    expectClose(with_staged, reference, 0.05, "staged GEMVs");
+
+    auto executor = CudaExecutor::create(**artifact, staged);
+    ASSERT_TRUE(executor.isOk()) << executor.status().toString();
+    auto engine = engine::Engine::create(**executor, (*executor)->engineConfig());
+    ASSERT_TRUE(engine.isOk()) << engine.status().toString();
+    engine::Request request;
+    request.prompt_ids = one[0];
+    request.sampling.max_new_tokens = 3;
+    request.sampling.ignore_eos = true;
+    ASSERT_TRUE((*engine)->generate({request}).isOk());
+    int staged_launches = 0;
+    for (const DecodeTraceEntry &e : (*executor)->lastDecodeTrace())
+      staged_launches += e.label.find("staged gemv") != std::string::npos;
+    // Per layer the QKV alone, or also o_proj, gate/up and down.
+    const bool all = which == CudaExecutorOptions::StagedGemvs::kAll;
+    EXPECT_EQ(staged_launches, (all ? 4 : 1) * model.num_layers);
+  }
+}
+
 // trace_decode_steps: the last decode step's GEMVs and decode attention
 // (graph replay, labels from the capture) each carry four stamps in order,
 // each one's wait releases after its predecessor's last block finished, and

@@ -107,9 +107,10 @@ StatusOr<bool> CudaExecutor::State::tryGemv(const DMatrix &input, const DMatrix 
   }
   if (!gemvSupports(g))
     return false;
-  const bool configured =
-      std::any_of(options.gemv_configs.begin(), options.gemv_configs.end(),
-                  [&](const GemvShapeConfig &c) { return c.n == g.n && c.k == g.k; });
+  const GemvShapeConfig *configured = nullptr; // the last one given for this shape
+  for (const GemvShapeConfig &c : options.gemv_configs)
+    if (c.n == g.n && c.k == g.k)
+      configured = &c;
   using StagedGemvs = CudaExecutorOptions::StagedGemvs;
   const bool staged = options.staged_gemvs == StagedGemvs::kAll ||
                       (options.staged_gemvs == StagedGemvs::kQkv && qkv_gemv);
@@ -119,10 +120,9 @@ StatusOr<bool> CudaExecutor::State::tryGemv(const DMatrix &input, const DMatrix 
     pending_norm.active = false;
     return true;
   }
-  GemvConfig config = gemvConfigFor(g.n, g.k);
-  for (const GemvShapeConfig &c : options.gemv_configs)
-    if (c.n == g.n && c.k == g.k)
-      config = {c.warps_per_block, c.unroll, c.target_warps_per_sm};
+  const GemvConfig config =
+      configured ? GemvConfig{configured->warps_per_block, configured->unroll, configured->target_warps_per_sm}
+                 : gemvConfigFor(g.n, g.k);
   g.trace = takeTraceSlots("gemv");
   TXC_RETURN_IF_ERROR(cudaStatus(launchGemvWithConfig(g, config, stream), "gemv launch"));
   pending_norm.active = false;

@@ -222,12 +222,6 @@ __device__ __forceinline__ unsigned long long l2EvictFirstPolicy() {
   asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
   return policy;
 }
-/// cpAsync16 under an L2 policy (l2EvictFirstPolicy).
-__device__ __forceinline__ void cpAsync16(void *smem, const void *gmem, bool valid, unsigned long long l2_policy) {
-  int src_bytes = valid ? 16 : 0;
-  asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2, %3;" ::"r"(smemAddress(smem)),
-               "l"(gmem), "r"(src_bytes), "l"(l2_policy));
-}
 __device__ __forceinline__ void cpAsyncCommit() { asm volatile("cp.async.commit_group;"); }
 template <int kPending> __device__ __forceinline__ void cpAsyncWait() {
   asm volatile("cp.async.wait_group %0;" ::"n"(kPending));

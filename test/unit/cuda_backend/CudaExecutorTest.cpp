@@ -338,6 +338,31 @@ TEST(CudaExecutorTest, LateDependentsOfTheDecodeAttentionChangeNoLogit) {
   expectSameGenerations(**artifact, early, late, 0.0, "late dependents");
 }
 
+/// One sequence of `prompt`, greedy, 4 new tokens, on an executor with
+/// trace_decode_steps: its last decode step's trace (empty on a failure,
+/// which is reported).
+std::vector<DecodeTraceEntry> lastDecodeTrace(const artifact::LoadedArtifact &artifact,
+                                              const CudaExecutorOptions &options,
+                                              const std::vector<int32_t> &prompt) {
+  auto executor = CudaExecutor::create(artifact, options);
+  EXPECT_TRUE(executor.isOk()) << executor.status().toString();
+  if (!executor.isOk())
+    return {};
+  auto engine = engine::Engine::create(**executor, (*executor)->engineConfig());
+  EXPECT_TRUE(engine.isOk()) << engine.status().toString();
+  if (!engine.isOk())
+    return {};
+  engine::Request request;
+  request.prompt_ids = prompt;
+  request.sampling.max_new_tokens = 4;
+  request.sampling.ignore_eos = true;
+  auto results = (*engine)->generate({request});
+  EXPECT_TRUE(results.isOk()) << results.status().toString();
+  if (!results.isOk())
+    return {};
+  return (*executor)->lastDecodeTrace();
+}
+
 // staged_gemvs: the one-row GEMVs with their weights staged in shared memory
 // (StagedGemv.cu, tensor-core dots in another order) run the same model as
 // the register GEMVs, and the last decode step's trace shows them taken.
@@ -358,17 +383,8 @@ TEST(CudaExecutorTest, StagedGemvsRunTheSameModel) {
     EXPECT_EQ(with_staged.tokens, reference.tokens);
     expectClose(with_staged, reference, 0.05, "staged GEMVs");
 
-    auto executor = CudaExecutor::create(**artifact, staged);
-    ASSERT_TRUE(executor.isOk()) << executor.status().toString();
-    auto engine = engine::Engine::create(**executor, (*executor)->engineConfig());
-    ASSERT_TRUE(engine.isOk()) << engine.status().toString();
-    engine::Request request;
-    request.prompt_ids = one[0];
-    request.sampling.max_new_tokens = 3;
-    request.sampling.ignore_eos = true;
-    ASSERT_TRUE((*engine)->generate({request}).isOk());
     int staged_launches = 0;
-    for (const DecodeTraceEntry &e : (*executor)->lastDecodeTrace())
+    for (const DecodeTraceEntry &e : lastDecodeTrace(**artifact, staged, one[0]))
       staged_launches += e.label.find("staged gemv") != std::string::npos;
     // Per layer the QKV alone, or also o_proj, gate/up and down.
     const bool all = which == CudaExecutorOptions::StagedGemvs::kAll;
@@ -394,18 +410,9 @@ TEST(CudaExecutorTest, DecodeStepTraceStampsEveryKernelInOrder) {
   EXPECT_EQ(with_trace.tokens, reference.tokens);
   expectClose(with_trace, reference, 0.0, "a traced step");
 
-  // The same generation on an executor kept here, to read its last step.
-  auto executor = CudaExecutor::create(**artifact, traced);
-  ASSERT_TRUE(executor.isOk()) << executor.status().toString();
-  auto engine = engine::Engine::create(**executor, (*executor)->engineConfig());
-  ASSERT_TRUE(engine.isOk()) << engine.status().toString();
-  engine::Request request;
-  request.prompt_ids = one[0];
-  request.sampling.max_new_tokens = 4;
-  request.sampling.ignore_eos = true;
-  auto results = (*engine)->generate({request});
-  ASSERT_TRUE(results.isOk()) << results.status().toString();
-  const std::vector<DecodeTraceEntry> trace = (*executor)->lastDecodeTrace();
+  // The same generation on an executor kept to read its last step.
+  const std::vector<DecodeTraceEntry> trace = lastDecodeTrace(**artifact, traced, one[0]);
+  ASSERT_FALSE(trace.empty());
   int gemvs = 0, attentions = 0;
   for (size_t i = 0; i < trace.size(); ++i) {
     const DecodeTraceEntry &e = trace[i];

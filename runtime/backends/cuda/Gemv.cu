@@ -71,7 +71,6 @@ template <typename T, typename OutT, int kMaxRows, int kWarpsPerBlock, int kUnro
 __global__ void __launch_bounds__(kWarpsPerBlock * 32)
     gemvKernel(const GemvArgs a, const int slices) {
   __shared__ float partial[kWarpsPerBlock][3][kMaxRows];
-  __shared__ __align__(8) OutT residual_pairs[kWarpsPerBlock][kMaxRows][2];
   if (!a.late_dependents)
     pdlLaunchDependents();
   kernels::traceEntry(a.trace);
@@ -110,16 +109,6 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
   if (a.late_dependents)
     pdlLaunchDependents();
   kernels::traceWaitRelease(a.trace);
-  // The storing lanes' residual pairs go out beside the input row's loads,
-  // so their L2 round trip overlaps those instead of following the
-  // reduction (the o_proj's and the down projection's last dependent load).
-  // cp.async into shared memory: a value held in registers across the loop
-  // took the 4-warp kernel 56 -> 64 registers, a block an SM fewer.
-  if (a.epilogue == GemvEpilogue::kResidualAdd && a.n % 2 == 0 && valid && slice == 0 && lane < a.m) {
-    const OutT *residual = static_cast<const OutT *>(a.residual) + lane * a.n + row0; // rows row0, row0 + 1
-    kernels::cpAsyncSmall<2 * sizeof(OutT)>(residual_pairs[warp][lane], residual);
-    kernels::cpAsyncCommit();
-  }
   const uint4 *gamma = static_cast<const uint4 *>(a.norm_weight);
   float squares[kMaxRows]; // sum of x^2 over this warp's slice (fused norm)
 #pragma unroll
@@ -183,14 +172,8 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
         }
       }
   }
-  if (writer && valid) {
-    const OutT *residual_pair = nullptr;
-    if (a.epilogue == GemvEpilogue::kResidualAdd && a.n % 2 == 0 && lane < a.m) {
-      kernels::cpAsyncWait<0>(); // this lane's own copy: no barrier
-      residual_pair = residual_pairs[warp][lane];
-    }
-    storePair<T, OutT, kMaxRows>(a, swiglu, row0, row1, lane, acc0, acc1, squares, residual_pair);
-  }
+  if (writer && valid)
+    storePair<T, OutT, kMaxRows>(a, swiglu, row0, row1, lane, acc0, acc1, squares);
   if (a.rope_counters) {
     const int64_t pairs_per_block = kWarpsPerBlock / slices;
     finishHeadIfLast<kMaxRows>(a, 2 * pairs_per_block * blockIdx.x, 2 * pairs_per_block);

@@ -88,14 +88,10 @@ template <typename T> __device__ __forceinline__ void addSquares(const uint4 &x,
 
 /// One pair's epilogue: the fused norm's scale, bias, then SwiGLU or the
 /// residual add, and one rounding store; lane m stores token m's values.
-/// `residual_pair`, when not null, holds this lane's residual of rows row0
-/// and row1, copied into shared memory earlier (Gemv.cu); otherwise the
-/// residual is read here.
 template <typename T, typename OutT, int kMaxRows>
 __device__ __forceinline__ void
 storePair(const GemvArgs &a, bool swiglu, int64_t row0, int64_t row1, int lane,
-          float (&acc0)[kMaxRows], float (&acc1)[kMaxRows], const float (&squares)[kMaxRows],
-          const OutT *residual_pair = nullptr) {
+          float (&acc0)[kMaxRows], float (&acc1)[kMaxRows], const float (&squares)[kMaxRows]) {
   if (a.norm)
 #pragma unroll
     for (int m = 0; m < kMaxRows; ++m) {
@@ -121,9 +117,9 @@ storePair(const GemvArgs &a, bool swiglu, int64_t row0, int64_t row1, int lane,
     }
     bool second = row1 != row0;
     if (a.epilogue == GemvEpilogue::kResidualAdd) {
-      g += Store<OutT>::toFloat(residual_pair ? residual_pair[0] : residual[m * a.n + row0]);
+      g += Store<OutT>::toFloat(residual[m * a.n + row0]);
       if (second)
-        u += Store<OutT>::toFloat(residual_pair ? residual_pair[1] : residual[m * a.n + row1]);
+        u += Store<OutT>::toFloat(residual[m * a.n + row1]);
     }
     out[m * a.n + row0] = Store<OutT>::fromFloat(g);
     if (second)

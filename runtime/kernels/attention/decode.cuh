@@ -231,64 +231,36 @@ __device__ __forceinline__ void decodeEpilogue(const DecodeParams &params, const
   const bool cluster = params.cluster_combine;
   __shared__ __align__(16) float cluster_o[G * D];
   __shared__ float cluster_lse[G];
-  // Each warp's weight exp2(m_w - max) and each head's sum, once per head
-  // (G threads), then every output element scales by them. Before, each of
-  // the G * D threads recomputed all W exponentials and reread every warp's
-  // maximum and sum: the wide CTA's merge took ~1.7K cycles on Qwen3 (block 0,
-  // states stored to exit, device run 109). Same operations in the same
-  // order: bitwise as before.
-  __shared__ float merge_weight[W * G]; // [w][g]
-  __shared__ float merge_max[G], merge_sum[G];
-  if (threadIdx.x < G) {
-    const int g = threadIdx.x;
+  for (int idx = threadIdx.x; idx < G * D; idx += kThreads) {
+    const int g = idx / D, dim = idx % D;
+    const int head = kv_head * G + g;
     float max_m = -INFINITY;
 #pragma unroll
     for (int w = 0; w < W; ++w)
       max_m = fmaxf(max_m, warp_m[w * G + g]);
-    float sum = 0.f;
+    float sum = 0.f, out = 0.f;
     if (max_m != -INFINITY) {
 #pragma unroll
       for (int w = 0; w < W; ++w) {
-        const float wgt = exp2f(warp_m[w * G + g] - max_m);
-        merge_weight[w * G + g] = wgt;
+        float wgt = exp2f(warp_m[w * G + g] - max_m);
         sum += warp_l[w * G + g] * wgt;
+        out += warp_acc[(w * G + g) * D + dim] * wgt;
       }
-    }
-    merge_max[g] = max_m;
-    merge_sum[g] = sum;
-  }
-  __syncthreads();
-  // Two adjacent elements a thread.
-  for (int idx = threadIdx.x; idx < G * D / 2; idx += kThreads) {
-    const int g = idx / (D / 2), dim = 2 * (idx % (D / 2));
-    const int head = kv_head * G + g;
-    const float max_m = merge_max[g], sum = merge_sum[g];
-    float2 out = make_float2(0.f, 0.f);
-    if (max_m != -INFINITY) {
-#pragma unroll
-      for (int w = 0; w < W; ++w) {
-        const float wgt = merge_weight[w * G + g];
-        const float2 acc = *reinterpret_cast<const float2 *>(warp_acc + (w * G + g) * D + dim);
-        out.x += acc.x * wgt;
-        out.y += acc.y * wgt;
-      }
-      out.x /= sum;
-      out.y /= sum;
+      out /= sum;
     }
     const float lse2 = max_m == -INFINITY ? -INFINITY : max_m + log2f(sum);
     const long long row = (long long)seq * params.num_qo_heads + head;
     if (cluster) {
-      *reinterpret_cast<float2 *>(cluster_o + g * D + dim) = out;
+      cluster_o[idx] = out;
       if (dim == 0)
         cluster_lse[g] = lse2;
     } else if (params.num_splits == 1) {
       T *o = static_cast<T *>(params.o) + seq * params.o_batch_stride + head * params.o_head_stride;
-      o[dim] = Ops::fromFloat(out.x);
-      o[dim + 1] = Ops::fromFloat(out.y);
+      o[dim] = Ops::fromFloat(out);
       if (params.maybe_lse != nullptr && dim == 0)
         params.maybe_lse[row] = lse2 * kLn2;
     } else {
-      *reinterpret_cast<float2 *>(params.maybe_partial_o + (split * rows + row) * D + dim) = out;
+      params.maybe_partial_o[(split * rows + row) * D + dim] = out;
       if (dim == 0)
         params.maybe_partial_lse[split * rows + row] = lse2;
     }
@@ -512,7 +484,7 @@ __global__ void __launch_bounds__(Traits::kThreads) pagedDecodeKernel(const Deco
   }
 
   // Merge the warps through shared memory.
-  __shared__ __align__(16) float merge_buffer[Traits::kSmemFloats];
+  __shared__ float merge_buffer[Traits::kSmemFloats];
   float *warp_acc = merge_buffer;               // [W][G][D]
   float *warp_m = merge_buffer + W * G * D;     // [W][G]
   float *warp_l = warp_m + W * G;               // [W][G]

@@ -216,13 +216,6 @@ __device__ __forceinline__ void cpAsync16(void *smem, const void *gmem, bool val
 __device__ __forceinline__ void cpAsync16(void *smem, const void *gmem) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(smemAddress(smem)), "l"(gmem));
 }
-/// A 4- or 8-byte async copy (through L1: the .cg form takes only 16), for
-/// a few scalars wanted after a long computation without holding registers
-/// across it.
-template <int kBytes> __device__ __forceinline__ void cpAsyncSmall(void *smem, const void *gmem) {
-  static_assert(kBytes == 4 || kBytes == 8, "cp.async.ca copies 4, 8 or 16 bytes");
-  asm volatile("cp.async.ca.shared.global [%0], [%1], %2;" ::"r"(smemAddress(smem)), "l"(gmem), "n"(kBytes));
-}
 /// An L2 policy whose lines go first: for data read once a step (weights).
 __device__ __forceinline__ unsigned long long l2EvictFirstPolicy() {
   unsigned long long policy;

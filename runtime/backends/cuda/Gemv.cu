@@ -275,6 +275,18 @@ GemvConfig gemvConfigFor(int64_t n, int64_t k) {
     c.unroll = 4;
     if (k >= 4096)
       c.target_warps_per_sm = 64;
+  } else if (k <= 1024 && n >= 4096) {
+    // K unsplit, 4 chunks (Qwen3-0.6B's qkv): half the blocks of the split
+    // K leave SMs free as the GEMV before it drains, so the decode
+    // attention's 16-warp CTA after it becomes resident ~3.4 us early
+    // instead of ~1.2 (its share 7.0 -> 6.4 us a layer), and 4 chunks a
+    // lane keep the whole row in flight (the QKV's own time after its wait
+    // 2.95 -> 2.62 us). Device runs 115-116: the b1 step 0.666 -> 0.661 ms;
+    // unsplit with 2 chunks lost (QKV +2.4 us, run 114), as did 4 chunks
+    // with K split (+0.021 ms).
+    c.warps_per_block = 4;
+    c.unroll = 4;
+    c.target_warps_per_sm = 1;
   } else if (k <= 2048) {
     c.warps_per_block = 4;
   } else if (k < 4096) {

@@ -108,7 +108,10 @@ struct GemvConfig {
 /// results/2026-12-01-h200-gemv-sweep-run19.json; run 56 of 30, K split to
 /// 256 warps per SM, ...-run56-gemv-sweep.json), each shape's best or
 /// within 0.4 us of it, where the model's step agrees:
-/// - below 6144 rows: 4 warps a block, 2 chunks, 16 warps per SM up to
+/// - below 6144 rows: from 4096 rows at k <= 1024 (Qwen3 qkv) 4 warps, 4
+///   chunks, K unsplit, ranked in the model (device runs 114-116: fewer
+///   blocks let the decode attention after it start early); otherwise 4
+///   warps a block, 2 chunks, 16 warps per SM up to
 ///   k = 2048 (Qwen3 qkv 3.4 -> 3.2 us, o_proj 2.6 -> 2.3); 4 warps and 4
 ///   chunks below k = 4096 (Qwen3 down 3.19 -> 3.10; its step of GEMVs
 ///   512 -> 498 us with it, run 56); else 8 warps, 2 chunks (Llama o_proj

@@ -231,55 +231,36 @@ __device__ __forceinline__ void decodeEpilogue(const DecodeParams &params, const
   const bool cluster = params.cluster_combine;
   __shared__ __align__(16) float cluster_o[G * D];
   __shared__ float cluster_lse[G];
-  // Four adjacent elements a thread, each with the weights recomputed (in
-  // parallel: computing them once a head and sharing them through shared
-  // memory put a serial pass and a barrier on the path, +565 cycles on
-  // Qwen3-0.6B, device run 112). A quarter of the threads and of the shared
-  // loads of maxima and sums, the states read 16 bytes at a time. Each
-  // element's sum runs over the warps in the same order as before: bitwise
-  // the one-element-a-thread merge.
-  static_assert(D % 4 == 0, "the merge takes four elements a thread");
-  for (int idx = threadIdx.x; idx < G * D / 4; idx += kThreads) {
-    const int g = idx / (D / 4), dim = 4 * (idx % (D / 4));
+  for (int idx = threadIdx.x; idx < G * D; idx += kThreads) {
+    const int g = idx / D, dim = idx % D;
     const int head = kv_head * G + g;
     float max_m = -INFINITY;
 #pragma unroll
     for (int w = 0; w < W; ++w)
       max_m = fmaxf(max_m, warp_m[w * G + g]);
-    float sum = 0.f;
-    float4 out = make_float4(0.f, 0.f, 0.f, 0.f);
+    float sum = 0.f, out = 0.f;
     if (max_m != -INFINITY) {
 #pragma unroll
       for (int w = 0; w < W; ++w) {
-        const float wgt = exp2f(warp_m[w * G + g] - max_m);
+        float wgt = exp2f(warp_m[w * G + g] - max_m);
         sum += warp_l[w * G + g] * wgt;
-        const float4 acc = *reinterpret_cast<const float4 *>(warp_acc + (w * G + g) * D + dim);
-        out.x += acc.x * wgt;
-        out.y += acc.y * wgt;
-        out.z += acc.z * wgt;
-        out.w += acc.w * wgt;
+        out += warp_acc[(w * G + g) * D + dim] * wgt;
       }
-      out.x /= sum;
-      out.y /= sum;
-      out.z /= sum;
-      out.w /= sum;
+      out /= sum;
     }
     const float lse2 = max_m == -INFINITY ? -INFINITY : max_m + log2f(sum);
     const long long row = (long long)seq * params.num_qo_heads + head;
     if (cluster) {
-      *reinterpret_cast<float4 *>(cluster_o + g * D + dim) = out;
+      cluster_o[idx] = out;
       if (dim == 0)
         cluster_lse[g] = lse2;
     } else if (params.num_splits == 1) {
-      T *o = static_cast<T *>(params.o) + seq * params.o_batch_stride + head * params.o_head_stride + dim;
-      o[0] = Ops::fromFloat(out.x);
-      o[1] = Ops::fromFloat(out.y);
-      o[2] = Ops::fromFloat(out.z);
-      o[3] = Ops::fromFloat(out.w);
+      T *o = static_cast<T *>(params.o) + seq * params.o_batch_stride + head * params.o_head_stride;
+      o[dim] = Ops::fromFloat(out);
       if (params.maybe_lse != nullptr && dim == 0)
         params.maybe_lse[row] = lse2 * kLn2;
     } else {
-      *reinterpret_cast<float4 *>(params.maybe_partial_o + (split * rows + row) * D + dim) = out;
+      params.maybe_partial_o[(split * rows + row) * D + dim] = out;
       if (dim == 0)
         params.maybe_partial_lse[split * rows + row] = lse2;
     }
@@ -503,7 +484,7 @@ __global__ void __launch_bounds__(Traits::kThreads) pagedDecodeKernel(const Deco
   }
 
   // Merge the warps through shared memory.
-  __shared__ __align__(16) float merge_buffer[Traits::kSmemFloats];
+  __shared__ float merge_buffer[Traits::kSmemFloats];
   float *warp_acc = merge_buffer;               // [W][G][D]
   float *warp_m = merge_buffer + W * G * D;     // [W][G]
   float *warp_l = warp_m + W * G;               // [W][G]

@@ -588,9 +588,10 @@ __global__ void __launch_bounds__(Traits::kThreads) pagedDecodeMmaKernel(const D
     const int row = group + r * 8;
     if (row < G) {
 #pragma unroll
-      for (int j = 0; j < kOTiles; ++j)
-        *reinterpret_cast<float2 *>(warp_acc + (warp * G + row) * D + j * 8 + quad * 2) =
-            make_float2(o_acc[j][2 * r], o_acc[j][2 * r + 1]);
+      for (int j = 0; j < kOTiles; ++j) {
+        warp_acc[(warp * G + row) * D + j * 8 + quad * 2] = o_acc[j][2 * r];
+        warp_acc[(warp * G + row) * D + j * 8 + quad * 2 + 1] = o_acc[j][2 * r + 1];
+      }
       if (quad == 0) {
         warp_m[warp * G + row] = row_max[r];
         warp_l[warp * G + row] = sum;

@@ -253,7 +253,8 @@ TEST(GemvTest, ConfigurationFollowsTheShape) {
     int64_t n, k;
     int warps, unroll, target;
   };
-  for (const Expected &e : {Expected{4096, 1024, 4, 2, 16},   // Qwen3-0.6B qkv
+  for (const Expected &e : {Expected{4096, 1024, 4, 4, 1},    // Qwen3-0.6B qkv: K unsplit
+                            Expected{1024, 2048, 4, 2, 16},   // its o_proj
                             Expected{1024, 3072, 4, 4, 16},   // its down
                             Expected{6144, 1024, 4, 4, 16},   // its gate/up
                             Expected{4096, 4096, 8, 2, 16},   // Llama-3-8B o_proj

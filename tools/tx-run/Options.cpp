@@ -97,6 +97,10 @@ Output:
                           (cuda) the decode attention lets the kernel after
                           it launch once its keys are done, not at its start
                           (for comparison)
+  --attention-spins-on-qkv
+                          (cuda) the decode attention spins on counts the
+                          QKV GEMV raises per KV group instead of waiting
+                          for its whole grid (bit-identical)
   --gemv-after-attention-late-dependents
                           (cuda) the GEMV after the decode attention lets
                           the kernel after it launch once its wait releases,
@@ -292,6 +296,9 @@ Options parseArguments(int argc, char **argv) {
         options.cuda.staged_gemvs = StagedGemvs::kAll;
       else
         fail("--staged-gemvs takes none, qkv or all, not '" + which + "'");
+    } else if (arg == "--attention-spins-on-qkv") {
+      cudaOnly();
+      options.cuda.attention_spins_on_qkv = true;
     } else if (arg == "--gemv-after-attention-late-dependents") {
       cudaOnly();
       options.cuda.gemv_after_attention_late_dependents = true;

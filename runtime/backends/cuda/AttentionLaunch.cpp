@@ -11,7 +11,17 @@ Status CudaExecutor::State::flushPendingRope() {
   if (!pending_rope.active)
     return Status::ok();
   pending_rope.active = false;
+  TXC_RETURN_IF_ERROR(clearQkvReady());
   return cudaStatus(launchRopeAppend(pending_rope.args, stream), "rope kernel launch");
+}
+
+// Stream-ordered after the GEMV's grid (a memset waits for it), so no
+// count of it lands after the zeroing.
+Status CudaExecutor::State::clearQkvReady() {
+  if (!pending_rope.qkv_ready_raised)
+    return Status::ok();
+  pending_rope.qkv_ready_raised = false;
+  return cudaStatus(cudaMemsetAsync(qkv_ready, 0, kQkvReadyBytes, stream), "clearing the QKV hand-off");
 }
 
 Status CudaExecutor::State::attention(const LaunchAttributes &attributes, const DMatrix &query,
@@ -37,6 +47,7 @@ Status CudaExecutor::State::attention(const LaunchAttributes &attributes, const 
   using Ablation = CudaExecutorOptions::DecodeAttentionAblation;
   if (tokens == seqs && options.ablate_decode_attention != Ablation::kNone) {
     pending_rope.active = false; // neither the rope nor the attention runs
+    TXC_RETURN_IF_ERROR(clearQkvReady());
     if (options.ablate_decode_attention == Ablation::kNoLaunch)
       return Status::ok();
     return cudaStatus(launchEmptyKernel(options.attention_pdl, takeTraceSlots("empty kernel"), stream),
@@ -159,11 +170,15 @@ Status CudaExecutor::State::attention(const LaunchAttributes &attributes, const 
           p.maybe_q_norm = rope.q_norm;
           p.maybe_k_norm = rope.k_norm;
           p.rope_norm_eps = rope.norm_eps;
+          if (pending_rope.qkv_ready_raised)
+            p.maybe_qkv_ready = qkv_ready;
         }
         p.maybe_trace = takeTraceSlots("decode attention");
         status = kernels::launchPagedDecode(config, p, stream);
-        if (status.isOk() && fold_rope)
+        if (status.isOk() && fold_rope) {
           pending_rope.active = false;
+          pending_rope.qkv_ready_raised = false; // consumed and zeroed by the kernel
+        }
       }
     } else {
       kernels::PrefillParams p;

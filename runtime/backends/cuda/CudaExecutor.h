@@ -145,6 +145,12 @@ struct CudaExecutorOptions {
   /// only after its keys are done (before the split merge) instead of at its
   /// start (DecodeParams::late_dependents). Not yet measured.
   bool attention_late_dependents = false;
+  /// With attention_pdl and the rope folded into the decode attention: the
+  /// QKV GEMV counts the rows it has written of each KV group, and the
+  /// attention's CTAs spin on their group's count instead of waiting for
+  /// the GEMV's grid (kernels::DecodeParams::maybe_qkv_ready): the grid's
+  /// completion and the wait's release cost ~1 us a layer. Bit-identical.
+  bool attention_spins_on_qkv = false;
   /// With use_pdl: the GEMV right after the decode attention (o_proj) lets
   /// the next kernel launch only once its own wait has released, so the
   /// gate/up GEMV's weights do not stream while the attention runs

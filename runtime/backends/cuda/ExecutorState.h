@@ -208,10 +208,23 @@ struct CudaExecutor::State {
   struct PendingRope {
     bool active = false;
     RopeAppendArgs args;
+    // Its QKV GEMV counts rows into qkv_ready for the attention
+    // (attention_spins_on_qkv): the attention consumes the counts, or
+    // clearQkvReady zeroes them.
+    bool qkv_ready_raised = false;
   } pending_rope;
   int num_sms = 0; // of the GPU (launch shapes that fit one wave)
   // Set while the QKV projection's GEMM is launched (qkv_carveout_percent).
   bool qkv_gemv = false;
+  // attention_spins_on_qkv: set while the QKV projection whose rope the
+  // decode attention is to fold in is launched (its heads, for the GEMV's
+  // counts); qkv_ready_raised says whether the GEMV took the hand-off.
+  const RopeAppendArgs *qkv_handoff = nullptr;
+  bool qkv_ready_raised = false;
+  // [2 * kGemvMaxRopeHeads] kernels::DecodeParams::maybe_qkv_ready, zero
+  // between steps.
+  unsigned *qkv_ready = nullptr;
+  static constexpr size_t kQkvReadyBytes = 2 * kGemvMaxRopeHeads * sizeof(unsigned);
   // Set while the launch right after a decode attention runs
   // (gemv_after_attention_late_dependents).
   bool after_attention = false;
@@ -270,6 +283,8 @@ struct CudaExecutor::State {
                     const DMatrix *sum, const DMatrix &out);
   Status flushPendingNorm();
   Status flushPendingRope();
+  // Zeroes the counts of a QKV hand-off no attention took.
+  Status clearQkvReady();
   Status attention(const LaunchAttributes &attributes, const DMatrix &query,
                    const LayerCache &cache, const DMatrix &out);
 };

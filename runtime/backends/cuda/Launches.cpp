@@ -123,6 +123,17 @@ StatusOr<bool> CudaExecutor::State::tryGemv(const DMatrix &input, const DMatrix 
   const GemvConfig config =
       configured ? GemvConfig{configured->warps_per_block, configured->unroll, configured->target_warps_per_sm}
                  : gemvConfigFor(g.n, g.k);
+  if (qkv_handoff) { // the attention after it spins on its counts (attention_spins_on_qkv)
+    GemvArgs handoff = g;
+    handoff.qkv_ready = qkv_ready;
+    handoff.qkv_heads = qkv_handoff->heads;
+    handoff.qkv_kv_heads = qkv_handoff->kv_heads;
+    handoff.qkv_head_dim = qkv_handoff->head_dim;
+    if (gemvSupports(handoff)) {
+      g = handoff;
+      qkv_ready_raised = true;
+    }
+  }
   g.trace = takeTraceSlots("gemv");
   TXC_RETURN_IF_ERROR(cudaStatus(launchGemvWithConfig(g, config, stream), "gemv launch"));
   pending_norm.active = false;
@@ -359,6 +370,13 @@ Status CudaExecutor::State::runLaunch(int index, const pb::Launch &launch) {
     a.out = out.data;
     TXC_ASSIGN_OR_RETURN(a.out_type, etype(out.dtype, "the result"));
     a.pdl = options.use_pdl;
+    // Decode: the attention after it may fold the rope in (same element
+    // type for the QKV, the norms and the cache).
+    const bool defer_rope = decode_attention.rope_in_attention && fusable_ropes.count(index) &&
+                            batch->numTokens() == batch->numSequences() &&
+                            a.qkv_type == a.cache_type &&
+                            (!a.q_norm || a.q_norm_type == a.cache_type) &&
+                            (!a.k_norm || a.k_norm_type == a.cache_type);
     if (fused) {
       // Decode-sized: the GEMV finishes each head itself (no rope launch).
       if (options.fuse_rope && input.cols == weight.cols &&
@@ -369,17 +387,20 @@ Status CudaExecutor::State::runLaunch(int index, const pb::Launch &launch) {
           return Status::ok();
       }
       qkv_gemv = true; // its carveout is the QKV's
+      // The attention folds this rope where it takes the tensor-core kernel
+      // and the step's rotary factors (CudaExecutor::State::attention).
+      if (defer_rope && options.attention_spins_on_qkv && options.use_pdl && options.attention_pdl &&
+          a.heads / a.kv_heads >= kernels::kMinGroupForMmaDecode && a.step_factors &&
+          rope_factor_rows == batch->numSequences())
+        qkv_handoff = &a;
       Status status = gemm(input, weight, bias, DMatrix{}, qkv);
       qkv_gemv = false;
+      qkv_handoff = nullptr;
       TXC_RETURN_IF_ERROR(status);
     }
-    // Decode: the attention after it may fold the rope in (same element
-    // type for the QKV, the norms and the cache).
-    if (decode_attention.rope_in_attention && fusable_ropes.count(index) &&
-        batch->numTokens() == batch->numSequences() && a.qkv_type == a.cache_type &&
-        (!a.q_norm || a.q_norm_type == a.cache_type) &&
-        (!a.k_norm || a.k_norm_type == a.cache_type)) {
-      pending_rope = {true, a};
+    if (defer_rope) {
+      pending_rope = {true, a, qkv_ready_raised};
+      qkv_ready_raised = false;
       return Status::ok();
     }
     return cudaStatus(launchRopeAppend(a, stream), kernel);

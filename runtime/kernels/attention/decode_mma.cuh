@@ -260,6 +260,28 @@ __device__ __forceinline__ void foldRope(const DecodeParams &params, typename Tr
   __syncthreads();
 }
 
+/// DecodeParams::maybe_qkv_ready: instead of waiting for the QKV GEMV's
+/// grid, thread 0 spins until this CTA's KV group is written ((G + 2)
+/// heads of rows), and the group's last CTA to see it zeroes the counts.
+/// The barrier after it orders the CTA's reads of the QKV after the
+/// acquire. The next zeroing store cannot race the next launch's counts:
+/// those come after this grid completes (the o_proj GEMV waits for it).
+template <int G, int D>
+__device__ __forceinline__ void awaitQkvGroup(const DecodeParams &params, int kv_head) {
+  if (threadIdx.x == 0) {
+    unsigned *ready = params.maybe_qkv_ready + kv_head;
+    unsigned *seen = params.maybe_qkv_ready + params.num_kv_heads + kv_head;
+    constexpr unsigned kRows = (G + 2) * D;
+    while (loadAcquireGpu(ready) < kRows) {
+    }
+    if (atomicAdd(seen, 1u) == gridDim.x * gridDim.z - 1) {
+      *seen = 0;
+      *ready = 0;
+    }
+  }
+  __syncthreads();
+}
+
 template <class Traits, class Variant>
 __global__ void __launch_bounds__(Traits::kThreads) pagedDecodeMmaKernel(const DecodeParams params) {
   using T = typename Traits::DType;
@@ -295,7 +317,10 @@ __global__ void __launch_bounds__(Traits::kThreads) pagedDecodeMmaKernel(const D
   // older keys, the page table and kv_lens do not (kv_before_wait).
   const bool early = params.kv_before_wait;
   auto waitForPredecessor = [&]() {
-    pdlWait();
+    if (params.maybe_qkv_ready != nullptr)
+      awaitQkvGroup<G, D>(params, kv_head);
+    else
+      pdlWait();
     traceWaitRelease(trace);
     stampBlock0<Traits>(trace, kBlock0WaitRelease);
     traceLatest(trace, kTraceLatestWaitRelease);

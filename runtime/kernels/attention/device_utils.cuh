@@ -33,6 +33,21 @@ __device__ __forceinline__ void pdlWait() { asm volatile("griddepcontrol.wait;" 
 /// in pdlWait until this grid is done). A no-op without the attribute.
 __device__ __forceinline__ void pdlLaunchDependents() { asm volatile("griddepcontrol.launch_dependents;" ::: "memory"); }
 
+/// A hand-off between a kernel and the next one that does not wait for its
+/// grid (DecodeParams::maybe_qkv_ready): the producer's blocks count what
+/// they wrote into a counter once it is visible GPU-wide (a barrier, then
+/// one thread's fence and atomic add, as a grid barrier does), and the
+/// consumer spins on the counter with acquire loads, which also keep its
+/// SM's L1 from serving lines read before. Deadlock-free only behind PDL
+/// with the producer's blocks all started before the consumer launches
+/// (pdlLaunchDependents at their start): a spinning CTA then never holds an
+/// SM a producer block still needs.
+__device__ __forceinline__ unsigned loadAcquireGpu(const unsigned *address) {
+  unsigned value;
+  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(value) : "l"(address) : "memory");
+  return value;
+}
+
 /// Step tracing, a diagnostic (DecodeParams::maybe_trace, GemvArgs::trace):
 /// a launch's kTraceSlotsPerLaunch slots take globaltimer stamps in
 /// nanoseconds: [0] when the grid's first block started, [1] when its last

@@ -129,6 +129,8 @@ template <typename T> Status launchPagedDecodeTyped(const AttentionConfig &confi
     return Status::unsupported("decode: the folded rope needs the tensor-core kernel (GQA group >= " +
                                std::to_string(kMinGroupForMmaDecode) +
                                "), the step's rotary factors, slot mapping and 2 * rope_half <= head_dim");
+  if (p.maybe_qkv_ready != nullptr && (p.maybe_rope_qkv == nullptr || !p.programmatic_launch))
+    return Status::unsupported("decode: the QKV hand-off (maybe_qkv_ready) needs the folded rope and PDL");
   if (p.wide_cta && !decodeWideCtaBuilt(config.head_dim, group, p.variant))
     return Status::unsupported("decode: the wide CTA is built for GQA groups >= " +
                                std::to_string(kMinGroupForMmaDecode) +

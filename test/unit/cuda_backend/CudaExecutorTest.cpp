@@ -338,6 +338,30 @@ TEST(CudaExecutorTest, LateDependentsOfTheDecodeAttentionChangeNoLogit) {
   expectSameGenerations(**artifact, early, late, 0.0, "late dependents");
 }
 
+// attention_spins_on_qkv: the decode attention's CTAs spin on the QKV
+// GEMV's per-group row counts instead of waiting for its grid. Only the
+// moment the attention reads the QKV moves, so the logits agree to the bit;
+// counts left behind (or read before the GEMV wrote them) would let a
+// later layer's or step's attention read a QKV not yet written. One
+// sequence (the GEMV) and five (cuBLASLt, no hand-off), with graphs and
+// without.
+TEST(CudaExecutorTest, AttentionSpinningOnTheQkvGemvChangesNoLogit) {
+  TXC_SKIP_WITHOUT_GPU();
+  TinyModelOptions model = groupOfTwoModel(2);
+  auto artifact = tinyArtifact(model, "tiny-cuda-qkv-spin.txm");
+  ASSERT_TRUE(artifact.isOk()) << artifact.status().toString();
+  for (bool graphs : {true, false}) {
+    CudaExecutorOptions waiting;
+    waiting.rope_in_attention = true;
+    if (!graphs)
+      waiting.use_cuda_graphs = false;
+    CudaExecutorOptions spinning = waiting;
+    spinning.attention_spins_on_qkv = true;
+    expectSameGenerations(**artifact, waiting, spinning, 0.0,
+                          std::string("attention spinning on the QKV") + (graphs ? ", graphs" : ""));
+  }
+}
+
 /// One sequence of `prompt`, greedy, 4 new tokens, on an executor with
 /// trace_decode_steps: its last decode step's trace (empty on a failure,
 /// which is reported).

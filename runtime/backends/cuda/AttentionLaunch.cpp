@@ -11,17 +11,24 @@ Status CudaExecutor::State::flushPendingRope() {
   if (!pending_rope.active)
     return Status::ok();
   pending_rope.active = false;
-  TXC_RETURN_IF_ERROR(clearQkvReady());
+  TXC_RETURN_IF_ERROR(clearQkvHandoff());
   return cudaStatus(launchRopeAppend(pending_rope.args, stream), "rope kernel launch");
 }
 
 // Stream-ordered after the GEMV's grid (a memset waits for it), so no
 // count of it lands after the zeroing.
-Status CudaExecutor::State::clearQkvReady() {
-  if (!pending_rope.qkv_ready_raised)
-    return Status::ok();
-  pending_rope.qkv_ready_raised = false;
-  return cudaStatus(cudaMemsetAsync(qkv_ready, 0, kQkvReadyBytes, stream), "clearing the QKV hand-off");
+Status CudaExecutor::State::clearQkvHandoff() {
+  if (pending_rope.qkv_ready_raised) {
+    pending_rope.qkv_ready_raised = false;
+    TXC_RETURN_IF_ERROR(
+        cudaStatus(cudaMemsetAsync(qkv_ready, 0, kQkvReadyBytes, stream), "clearing the QKV hand-off"));
+  }
+  if (pending_rope.qkv_lines_raised) {
+    pending_rope.qkv_lines_raised = false;
+    TXC_RETURN_IF_ERROR(
+        cudaStatus(cudaMemsetAsync(qkv_lines, 0, kQkvLinesBytes, stream), "clearing the QKV hand-off"));
+  }
+  return Status::ok();
 }
 
 Status CudaExecutor::State::attention(const LaunchAttributes &attributes, const DMatrix &query,
@@ -47,7 +54,7 @@ Status CudaExecutor::State::attention(const LaunchAttributes &attributes, const 
   using Ablation = CudaExecutorOptions::DecodeAttentionAblation;
   if (tokens == seqs && options.ablate_decode_attention != Ablation::kNone) {
     pending_rope.active = false; // neither the rope nor the attention runs
-    TXC_RETURN_IF_ERROR(clearQkvReady());
+    TXC_RETURN_IF_ERROR(clearQkvHandoff());
     if (options.ablate_decode_attention == Ablation::kNoLaunch)
       return Status::ok();
     return cudaStatus(launchEmptyKernel(options.attention_pdl, takeTraceSlots("empty kernel"), stream),
@@ -172,12 +179,19 @@ Status CudaExecutor::State::attention(const LaunchAttributes &attributes, const 
           p.rope_norm_eps = rope.norm_eps;
           if (pending_rope.qkv_ready_raised)
             p.maybe_qkv_ready = qkv_ready;
+          if (pending_rope.qkv_lines_raised && p.wide_cta && p.num_splits == 1)
+            p.maybe_qkv_lines = qkv_lines;
         }
         p.maybe_trace = takeTraceSlots("decode attention");
         status = kernels::launchPagedDecode(config, p, stream);
         if (status.isOk() && fold_rope) {
           pending_rope.active = false;
-          pending_rope.qkv_ready_raised = false; // consumed and zeroed by the kernel
+          // Consumed and zeroed by the kernel; lines it did not take (not
+          // the wide CTA) are zeroed after it.
+          pending_rope.qkv_ready_raised = false;
+          if (p.maybe_qkv_lines)
+            pending_rope.qkv_lines_raised = false;
+          TXC_RETURN_IF_ERROR(clearQkvHandoff());
         }
       }
     } else {

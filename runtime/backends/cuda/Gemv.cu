@@ -71,15 +71,14 @@ __device__ void finishHeadIfLast(const GemvArgs &a, int64_t first_row, int64_t r
 /// rows_per_block) of the QKV, all inside one head; once every writer's
 /// stores are visible GPU-wide they count toward the head's KV group.
 __device__ void publishQkvRows(const GemvArgs &a, int64_t first_row, int64_t rows_per_block) {
-  __syncthreads(); // the writers' stores, before thread 0's fence
+  __syncthreads(); // the writers' stores, before thread 0's release
   if (threadIdx.x != 0 || first_row >= a.n)
     return;
   // 32-bit: gemvSupports bounds the heads (kGemvMaxRopeHeads) and their size.
   const int head = static_cast<int>(first_row) / static_cast<int>(a.qkv_head_dim);
   const int heads = static_cast<int>(a.qkv_heads), kv_heads = static_cast<int>(a.qkv_kv_heads);
   const int group = head < heads ? head / (heads / kv_heads) : (head - heads) % kv_heads;
-  __threadfence();
-  atomicAdd(a.qkv_ready + group, static_cast<unsigned>(rows_per_block));
+  kernels::addReleaseGpu(a.qkv_ready + group, static_cast<unsigned>(rows_per_block));
 }
 
 template <typename T, typename OutT, int kMaxRows, int kWarpsPerBlock, int kUnroll>
@@ -282,7 +281,9 @@ bool gemvSupports(const GemvArgs &a) {
          (a.epilogue != GemvEpilogue::kSwiglu || a.n % 2 == 0) &&
          (a.epilogue != GemvEpilogue::kResidualAdd || a.residual) &&
          (!a.norm_weight || (a.norm && a.norm_type == a.type && aligned16(a.norm_weight))) &&
-         (!a.rope_counters || ropeEpilogueSupports(a)) && (!a.qkv_ready || qkvHandoffSupports(a));
+         (!a.rope_counters || ropeEpilogueSupports(a)) && (!a.qkv_ready || qkvHandoffSupports(a)) &&
+         (!a.qkv_lines || (a.epilogue == GemvEpilogue::kNone && !a.rope_counters && a.n % 2 == 0 &&
+                           a.m * a.n <= kGemvMaxQkvLines));
 }
 
 cudaError_t launchGemv(const GemvArgs &a, cudaStream_t stream) {

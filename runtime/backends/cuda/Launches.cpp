@@ -123,15 +123,20 @@ StatusOr<bool> CudaExecutor::State::tryGemv(const DMatrix &input, const DMatrix 
   const GemvConfig config =
       configured ? GemvConfig{configured->warps_per_block, configured->unroll, configured->target_warps_per_sm}
                  : gemvConfigFor(g.n, g.k);
-  if (qkv_handoff) { // the attention after it spins on its counts (attention_spins_on_qkv)
+  if (qkv_handoff) { // the attention after it polls what this GEMV raises (qkv_handoff)
     GemvArgs handoff = g;
-    handoff.qkv_ready = qkv_ready;
-    handoff.qkv_heads = qkv_handoff->heads;
-    handoff.qkv_kv_heads = qkv_handoff->kv_heads;
-    handoff.qkv_head_dim = qkv_handoff->head_dim;
+    const bool lines = options.qkv_handoff == CudaExecutorOptions::QkvHandoff::kLines;
+    if (lines) {
+      handoff.qkv_lines = qkv_lines;
+    } else {
+      handoff.qkv_ready = qkv_ready;
+      handoff.qkv_heads = qkv_handoff->heads;
+      handoff.qkv_kv_heads = qkv_handoff->kv_heads;
+      handoff.qkv_head_dim = qkv_handoff->head_dim;
+    }
     if (gemvSupports(handoff)) {
       g = handoff;
-      qkv_ready_raised = true;
+      (lines ? qkv_lines_raised : qkv_ready_raised) = true;
     }
   }
   g.trace = takeTraceSlots("gemv");
@@ -389,7 +394,8 @@ Status CudaExecutor::State::runLaunch(int index, const pb::Launch &launch) {
       qkv_gemv = true; // its carveout is the QKV's
       // The attention folds this rope where it takes the tensor-core kernel
       // and the step's rotary factors (CudaExecutor::State::attention).
-      if (defer_rope && options.attention_spins_on_qkv && options.use_pdl && options.attention_pdl &&
+      if (defer_rope && options.qkv_handoff != CudaExecutorOptions::QkvHandoff::kWait &&
+          options.use_pdl && options.attention_pdl &&
           a.heads / a.kv_heads >= kernels::kMinGroupForMmaDecode && a.step_factors &&
           rope_factor_rows == batch->numSequences())
         qkv_handoff = &a;
@@ -399,8 +405,8 @@ Status CudaExecutor::State::runLaunch(int index, const pb::Launch &launch) {
       TXC_RETURN_IF_ERROR(status);
     }
     if (defer_rope) {
-      pending_rope = {true, a, qkv_ready_raised};
-      qkv_ready_raised = false;
+      pending_rope = {true, a, qkv_ready_raised, qkv_lines_raised};
+      qkv_ready_raised = qkv_lines_raised = false;
       return Status::ok();
     }
     return cudaStatus(launchRopeAppend(a, stream), kernel);

@@ -117,7 +117,7 @@ Status CudaExecutor::State::enqueueLaunches(const engine::Batch &b) {
   pending_norm.active = false;
   pending_rope.active = false;
   trace_labels.clear();
-  Status status = clearQkvReady(); // left raised by a step that failed after its QKV GEMV
+  Status status = clearQkvHandoff(); // left raised by a step that failed after its QKV GEMV
   // ~20 ms at 2 GHz, longer than enqueueing a step's launches takes.
   if (status.isOk() && profile)
     status = cudaStatus(launchSpin(40'000'000, stream), path + ": profile spin");

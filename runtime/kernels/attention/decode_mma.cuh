@@ -123,6 +123,30 @@ __device__ __forceinline__ void storeNewestKv(const DecodeParams &params, const 
   }
 }
 
+/// DecodeParams::maybe_qkv_lines: spins until the kN flagged lines at
+/// `src` are written, their values into `dst` (unless null), then zeroes
+/// them for the next launch. All loads go out before any is checked.
+template <int kN>
+__device__ __forceinline__ void pollLines(unsigned long long *src, float *dst) {
+  ulonglong2 v[kN / 2];
+#pragma unroll
+  for (int k = 0; k < kN / 2; ++k)
+    v[k] = loadLinePair(src + 2 * k);
+#pragma unroll
+  for (int k = 0; k < kN / 2; ++k)
+    while (!(v[k].x & v[k].y & kLineFlag))
+      v[k] = loadLinePair(src + 2 * k);
+  if (dst != nullptr)
+#pragma unroll
+    for (int k = 0; k < kN / 2; ++k) {
+      dst[2 * k] = __uint_as_float(static_cast<unsigned>(v[k].x));
+      dst[2 * k + 1] = __uint_as_float(static_cast<unsigned>(v[k].y));
+    }
+#pragma unroll
+  for (int k = 0; k < kN / 2; ++k)
+    storeLinePair(src + 2 * k, 0, 0);
+}
+
 /// DecodeParams::maybe_rope_qkv, after the wait: the CTA's query heads
 /// (q-norm, rotary) into smem_q (the caller zeroed the rows past the group
 /// before, as loadQ leaves them); if the CTA holds the newest key (`owner`),
@@ -168,17 +192,35 @@ __device__ __forceinline__ void foldRope(const DecodeParams &params, typename Tr
   auto rowLoaded = [&](int j) { return j < count || (j >= G + 2 && rowSource(j) != nullptr); };
   constexpr int kChunks = (G + 4) * CPR;
   constexpr int kPerThread = (kChunks + Traits::kThreads - 1) / Traits::kThreads;
+  // DecodeParams::maybe_qkv_lines (the wide CTA): rows j < G + 2 come as
+  // flagged lines, polled below, the key and value too where this CTA
+  // does not use them, since it zeroes every line it was written.
+  const bool lines = Traits::kWide && params.maybe_qkv_lines != nullptr;
+  auto fromLines = [&](int j) { return lines && j < G + 2; };
   uint4 staged[kPerThread];
 #pragma unroll
   for (int i = 0; i < kPerThread; ++i) {
     const int idx = threadIdx.x + i * Traits::kThreads, j = idx / CPR, c = idx % CPR;
-    if (idx < kChunks && rowLoaded(j))
+    if (idx < kChunks && rowLoaded(j) && !fromLines(j))
       staged[i] = *reinterpret_cast<const uint4 *>(rowSource(j) + c * 8);
+  }
+  if constexpr (Traits::kWide) {
+    if (lines) {
+#pragma unroll
+      for (int i = 0; i < kPerThread; ++i) {
+        const int idx = threadIdx.x + i * Traits::kThreads, j = idx / CPR, c = idx % CPR;
+        if (idx < kChunks && fromLines(j)) {
+          const long long row = j < G ? kv_head * G + j : params.num_qo_heads + (j - G) * params.num_kv_heads + kv_head;
+          unsigned long long *src = params.maybe_qkv_lines + seq * params.rope_qkv_batch_stride + row * D + c * 8;
+          pollLines<8>(src, j < count ? rowTarget(j) + c * 8 : nullptr);
+        }
+      }
+    }
   }
 #pragma unroll
   for (int i = 0; i < kPerThread; ++i) {
     const int idx = threadIdx.x + i * Traits::kThreads, j = idx / CPR, c = idx % CPR;
-    if (idx < kChunks && rowLoaded(j)) {
+    if (idx < kChunks && rowLoaded(j) && !fromLines(j)) {
       float *dst = rowTarget(j) + c * 8;
       const unsigned words[4] = {staged[i].x, staged[i].y, staged[i].z, staged[i].w};
 #pragma unroll
@@ -319,7 +361,7 @@ __global__ void __launch_bounds__(Traits::kThreads) pagedDecodeMmaKernel(const D
   auto waitForPredecessor = [&]() {
     if (params.maybe_qkv_ready != nullptr)
       awaitQkvGroup<G, D>(params, kv_head);
-    else
+    else if (!(Traits::kWide && params.maybe_qkv_lines != nullptr)) // the fold polls those
       pdlWait();
     traceWaitRelease(trace);
     stampBlock0<Traits>(trace, kBlock0WaitRelease);

@@ -48,6 +48,31 @@ __device__ __forceinline__ unsigned loadAcquireGpu(const unsigned *address) {
   return value;
 }
 
+/// The producer's side of that hand-off, for thread 0 after a barrier:
+/// adds `value` once the CTA's writes before the barrier are visible
+/// GPU-wide (a release reduction, cumulative over the barrier).
+__device__ __forceinline__ void addReleaseGpu(unsigned *address, unsigned value) {
+  asm volatile("red.release.gpu.global.add.u32 [%0], %1;" ::"l"(address), "r"(value) : "memory");
+}
+
+/// Flagged lines, the hand-off without a fence (DecodeParams::
+/// maybe_qkv_lines; NCCL's LL protocol does the same): each 8-byte word
+/// holds a value's fp32 bits below kLineFlag. An 8-byte access is
+/// single-copy atomic, so a reader that sees the flag sees the value; the
+/// writer needs no fence and the reader no acquire, only volatile accesses
+/// (past the L1). The reader zeroes what it has read for the next launch.
+constexpr unsigned long long kLineFlag = 1ull << 32;
+
+__device__ __forceinline__ void storeLinePair(unsigned long long *dst, unsigned long long a, unsigned long long b) {
+  asm volatile("st.volatile.global.v2.u64 [%0], {%1, %2};" ::"l"(dst), "l"(a), "l"(b) : "memory");
+}
+
+__device__ __forceinline__ ulonglong2 loadLinePair(const unsigned long long *src) {
+  ulonglong2 v;
+  asm volatile("ld.volatile.global.v2.u64 {%0, %1}, [%2];" : "=l"(v.x), "=l"(v.y) : "l"(src) : "memory");
+  return v;
+}
+
 /// Step tracing, a diagnostic (DecodeParams::maybe_trace, GemvArgs::trace):
 /// a launch's kTraceSlotsPerLaunch slots take globaltimer stamps in
 /// nanoseconds: [0] when the grid's first block started, [1] when its last

@@ -175,6 +175,12 @@ struct DecodeParams {
   // batch, counted in maybe_qkv_ready[num_kv_heads + kv_head]) zeroes both
   // counts for the next launch. [2 * num_kv_heads], zero before first use.
   unsigned *maybe_qkv_ready = nullptr;
+  // The same hand-off without a fence or a count, for the wide CTA of one
+  // split: the QKV GEMV also writes each value as a flagged line
+  // (kLineFlag | its rounded fp32 bits, [batch, rope_qkv_batch_stride]),
+  // the fold polls its group's lines instead of any wait and zeroes them
+  // once read (every line has exactly one reader). Zero before first use.
+  unsigned long long *maybe_qkv_lines = nullptr;
   const void *maybe_q_norm = nullptr;     // [head_dim], the cache's element type
   const void *maybe_k_norm = nullptr;
   float rope_norm_eps = 0.f;

@@ -124,10 +124,12 @@ __device__ __forceinline__ void storeNewestKv(const DecodeParams &params, const 
 }
 
 /// DecodeParams::maybe_qkv_lines: spins until the kN flagged lines at
-/// `src` are written, their values into `dst` (unless null), then zeroes
-/// them for the next launch. All loads go out before any is checked.
+/// `src` are written, their values into `dst` (unless null). All loads go
+/// out before any is checked. The fold zeroes them once its heads are
+/// done (zeroQkvLines): zeroed here, the fold after it ran ~2K cycles
+/// slower (device run 120).
 template <int kN>
-__device__ __forceinline__ void pollLines(unsigned long long *src, float *dst) {
+__device__ __forceinline__ void pollLines(const unsigned long long *src, float *dst) {
   ulonglong2 v[kN / 2];
 #pragma unroll
   for (int k = 0; k < kN / 2; ++k)
@@ -142,9 +144,36 @@ __device__ __forceinline__ void pollLines(unsigned long long *src, float *dst) {
       dst[2 * k] = __uint_as_float(static_cast<unsigned>(v[k].x));
       dst[2 * k + 1] = __uint_as_float(static_cast<unsigned>(v[k].y));
     }
-#pragma unroll
-  for (int k = 0; k < kN / 2; ++k)
-    storeLinePair(src + 2 * k, 0, 0);
+}
+
+/// Row j < G + 2 of the CTA's KV group (its query heads, key, value) in
+/// DecodeParams::maybe_qkv_lines.
+template <int G, int D>
+__device__ __forceinline__ unsigned long long *qkvLinesRow(const DecodeParams &params, int kv_head, int seq, int j) {
+  const long long row = j < G ? kv_head * G + j : params.num_qo_heads + (j - G) * params.num_kv_heads + kv_head;
+  return params.maybe_qkv_lines + seq * params.rope_qkv_batch_stride + row * D;
+}
+
+/// Zeroes the CTA's lines for the next launch, off the fold's path (every
+/// line has exactly this one reader); the KV head and sequence from
+/// blockIdx.
+template <int G, int D, int kThreads>
+__device__ __forceinline__ void zeroQkvLines(const DecodeParams &params) {
+  const int kv_head = blockIdx.y;
+  unsigned long long *lines = params.maybe_qkv_lines + blockIdx.z * params.rope_qkv_batch_stride;
+  auto zero = [&](int idx) {
+    const int j = 2 * idx / D;
+    const int row = j < G ? kv_head * G + j : params.num_qo_heads + (j - G) * params.num_kv_heads + kv_head;
+    storeLinePair(lines + row * D + 2 * idx % D, 0, 0);
+  };
+  // A loop where one pair a thread covers them spilled the wide CTA.
+  if constexpr ((G + 2) * D / 2 <= kThreads) {
+    if (threadIdx.x < (G + 2) * D / 2)
+      zero(threadIdx.x);
+  } else {
+    for (int idx = threadIdx.x; idx < (G + 2) * D / 2; idx += kThreads)
+      zero(idx);
+  }
 }
 
 /// DecodeParams::maybe_rope_qkv, after the wait: the CTA's query heads
@@ -210,9 +239,7 @@ __device__ __forceinline__ void foldRope(const DecodeParams &params, typename Tr
       for (int i = 0; i < kPerThread; ++i) {
         const int idx = threadIdx.x + i * Traits::kThreads, j = idx / CPR, c = idx % CPR;
         if (idx < kChunks && fromLines(j)) {
-          const long long row = j < G ? kv_head * G + j : params.num_qo_heads + (j - G) * params.num_kv_heads + kv_head;
-          unsigned long long *src = params.maybe_qkv_lines + seq * params.rope_qkv_batch_stride + row * D + c * 8;
-          pollLines<8>(src, j < count ? rowTarget(j) + c * 8 : nullptr);
+          pollLines<8>(qkvLinesRow<G, D>(params, kv_head, seq, j) + c * 8, j < count ? rowTarget(j) + c * 8 : nullptr);
         }
       }
     }
@@ -300,6 +327,9 @@ __device__ __forceinline__ void foldRope(const DecodeParams &params, typename Tr
   if (owner && staged_row < 0)
     __threadfence();
   __syncthreads();
+  if constexpr (Traits::kWide)
+    if (lines)
+      zeroQkvLines<G, D, Traits::kThreads>(params);
 }
 
 /// DecodeParams::maybe_qkv_ready: instead of waiting for the QKV GEMV's

@@ -58,18 +58,20 @@ __device__ __forceinline__ void addReleaseGpu(unsigned *address, unsigned value)
 /// Flagged lines, the hand-off without a fence (DecodeParams::
 /// maybe_qkv_lines; NCCL's LL protocol does the same): each 8-byte word
 /// holds a value's fp32 bits below kLineFlag. An 8-byte access is
-/// single-copy atomic, so a reader that sees the flag sees the value; the
-/// writer needs no fence and the reader no acquire, only volatile accesses
-/// (past the L1). The reader zeroes what it has read for the next launch.
+/// single-copy atomic (also as an element of a vector access), so a reader
+/// that sees the flag sees the value; the writer needs no fence and the
+/// reader no acquire, only relaxed accesses at GPU scope (past the L1; not
+/// volatile, which is system scope). The reader zeroes what it has read
+/// for the next launch.
 constexpr unsigned long long kLineFlag = 1ull << 32;
 
 __device__ __forceinline__ void storeLinePair(unsigned long long *dst, unsigned long long a, unsigned long long b) {
-  asm volatile("st.volatile.global.v2.u64 [%0], {%1, %2};" ::"l"(dst), "l"(a), "l"(b) : "memory");
+  asm volatile("st.relaxed.gpu.global.v2.u64 [%0], {%1, %2};" ::"l"(dst), "l"(a), "l"(b) : "memory");
 }
 
 __device__ __forceinline__ ulonglong2 loadLinePair(const unsigned long long *src) {
   ulonglong2 v;
-  asm volatile("ld.volatile.global.v2.u64 {%0, %1}, [%2];" : "=l"(v.x), "=l"(v.y) : "l"(src) : "memory");
+  asm volatile("ld.relaxed.gpu.global.v2.u64 {%0, %1}, [%2];" : "=l"(v.x), "=l"(v.y) : "l"(src) : "memory");
   return v;
 }
 

@@ -97,12 +97,6 @@ Output:
                           (cuda) the decode attention lets the kernel after
                           it launch once its keys are done, not at its start
                           (for comparison)
-  --qkv-handoff wait|counts|lines
-                          (cuda) how the decode attention learns the QKV
-                          GEMV wrote its heads: it waits for the GEMV's
-                          grid (default), spins on row counts per KV group,
-                          or polls the QKV written as flagged lines (wide
-                          CTA only); bit-identical
   --gemv-after-attention-late-dependents
                           (cuda) the GEMV after the decode attention lets
                           the kernel after it launch once its wait releases,
@@ -298,18 +292,6 @@ Options parseArguments(int argc, char **argv) {
         options.cuda.staged_gemvs = StagedGemvs::kAll;
       else
         fail("--staged-gemvs takes none, qkv or all, not '" + which + "'");
-    } else if (arg == "--qkv-handoff") {
-      cudaOnly();
-      using QkvHandoff = cuda::CudaExecutorOptions::QkvHandoff;
-      const std::string which = value();
-      if (which == "wait")
-        options.cuda.qkv_handoff = QkvHandoff::kWait;
-      else if (which == "counts")
-        options.cuda.qkv_handoff = QkvHandoff::kCounts;
-      else if (which == "lines")
-        options.cuda.qkv_handoff = QkvHandoff::kLines;
-      else
-        fail("--qkv-handoff takes wait, counts or lines, not '" + which + "'");
     } else if (arg == "--gemv-after-attention-late-dependents") {
       cudaOnly();
       options.cuda.gemv_after_attention_late_dependents = true;

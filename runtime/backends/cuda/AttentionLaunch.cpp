@@ -11,24 +11,7 @@ Status CudaExecutor::State::flushPendingRope() {
   if (!pending_rope.active)
     return Status::ok();
   pending_rope.active = false;
-  TXC_RETURN_IF_ERROR(clearQkvHandoff());
   return cudaStatus(launchRopeAppend(pending_rope.args, stream), "rope kernel launch");
-}
-
-// Stream-ordered after the GEMV's grid (a memset waits for it), so no
-// count of it lands after the zeroing.
-Status CudaExecutor::State::clearQkvHandoff() {
-  if (pending_rope.qkv_ready_raised) {
-    pending_rope.qkv_ready_raised = false;
-    TXC_RETURN_IF_ERROR(
-        cudaStatus(cudaMemsetAsync(qkv_ready, 0, kQkvReadyBytes, stream), "clearing the QKV hand-off"));
-  }
-  if (pending_rope.qkv_lines_raised) {
-    pending_rope.qkv_lines_raised = false;
-    TXC_RETURN_IF_ERROR(
-        cudaStatus(cudaMemsetAsync(qkv_lines, 0, kQkvLinesBytes, stream), "clearing the QKV hand-off"));
-  }
-  return Status::ok();
 }
 
 Status CudaExecutor::State::attention(const LaunchAttributes &attributes, const DMatrix &query,
@@ -54,7 +37,6 @@ Status CudaExecutor::State::attention(const LaunchAttributes &attributes, const 
   using Ablation = CudaExecutorOptions::DecodeAttentionAblation;
   if (tokens == seqs && options.ablate_decode_attention != Ablation::kNone) {
     pending_rope.active = false; // neither the rope nor the attention runs
-    TXC_RETURN_IF_ERROR(clearQkvHandoff());
     if (options.ablate_decode_attention == Ablation::kNoLaunch)
       return Status::ok();
     return cudaStatus(launchEmptyKernel(options.attention_pdl, takeTraceSlots("empty kernel"), stream),
@@ -177,22 +159,11 @@ Status CudaExecutor::State::attention(const LaunchAttributes &attributes, const 
           p.maybe_q_norm = rope.q_norm;
           p.maybe_k_norm = rope.k_norm;
           p.rope_norm_eps = rope.norm_eps;
-          if (pending_rope.qkv_ready_raised)
-            p.maybe_qkv_ready = qkv_ready;
-          if (pending_rope.qkv_lines_raised && p.wide_cta && p.num_splits == 1)
-            p.maybe_qkv_lines = qkv_lines;
         }
         p.maybe_trace = takeTraceSlots("decode attention");
         status = kernels::launchPagedDecode(config, p, stream);
-        if (status.isOk() && fold_rope) {
+        if (status.isOk() && fold_rope)
           pending_rope.active = false;
-          // Consumed and zeroed by the kernel; lines it did not take (not
-          // the wide CTA) are zeroed after it.
-          pending_rope.qkv_ready_raised = false;
-          if (p.maybe_qkv_lines)
-            pending_rope.qkv_lines_raised = false;
-          TXC_RETURN_IF_ERROR(clearQkvHandoff());
-        }
       }
     } else {
       kernels::PrefillParams p;

@@ -278,12 +278,6 @@ Status CudaExecutor::State::prepare() {
   TXC_ASSIGN_OR_RETURN(void *rc, allocate(kGemvMaxRopeHeads * sizeof(unsigned), "rope counters"));
   rope_counters = static_cast<unsigned *>(rc);
   CU(cudaMemset(rc, 0, kGemvMaxRopeHeads * sizeof(unsigned)), path + ": clearing rope counters");
-  TXC_ASSIGN_OR_RETURN(void *qr, allocate(kQkvReadyBytes, "QKV hand-off counters"));
-  qkv_ready = static_cast<unsigned *>(qr);
-  CU(cudaMemset(qr, 0, kQkvReadyBytes), path + ": clearing the QKV hand-off counters");
-  TXC_ASSIGN_OR_RETURN(void *ql, allocate(kQkvLinesBytes, "QKV hand-off lines"));
-  qkv_lines = static_cast<unsigned long long *>(ql);
-  CU(cudaMemset(ql, 0, kQkvLinesBytes), path + ": clearing the QKV hand-off lines");
   if (options.decode_gemm) {
     CU(prepareDecodeGemm(), path + ": preparing the decode GEMM kernels");
     decode_gemm_workspace.partial_floats = kDecodeGemmPartialFloats;

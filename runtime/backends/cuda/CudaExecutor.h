@@ -145,20 +145,6 @@ struct CudaExecutorOptions {
   /// only after its keys are done (before the split merge) instead of at its
   /// start (DecodeParams::late_dependents). Not yet measured.
   bool attention_late_dependents = false;
-  /// With attention_pdl and the rope folded into the decode attention, how
-  /// the attention learns that the QKV GEMV has written its heads: kWait,
-  /// it waits for the GEMV's grid (PDL); kCounts, the GEMV counts the rows
-  /// it has written of each KV group and the attention's CTAs spin on their
-  /// group's count (kernels::DecodeParams::maybe_qkv_ready); kLines, where
-  /// the wide CTA of one split runs, the GEMV also writes the QKV as
-  /// flagged lines that the fold polls (maybe_qkv_lines: no fence, no
-  /// count, no wait). The grid's completion and the wait's release take
-  /// ~0.8 us a layer. All bit-identical. Device run 118, kCounts with a
-  /// fence.sc and an atomic a GEMV block: Qwen3-0.6B b1 +0.007 ms (the
-  /// attention's wait 0.80 -> 0.48 us, the QKV's blocks 0.5 us longer),
-  /// Llama-3-8B +0.183 (its QKV's 3072 blocks each waited for the fence).
-  enum class QkvHandoff { kWait, kCounts, kLines };
-  QkvHandoff qkv_handoff = QkvHandoff::kWait;
   /// With use_pdl: the GEMV right after the decode attention (o_proj) lets
   /// the next kernel launch only once its own wait has released, so the
   /// gate/up GEMV's weights do not stream while the attention runs

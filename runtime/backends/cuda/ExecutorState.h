@@ -208,26 +208,10 @@ struct CudaExecutor::State {
   struct PendingRope {
     bool active = false;
     RopeAppendArgs args;
-    // Its QKV GEMV counts rows into qkv_ready or writes flagged lines into
-    // qkv_lines for the attention (qkv_handoff): the attention consumes and
-    // zeroes them, or clearQkvHandoff does.
-    bool qkv_ready_raised = false;
-    bool qkv_lines_raised = false;
   } pending_rope;
   int num_sms = 0; // of the GPU (launch shapes that fit one wave)
   // Set while the QKV projection's GEMM is launched (qkv_carveout_percent).
   bool qkv_gemv = false;
-  // qkv_handoff: set while the QKV projection whose rope the decode
-  // attention is to fold in is launched (its heads, for the GEMV's counts);
-  // qkv_*_raised say whether the GEMV took the hand-off.
-  const RopeAppendArgs *qkv_handoff = nullptr;
-  bool qkv_ready_raised = false, qkv_lines_raised = false;
-  // [2 * kGemvMaxRopeHeads] kernels::DecodeParams::maybe_qkv_ready and
-  // [kGemvMaxQkvLines] maybe_qkv_lines, zero between steps.
-  unsigned *qkv_ready = nullptr;
-  unsigned long long *qkv_lines = nullptr;
-  static constexpr size_t kQkvLinesBytes = kGemvMaxQkvLines * sizeof(unsigned long long);
-  static constexpr size_t kQkvReadyBytes = 2 * kGemvMaxRopeHeads * sizeof(unsigned);
   // Set while the launch right after a decode attention runs
   // (gemv_after_attention_late_dependents).
   bool after_attention = false;
@@ -286,8 +270,6 @@ struct CudaExecutor::State {
                     const DMatrix *sum, const DMatrix &out);
   Status flushPendingNorm();
   Status flushPendingRope();
-  // Zeroes the counts or lines of a QKV hand-off no attention took.
-  Status clearQkvHandoff();
   Status attention(const LaunchAttributes &attributes, const DMatrix &query,
                    const LayerCache &cache, const DMatrix &out);
 };

@@ -67,20 +67,6 @@ __device__ void finishHeadIfLast(const GemvArgs &a, int64_t first_row, int64_t r
   ropeAppendStagedHead(a.rope, warp, head, staged_head, lane);
 }
 
-/// GemvArgs::qkv_ready: this block wrote rows [first_row, first_row +
-/// rows_per_block) of the QKV, all inside one head; once every writer's
-/// stores are visible GPU-wide they count toward the head's KV group.
-__device__ void publishQkvRows(const GemvArgs &a, int64_t first_row, int64_t rows_per_block) {
-  __syncthreads(); // the writers' stores, before thread 0's release
-  if (threadIdx.x != 0 || first_row >= a.n)
-    return;
-  // 32-bit: gemvSupports bounds the heads (kGemvMaxRopeHeads) and their size.
-  const int head = static_cast<int>(first_row) / static_cast<int>(a.qkv_head_dim);
-  const int heads = static_cast<int>(a.qkv_heads), kv_heads = static_cast<int>(a.qkv_kv_heads);
-  const int group = head < heads ? head / (heads / kv_heads) : (head - heads) % kv_heads;
-  kernels::addReleaseGpu(a.qkv_ready + group, static_cast<unsigned>(rows_per_block));
-}
-
 template <typename T, typename OutT, int kMaxRows, int kWarpsPerBlock, int kUnroll>
 __global__ void __launch_bounds__(kWarpsPerBlock * 32)
     gemvKernel(const GemvArgs a, const int slices) {
@@ -188,11 +174,10 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
   }
   if (writer && valid)
     storePair<T, OutT, kMaxRows>(a, swiglu, row0, row1, lane, acc0, acc1, squares);
-  const int64_t pairs_per_block = kWarpsPerBlock / slices;
-  if (a.rope_counters)
+  if (a.rope_counters) {
+    const int64_t pairs_per_block = kWarpsPerBlock / slices;
     finishHeadIfLast<kMaxRows>(a, 2 * pairs_per_block * blockIdx.x, 2 * pairs_per_block);
-  if (a.qkv_ready)
-    publishQkvRows(a, 2 * pairs_per_block * blockIdx.x, 2 * pairs_per_block);
+  }
   kernels::traceExit(a.trace);
 }
 
@@ -265,13 +250,6 @@ bool ropeEpilogueSupports(const GemvArgs &a) {
          a.n == heads * r.head_dim && 2 * r.half <= r.head_dim;
 }
 
-bool qkvHandoffSupports(const GemvArgs &a) {
-  return a.epilogue == GemvEpilogue::kNone && !a.rope_counters && a.qkv_heads > 0 &&
-         a.qkv_heads + 2 * a.qkv_kv_heads <= kGemvMaxRopeHeads && a.qkv_head_dim <= kGemvMaxRopeHeadDim &&
-         a.qkv_kv_heads > 0 && a.qkv_heads % a.qkv_kv_heads == 0 && a.qkv_head_dim > 0 &&
-         a.qkv_head_dim % 16 == 0 && a.n == (a.qkv_heads + 2 * a.qkv_kv_heads) * a.qkv_head_dim;
-}
-
 } // namespace
 
 bool gemvSupports(const GemvArgs &a) {
@@ -281,9 +259,7 @@ bool gemvSupports(const GemvArgs &a) {
          (a.epilogue != GemvEpilogue::kSwiglu || a.n % 2 == 0) &&
          (a.epilogue != GemvEpilogue::kResidualAdd || a.residual) &&
          (!a.norm_weight || (a.norm && a.norm_type == a.type && aligned16(a.norm_weight))) &&
-         (!a.rope_counters || ropeEpilogueSupports(a)) && (!a.qkv_ready || qkvHandoffSupports(a)) &&
-         (!a.qkv_lines || (a.epilogue == GemvEpilogue::kNone && !a.rope_counters && a.n % 2 == 0 &&
-                           a.m * a.n <= kGemvMaxQkvLines));
+         (!a.rope_counters || ropeEpilogueSupports(a));
 }
 
 cudaError_t launchGemv(const GemvArgs &a, cudaStream_t stream) {

@@ -81,24 +81,7 @@ struct GemvArgs {
   /// rope_counters: kGemvMaxRopeHeads zeroed counters, left zeroed.
   RopeAppendArgs rope;
   unsigned *rope_counters = nullptr;
-  /// The decode attention's hand-off (kernels::DecodeParams::
-  /// maybe_qkv_ready): with qkv_ready set, `out` is the QKV of qkv_heads
-  /// query heads, then qkv_kv_heads keys and as many values, qkv_head_dim
-  /// rows each, and every block adds the rows it wrote to their KV group's
-  /// count in qkv_ready once they are visible GPU-wide; the attention after
-  /// it spins on the counts instead of waiting for this grid.
-  unsigned *qkv_ready = nullptr;
-  int64_t qkv_heads = 0, qkv_kv_heads = 0, qkv_head_dim = 0;
-  /// The other hand-off (kernels::DecodeParams::maybe_qkv_lines): with
-  /// qkv_lines set, every value also goes to qkv_lines[m * n + row] as a
-  /// flagged line (kernels::kLineFlag | its rounded fp32 bits), which the
-  /// attention polls; no fence, no count. At most kGemvMaxQkvLines values.
-  unsigned long long *qkv_lines = nullptr;
 };
-
-/// The flagged lines a QKV GEMV may write (GemvArgs::qkv_lines): 4 rows of
-/// a QKV up to 16k wide, 512 KB.
-constexpr int64_t kGemvMaxQkvLines = kGemvMaxRows * 16384;
 
 /// Limits of the rotary epilogue: heads in one QKV and the head size.
 constexpr int64_t kGemvMaxRopeHeads = 4096;
@@ -108,10 +91,7 @@ constexpr int64_t kGemvMaxRopeHeadDim = 256;
 /// or F32), 1 <= m <= kGemvMaxRows, k a multiple of 8, x and w 16-byte
 /// aligned, n even for SwiGLU; with the rotary epilogue, no other
 /// epilogue, out in the input type, head_dim a multiple of 16 up to
-/// kGemvMaxRopeHeadDim and n the QKV's width; with the attention's
-/// hand-off, no other epilogue, head_dim a multiple of 16 (a block's rows
-/// lie in one head) and n the QKV's width; with flagged lines, no other
-/// epilogue and m * n <= kGemvMaxQkvLines. The caller falls back to
+/// kGemvMaxRopeHeadDim and n the QKV's width. The caller falls back to
 /// cuBLASLt (and a separate rope launch) otherwise.
 bool gemvSupports(const GemvArgs &args);
 

@@ -9,7 +9,6 @@
 #ifndef TXC_RUNTIME_BACKENDS_CUDA_GEMVMATH_CUH
 #define TXC_RUNTIME_BACKENDS_CUDA_GEMVMATH_CUH
 
-#include "attention/device_utils.cuh"
 #include "runtime/backends/cuda/ElementAccess.cuh"
 #include "runtime/backends/cuda/Gemv.h"
 
@@ -125,13 +124,6 @@ storePair(const GemvArgs &a, bool swiglu, int64_t row0, int64_t row1, int lane,
     out[m * a.n + row0] = Store<OutT>::fromFloat(g);
     if (second)
       out[m * a.n + row1] = Store<OutT>::fromFloat(u);
-    if (a.qkv_lines) { // rows 2j and 2j + 1 (n even): one 16-byte store
-      auto line = [](OutT v) {
-        return kernels::kLineFlag | __float_as_uint(Store<OutT>::toFloat(v));
-      };
-      kernels::storeLinePair(a.qkv_lines + m * a.n + row0, line(Store<OutT>::fromFloat(g)),
-                             line(Store<OutT>::fromFloat(u)));
-    }
   }
 }
 

@@ -123,22 +123,6 @@ StatusOr<bool> CudaExecutor::State::tryGemv(const DMatrix &input, const DMatrix 
   const GemvConfig config =
       configured ? GemvConfig{configured->warps_per_block, configured->unroll, configured->target_warps_per_sm}
                  : gemvConfigFor(g.n, g.k);
-  if (qkv_handoff) { // the attention after it polls what this GEMV raises (qkv_handoff)
-    GemvArgs handoff = g;
-    const bool lines = options.qkv_handoff == CudaExecutorOptions::QkvHandoff::kLines;
-    if (lines) {
-      handoff.qkv_lines = qkv_lines;
-    } else {
-      handoff.qkv_ready = qkv_ready;
-      handoff.qkv_heads = qkv_handoff->heads;
-      handoff.qkv_kv_heads = qkv_handoff->kv_heads;
-      handoff.qkv_head_dim = qkv_handoff->head_dim;
-    }
-    if (gemvSupports(handoff)) {
-      g = handoff;
-      (lines ? qkv_lines_raised : qkv_ready_raised) = true;
-    }
-  }
   g.trace = takeTraceSlots("gemv");
   TXC_RETURN_IF_ERROR(cudaStatus(launchGemvWithConfig(g, config, stream), "gemv launch"));
   pending_norm.active = false;
@@ -375,13 +359,6 @@ Status CudaExecutor::State::runLaunch(int index, const pb::Launch &launch) {
     a.out = out.data;
     TXC_ASSIGN_OR_RETURN(a.out_type, etype(out.dtype, "the result"));
     a.pdl = options.use_pdl;
-    // Decode: the attention after it may fold the rope in (same element
-    // type for the QKV, the norms and the cache).
-    const bool defer_rope = decode_attention.rope_in_attention && fusable_ropes.count(index) &&
-                            batch->numTokens() == batch->numSequences() &&
-                            a.qkv_type == a.cache_type &&
-                            (!a.q_norm || a.q_norm_type == a.cache_type) &&
-                            (!a.k_norm || a.k_norm_type == a.cache_type);
     if (fused) {
       // Decode-sized: the GEMV finishes each head itself (no rope launch).
       if (options.fuse_rope && input.cols == weight.cols &&
@@ -392,21 +369,17 @@ Status CudaExecutor::State::runLaunch(int index, const pb::Launch &launch) {
           return Status::ok();
       }
       qkv_gemv = true; // its carveout is the QKV's
-      // The attention folds this rope where it takes the tensor-core kernel
-      // and the step's rotary factors (CudaExecutor::State::attention).
-      if (defer_rope && options.qkv_handoff != CudaExecutorOptions::QkvHandoff::kWait &&
-          options.use_pdl && options.attention_pdl &&
-          a.heads / a.kv_heads >= kernels::kMinGroupForMmaDecode && a.step_factors &&
-          rope_factor_rows == batch->numSequences())
-        qkv_handoff = &a;
       Status status = gemm(input, weight, bias, DMatrix{}, qkv);
       qkv_gemv = false;
-      qkv_handoff = nullptr;
       TXC_RETURN_IF_ERROR(status);
     }
-    if (defer_rope) {
-      pending_rope = {true, a, qkv_ready_raised, qkv_lines_raised};
-      qkv_ready_raised = qkv_lines_raised = false;
+    // Decode: the attention after it may fold the rope in (same element
+    // type for the QKV, the norms and the cache).
+    if (decode_attention.rope_in_attention && fusable_ropes.count(index) &&
+        batch->numTokens() == batch->numSequences() && a.qkv_type == a.cache_type &&
+        (!a.q_norm || a.q_norm_type == a.cache_type) &&
+        (!a.k_norm || a.k_norm_type == a.cache_type)) {
+      pending_rope = {true, a};
       return Status::ok();
     }
     return cudaStatus(launchRopeAppend(a, stream), kernel);

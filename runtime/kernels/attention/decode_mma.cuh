@@ -123,59 +123,6 @@ __device__ __forceinline__ void storeNewestKv(const DecodeParams &params, const 
   }
 }
 
-/// DecodeParams::maybe_qkv_lines: spins until the kN flagged lines at
-/// `src` are written, their values into `dst` (unless null). All loads go
-/// out before any is checked. The fold zeroes them once its heads are
-/// done (zeroQkvLines): zeroed here, the fold after it ran ~2K cycles
-/// slower (device run 120).
-template <int kN>
-__device__ __forceinline__ void pollLines(const unsigned long long *src, float *dst) {
-  ulonglong2 v[kN / 2];
-#pragma unroll
-  for (int k = 0; k < kN / 2; ++k)
-    v[k] = loadLinePair(src + 2 * k);
-#pragma unroll
-  for (int k = 0; k < kN / 2; ++k)
-    while (!(v[k].x & v[k].y & kLineFlag))
-      v[k] = loadLinePair(src + 2 * k);
-  if (dst != nullptr)
-#pragma unroll
-    for (int k = 0; k < kN / 2; ++k) {
-      dst[2 * k] = __uint_as_float(static_cast<unsigned>(v[k].x));
-      dst[2 * k + 1] = __uint_as_float(static_cast<unsigned>(v[k].y));
-    }
-}
-
-/// Row j < G + 2 of the CTA's KV group (its query heads, key, value) in
-/// DecodeParams::maybe_qkv_lines.
-template <int G, int D>
-__device__ __forceinline__ unsigned long long *qkvLinesRow(const DecodeParams &params, int kv_head, int seq, int j) {
-  const long long row = j < G ? kv_head * G + j : params.num_qo_heads + (j - G) * params.num_kv_heads + kv_head;
-  return params.maybe_qkv_lines + seq * params.rope_qkv_batch_stride + row * D;
-}
-
-/// Zeroes the CTA's lines for the next launch, off the fold's path (every
-/// line has exactly this one reader); the KV head and sequence from
-/// blockIdx.
-template <int G, int D, int kThreads>
-__device__ __forceinline__ void zeroQkvLines(const DecodeParams &params) {
-  const int kv_head = blockIdx.y;
-  unsigned long long *lines = params.maybe_qkv_lines + blockIdx.z * params.rope_qkv_batch_stride;
-  auto zero = [&](int idx) {
-    const int j = 2 * idx / D;
-    const int row = j < G ? kv_head * G + j : params.num_qo_heads + (j - G) * params.num_kv_heads + kv_head;
-    storeLinePair(lines + row * D + 2 * idx % D, 0, 0);
-  };
-  // A loop where one pair a thread covers them spilled the wide CTA.
-  if constexpr ((G + 2) * D / 2 <= kThreads) {
-    if (threadIdx.x < (G + 2) * D / 2)
-      zero(threadIdx.x);
-  } else {
-    for (int idx = threadIdx.x; idx < (G + 2) * D / 2; idx += kThreads)
-      zero(idx);
-  }
-}
-
 /// DecodeParams::maybe_rope_qkv, after the wait: the CTA's query heads
 /// (q-norm, rotary) into smem_q (the caller zeroed the rows past the group
 /// before, as loadQ leaves them); if the CTA holds the newest key (`owner`),
@@ -221,33 +168,17 @@ __device__ __forceinline__ void foldRope(const DecodeParams &params, typename Tr
   auto rowLoaded = [&](int j) { return j < count || (j >= G + 2 && rowSource(j) != nullptr); };
   constexpr int kChunks = (G + 4) * CPR;
   constexpr int kPerThread = (kChunks + Traits::kThreads - 1) / Traits::kThreads;
-  // DecodeParams::maybe_qkv_lines (the wide CTA): rows j < G + 2 come as
-  // flagged lines, polled below, the key and value too where this CTA
-  // does not use them, since it zeroes every line it was written.
-  const bool lines = Traits::kWide && params.maybe_qkv_lines != nullptr;
-  auto fromLines = [&](int j) { return lines && j < G + 2; };
   uint4 staged[kPerThread];
 #pragma unroll
   for (int i = 0; i < kPerThread; ++i) {
     const int idx = threadIdx.x + i * Traits::kThreads, j = idx / CPR, c = idx % CPR;
-    if (idx < kChunks && rowLoaded(j) && !fromLines(j))
+    if (idx < kChunks && rowLoaded(j))
       staged[i] = *reinterpret_cast<const uint4 *>(rowSource(j) + c * 8);
-  }
-  if constexpr (Traits::kWide) {
-    if (lines) {
-#pragma unroll
-      for (int i = 0; i < kPerThread; ++i) {
-        const int idx = threadIdx.x + i * Traits::kThreads, j = idx / CPR, c = idx % CPR;
-        if (idx < kChunks && fromLines(j)) {
-          pollLines<8>(qkvLinesRow<G, D>(params, kv_head, seq, j) + c * 8, j < count ? rowTarget(j) + c * 8 : nullptr);
-        }
-      }
-    }
   }
 #pragma unroll
   for (int i = 0; i < kPerThread; ++i) {
     const int idx = threadIdx.x + i * Traits::kThreads, j = idx / CPR, c = idx % CPR;
-    if (idx < kChunks && rowLoaded(j) && !fromLines(j)) {
+    if (idx < kChunks && rowLoaded(j)) {
       float *dst = rowTarget(j) + c * 8;
       const unsigned words[4] = {staged[i].x, staged[i].y, staged[i].z, staged[i].w};
 #pragma unroll
@@ -327,31 +258,6 @@ __device__ __forceinline__ void foldRope(const DecodeParams &params, typename Tr
   if (owner && staged_row < 0)
     __threadfence();
   __syncthreads();
-  if constexpr (Traits::kWide)
-    if (lines)
-      zeroQkvLines<G, D, Traits::kThreads>(params);
-}
-
-/// DecodeParams::maybe_qkv_ready: instead of waiting for the QKV GEMV's
-/// grid, thread 0 spins until this CTA's KV group is written ((G + 2)
-/// heads of rows), and the group's last CTA to see it zeroes the counts.
-/// The barrier after it orders the CTA's reads of the QKV after the
-/// acquire. The next zeroing store cannot race the next launch's counts:
-/// those come after this grid completes (the o_proj GEMV waits for it).
-template <int G, int D>
-__device__ __forceinline__ void awaitQkvGroup(const DecodeParams &params, int kv_head) {
-  if (threadIdx.x == 0) {
-    unsigned *ready = params.maybe_qkv_ready + kv_head;
-    unsigned *seen = params.maybe_qkv_ready + params.num_kv_heads + kv_head;
-    constexpr unsigned kRows = (G + 2) * D;
-    while (loadAcquireGpu(ready) < kRows) {
-    }
-    if (atomicAdd(seen, 1u) == gridDim.x * gridDim.z - 1) {
-      *seen = 0;
-      *ready = 0;
-    }
-  }
-  __syncthreads();
 }
 
 template <class Traits, class Variant>
@@ -389,10 +295,7 @@ __global__ void __launch_bounds__(Traits::kThreads) pagedDecodeMmaKernel(const D
   // older keys, the page table and kv_lens do not (kv_before_wait).
   const bool early = params.kv_before_wait;
   auto waitForPredecessor = [&]() {
-    if (params.maybe_qkv_ready != nullptr)
-      awaitQkvGroup<G, D>(params, kv_head);
-    else if (!(Traits::kWide && params.maybe_qkv_lines != nullptr)) // the fold polls those
-      pdlWait();
+    pdlWait();
     traceWaitRelease(trace);
     stampBlock0<Traits>(trace, kBlock0WaitRelease);
     traceLatest(trace, kTraceLatestWaitRelease);

@@ -33,48 +33,6 @@ __device__ __forceinline__ void pdlWait() { asm volatile("griddepcontrol.wait;" 
 /// in pdlWait until this grid is done). A no-op without the attribute.
 __device__ __forceinline__ void pdlLaunchDependents() { asm volatile("griddepcontrol.launch_dependents;" ::: "memory"); }
 
-/// A hand-off between a kernel and the next one that does not wait for its
-/// grid (DecodeParams::maybe_qkv_ready): the producer's blocks count what
-/// they wrote into a counter once it is visible GPU-wide (a barrier, then
-/// one thread's fence and atomic add, as a grid barrier does), and the
-/// consumer spins on the counter with acquire loads, which also keep its
-/// SM's L1 from serving lines read before. Deadlock-free only behind PDL
-/// with the producer's blocks all started before the consumer launches
-/// (pdlLaunchDependents at their start): a spinning CTA then never holds an
-/// SM a producer block still needs.
-__device__ __forceinline__ unsigned loadAcquireGpu(const unsigned *address) {
-  unsigned value;
-  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(value) : "l"(address) : "memory");
-  return value;
-}
-
-/// The producer's side of that hand-off, for thread 0 after a barrier:
-/// adds `value` once the CTA's writes before the barrier are visible
-/// GPU-wide (a release reduction, cumulative over the barrier).
-__device__ __forceinline__ void addReleaseGpu(unsigned *address, unsigned value) {
-  asm volatile("red.release.gpu.global.add.u32 [%0], %1;" ::"l"(address), "r"(value) : "memory");
-}
-
-/// Flagged lines, the hand-off without a fence (DecodeParams::
-/// maybe_qkv_lines; NCCL's LL protocol does the same): each 8-byte word
-/// holds a value's fp32 bits below kLineFlag. An 8-byte access is
-/// single-copy atomic (also as an element of a vector access), so a reader
-/// that sees the flag sees the value; the writer needs no fence and the
-/// reader no acquire, only relaxed accesses at GPU scope (past the L1; not
-/// volatile, which is system scope). The reader zeroes what it has read
-/// for the next launch.
-constexpr unsigned long long kLineFlag = 1ull << 32;
-
-__device__ __forceinline__ void storeLinePair(unsigned long long *dst, unsigned long long a, unsigned long long b) {
-  asm volatile("st.relaxed.gpu.global.v2.u64 [%0], {%1, %2};" ::"l"(dst), "l"(a), "l"(b) : "memory");
-}
-
-__device__ __forceinline__ ulonglong2 loadLinePair(const unsigned long long *src) {
-  ulonglong2 v;
-  asm volatile("ld.relaxed.gpu.global.v2.u64 {%0, %1}, [%2];" : "=l"(v.x), "=l"(v.y) : "l"(src) : "memory");
-  return v;
-}
-
 /// Step tracing, a diagnostic (DecodeParams::maybe_trace, GemvArgs::trace):
 /// a launch's kTraceSlotsPerLaunch slots take globaltimer stamps in
 /// nanoseconds: [0] when the grid's first block started, [1] when its last

@@ -129,13 +129,6 @@ template <typename T> Status launchPagedDecodeTyped(const AttentionConfig &confi
     return Status::unsupported("decode: the folded rope needs the tensor-core kernel (GQA group >= " +
                                std::to_string(kMinGroupForMmaDecode) +
                                "), the step's rotary factors, slot mapping and 2 * rope_half <= head_dim");
-  if (p.maybe_qkv_ready != nullptr && (p.maybe_rope_qkv == nullptr || !p.programmatic_launch))
-    return Status::unsupported("decode: the QKV hand-off (maybe_qkv_ready) needs the folded rope and PDL");
-  if (p.maybe_qkv_lines != nullptr &&
-      (p.maybe_rope_qkv == nullptr || !p.programmatic_launch || !p.wide_cta || p.num_splits != 1 ||
-       p.maybe_qkv_ready != nullptr))
-    return Status::unsupported("decode: the QKV's flagged lines (maybe_qkv_lines) need the folded rope, PDL and "
-                               "the wide CTA of one split");
   if (p.wide_cta && !decodeWideCtaBuilt(config.head_dim, group, p.variant))
     return Status::unsupported("decode: the wide CTA is built for GQA groups >= " +
                                std::to_string(kMinGroupForMmaDecode) +

@@ -166,21 +166,6 @@ struct DecodeParams {
   // layer's attention (device runs 78-79).
   const float *rope_factors = nullptr;
   int rope_half = 0; // rotated pairs (rotary_dim / 2)
-  // With maybe_rope_qkv, behind PDL: the QKV GEMV before this kernel counts
-  // the rows it has written of each KV group (the group's query heads, its
-  // key and its value) in maybe_qkv_ready[kv_head], and a CTA spins until
-  // its group's (group + 2) * head_dim rows are counted instead of waiting
-  // for the GEMV's whole grid (pdlWait): the grid's completion and the
-  // wait's release cost ~1 us a layer. The last of a group's CTAs (splits x
-  // batch, counted in maybe_qkv_ready[num_kv_heads + kv_head]) zeroes both
-  // counts for the next launch. [2 * num_kv_heads], zero before first use.
-  unsigned *maybe_qkv_ready = nullptr;
-  // The same hand-off without a fence or a count, for the wide CTA of one
-  // split: the QKV GEMV also writes each value as a flagged line
-  // (kLineFlag | its rounded fp32 bits, [batch, rope_qkv_batch_stride]),
-  // the fold polls its group's lines instead of any wait and zeroes them
-  // once read (every line has exactly one reader). Zero before first use.
-  unsigned long long *maybe_qkv_lines = nullptr;
   const void *maybe_q_norm = nullptr;     // [head_dim], the cache's element type
   const void *maybe_k_norm = nullptr;
   float rope_norm_eps = 0.f;

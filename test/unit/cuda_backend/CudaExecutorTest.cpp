@@ -338,34 +338,6 @@ TEST(CudaExecutorTest, LateDependentsOfTheDecodeAttentionChangeNoLogit) {
   expectSameGenerations(**artifact, early, late, 0.0, "late dependents");
 }
 
-// qkv_handoff: the decode attention's CTAs spin on the QKV GEMV's
-// per-group row counts, or poll its flagged lines, instead of waiting for
-// its grid. Only the moment the attention reads the QKV moves, so the
-// logits agree to the bit; counts or lines left behind (or read before the
-// GEMV wrote them) would let a later layer's or step's attention read a QKV
-// not yet written. One sequence (the GEMV, the wide CTA) and five
-// (cuBLASLt, no hand-off), with graphs and without; and the split kernel,
-// which takes the counts but not the lines (those are zeroed after it).
-TEST(CudaExecutorTest, AttentionPollingTheQkvGemvChangesNoLogit) {
-  TXC_SKIP_WITHOUT_GPU();
-  TinyModelOptions model = groupOfTwoModel(2);
-  auto artifact = tinyArtifact(model, "tiny-cuda-qkv-handoff.txm");
-  ASSERT_TRUE(artifact.isOk()) << artifact.status().toString();
-  using QkvHandoff = CudaExecutorOptions::QkvHandoff;
-  for (QkvHandoff handoff : {QkvHandoff::kCounts, QkvHandoff::kLines})
-    for (int setup = 0; setup < 3; ++setup) {
-      CudaExecutorOptions waiting;
-      waiting.rope_in_attention = true;
-      waiting.use_cuda_graphs = setup != 1;
-      waiting.decode_wide_cta = setup != 2;
-      CudaExecutorOptions polling = waiting;
-      polling.qkv_handoff = handoff;
-      expectSameGenerations(**artifact, waiting, polling, 0.0,
-                            std::string("QKV hand-off ") + (handoff == QkvHandoff::kLines ? "lines" : "counts") +
-                                ", setup " + std::to_string(setup));
-    }
-}
-
 /// One sequence of `prompt`, greedy, 4 new tokens, on an executor with
 /// trace_decode_steps: its last decode step's trace (empty on a failure,
 /// which is reported).

@@ -146,7 +146,7 @@ struct CudaExecutorOptions {
   /// start (DecodeParams::late_dependents). Not yet measured.
   bool attention_late_dependents = false;
   /// > 0: the one-row GEMV right after the decode attention (o_proj) asks
-  /// the L2, before its wait, for the weights of the GEMM this many GEMMs
+  /// the L2, as its blocks finish, for the weights of the GEMM this many GEMMs
   /// after it (2: the down projection; 3: the next layer's QKV) where they
   /// are at most gemv_l2_prefetch_max_bytes, so they stream while the
   /// latency-bound attention leaves the DRAM idle (GemvArgs::l2_prefetch).

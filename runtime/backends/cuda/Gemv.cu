@@ -86,10 +86,6 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
   if (!a.late_dependents)
     pdlLaunchDependents();
   kernels::traceEntry(a.trace);
-  // First thing: after the weight loads below it held registers across
-  // them (56 -> 62, a block an SM fewer).
-  if (a.l2_prefetch && threadIdx.x == 0)
-    prefetchShareToL2(a);
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   const bool swiglu = a.epilogue == GemvEpilogue::kSwiglu;
   const int64_t pairs = swiglu ? a.n / 2 : (a.n + 1) / 2;
@@ -194,6 +190,11 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
     const int64_t pairs_per_block = kWarpsPerBlock / slices;
     finishHeadIfLast<kMaxRows>(a, 2 * pairs_per_block * blockIdx.x, 2 * pairs_per_block);
   }
+  // Last thing, once its own work is done: issued at the start (before its
+  // weight loads, where it costs no registers) it took the DRAM from the
+  // QKV GEMV's tail two kernels before (device run 122).
+  if (a.l2_prefetch && threadIdx.x == 0)
+    prefetchShareToL2(a);
   kernels::traceExit(a.trace);
 }
 

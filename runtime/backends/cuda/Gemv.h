@@ -82,7 +82,7 @@ struct GemvArgs {
   RopeAppendArgs rope;
   unsigned *rope_counters = nullptr;
   /// Bytes of a later kernel's weights (16-byte aligned, a multiple of 16)
-  /// that this GEMV's blocks, before their wait, ask the L2 to fetch: one
+  /// that this GEMV's blocks, as they finish, ask the L2 to fetch: one
   /// cp.async.bulk.prefetch.L2 of its share a block, so they stream while
   /// the DRAM would idle (CudaExecutorOptions::gemv_l2_prefetch_ahead).
   const void *l2_prefetch = nullptr;

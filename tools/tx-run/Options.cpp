@@ -97,9 +97,6 @@ Output:
                           (cuda) the decode attention lets the kernel after
                           it launch once its keys are done, not at its start
                           (for comparison)
-  --l2-prefetch-ahead N   (cuda) the GEMV after the decode attention asks the
-                          L2 for the weights of the GEMM N GEMMs later (2:
-                          down, 3: the next QKV) where they are <= 16 MiB
   --gemv-after-attention-late-dependents
                           (cuda) the GEMV after the decode attention lets
                           the kernel after it launch once its wait releases,
@@ -295,9 +292,6 @@ Options parseArguments(int argc, char **argv) {
         options.cuda.staged_gemvs = StagedGemvs::kAll;
       else
         fail("--staged-gemvs takes none, qkv or all, not '" + which + "'");
-    } else if (arg == "--l2-prefetch-ahead") {
-      cudaOnly();
-      options.cuda.gemv_l2_prefetch_ahead = static_cast<int>(parseInteger(arg, value(), 0, 8));
     } else if (arg == "--gemv-after-attention-late-dependents") {
       cudaOnly();
       options.cuda.gemv_after_attention_late_dependents = true;

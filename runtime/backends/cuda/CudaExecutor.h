@@ -145,13 +145,6 @@ struct CudaExecutorOptions {
   /// only after its keys are done (before the split merge) instead of at its
   /// start (DecodeParams::late_dependents). Not yet measured.
   bool attention_late_dependents = false;
-  /// > 0: the one-row GEMV right after the decode attention (o_proj) asks
-  /// the L2, as its blocks finish, for the weights of the GEMM this many GEMMs
-  /// after it (2: the down projection; 3: the next layer's QKV) where they
-  /// are at most gemv_l2_prefetch_max_bytes, so they stream while the
-  /// latency-bound attention leaves the DRAM idle (GemvArgs::l2_prefetch).
-  int gemv_l2_prefetch_ahead = 0;
-  int64_t gemv_l2_prefetch_max_bytes = int64_t{16} << 20;
   /// With use_pdl: the GEMV right after the decode attention (o_proj) lets
   /// the next kernel launch only once its own wait has released, so the
   /// gate/up GEMV's weights do not stream while the attention runs

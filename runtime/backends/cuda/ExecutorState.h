@@ -215,7 +215,6 @@ struct CudaExecutor::State {
   // Set while the launch right after a decode attention runs
   // (gemv_after_attention_late_dependents).
   bool after_attention = false;
-  int current_launch = -1; // the plan launch being enqueued
 
   // Decode step tracing (options.trace_decode_steps): kTraceSlotsPerLaunch
   // globaltimer slots per traced kernel (kernels::TraceSlot) in d_trace; the labels of
@@ -271,9 +270,6 @@ struct CudaExecutor::State {
                     const DMatrix *sum, const DMatrix &out);
   Status flushPendingNorm();
   Status flushPendingRope();
-  // The weight of the GEMM `ahead` GEMMs after the current launch, or none
-  // (gemv_l2_prefetch_ahead).
-  DMatrix gemmWeightAhead(int ahead);
   Status attention(const LaunchAttributes &attributes, const DMatrix &query,
                    const LayerCache &cache, const DMatrix &out);
 };

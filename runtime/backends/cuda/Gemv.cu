@@ -67,18 +67,6 @@ __device__ void finishHeadIfLast(const GemvArgs &a, int64_t first_row, int64_t r
   ropeAppendStagedHead(a.rope, warp, head, staged_head, lane);
 }
 
-/// GemvArgs::l2_prefetch: block b's share of the bytes, from thread 0.
-__device__ void prefetchShareToL2(const GemvArgs &a) {
-  const int64_t share = (a.l2_prefetch_bytes / gridDim.x + 15) / 16 * 16;
-  const int64_t begin = share * blockIdx.x;
-  if (begin >= a.l2_prefetch_bytes)
-    return;
-  const unsigned bytes = static_cast<unsigned>(min(share, a.l2_prefetch_bytes - begin));
-  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(static_cast<const char *>(a.l2_prefetch) + begin),
-               "r"(bytes)
-               : "memory");
-}
-
 template <typename T, typename OutT, int kMaxRows, int kWarpsPerBlock, int kUnroll>
 __global__ void __launch_bounds__(kWarpsPerBlock * 32)
     gemvKernel(const GemvArgs a, const int slices) {
@@ -190,11 +178,6 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
     const int64_t pairs_per_block = kWarpsPerBlock / slices;
     finishHeadIfLast<kMaxRows>(a, 2 * pairs_per_block * blockIdx.x, 2 * pairs_per_block);
   }
-  // Last thing, once its own work is done: issued at the start (before its
-  // weight loads, where it costs no registers) it took the DRAM from the
-  // QKV GEMV's tail two kernels before (device run 122).
-  if (a.l2_prefetch && threadIdx.x == 0)
-    prefetchShareToL2(a);
   kernels::traceExit(a.trace);
 }
 
@@ -276,8 +259,7 @@ bool gemvSupports(const GemvArgs &a) {
          (a.epilogue != GemvEpilogue::kSwiglu || a.n % 2 == 0) &&
          (a.epilogue != GemvEpilogue::kResidualAdd || a.residual) &&
          (!a.norm_weight || (a.norm && a.norm_type == a.type && aligned16(a.norm_weight))) &&
-         (!a.rope_counters || ropeEpilogueSupports(a)) &&
-         (!a.l2_prefetch || (aligned16(a.l2_prefetch) && a.l2_prefetch_bytes % 16 == 0));
+         (!a.rope_counters || ropeEpilogueSupports(a));
 }
 
 cudaError_t launchGemv(const GemvArgs &a, cudaStream_t stream) {

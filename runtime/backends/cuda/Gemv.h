@@ -81,12 +81,6 @@ struct GemvArgs {
   /// rope_counters: kGemvMaxRopeHeads zeroed counters, left zeroed.
   RopeAppendArgs rope;
   unsigned *rope_counters = nullptr;
-  /// Bytes of a later kernel's weights (16-byte aligned, a multiple of 16)
-  /// that this GEMV's blocks, as they finish, ask the L2 to fetch: one
-  /// cp.async.bulk.prefetch.L2 of its share a block, so they stream while
-  /// the DRAM would idle (CudaExecutorOptions::gemv_l2_prefetch_ahead).
-  const void *l2_prefetch = nullptr;
-  int64_t l2_prefetch_bytes = 0;
 };
 
 /// Limits of the rotary epilogue: heads in one QKV and the head size.

@@ -35,22 +35,6 @@ Status CudaExecutor::State::gemm(const DMatrix &input, const DMatrix &weight, co
                     stream);
 }
 
-DMatrix CudaExecutor::State::gemmWeightAhead(int ahead) {
-  for (int i = current_launch + 1; i < plan->launches_size(); ++i) {
-    const pb::Launch &launch = plan->launches(i);
-    if (launch.op() != "txk.gemm" && launch.op() != "txk.gemm_rope_append")
-      continue;
-    if (--ahead > 0)
-      continue;
-    StatusOr<DMatrix> weight = floatOperand(launch, 1, true);
-    // A weight, not an arena value (written while this step runs).
-    if (!weight.isOk() || (weight->data >= arena && weight->data < arena + arena_bytes))
-      return DMatrix{};
-    return *weight;
-  }
-  return DMatrix{};
-}
-
 // The decode-sized GEMMs (16-bit, one dtype throughout) run on our kernels
 // with the epilogue fused: m <= gemvRowLimit(k) on Gemv.cu (which can also
 // take the deferred norm and the rotary epilogue), larger m up to
@@ -139,15 +123,6 @@ StatusOr<bool> CudaExecutor::State::tryGemv(const DMatrix &input, const DMatrix 
   const GemvConfig config =
       configured ? GemvConfig{configured->warps_per_block, configured->unroll, configured->target_warps_per_sm}
                  : gemvConfigFor(g.n, g.k);
-  if (after_attention && options.gemv_l2_prefetch_ahead > 0) {
-    const DMatrix later = gemmWeightAhead(options.gemv_l2_prefetch_ahead);
-    GemvArgs prefetching = g;
-    prefetching.l2_prefetch = later.data;
-    prefetching.l2_prefetch_bytes = static_cast<int64_t>(later.bytes());
-    if (later.present() && prefetching.l2_prefetch_bytes <= options.gemv_l2_prefetch_max_bytes &&
-        gemvSupports(prefetching))
-      g = prefetching;
-  }
   g.trace = takeTraceSlots("gemv");
   TXC_RETURN_IF_ERROR(cudaStatus(launchGemvWithConfig(g, config, stream), "gemv launch"));
   pending_norm.active = false;

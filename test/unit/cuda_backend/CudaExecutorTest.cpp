@@ -338,23 +338,6 @@ TEST(CudaExecutorTest, LateDependentsOfTheDecodeAttentionChangeNoLogit) {
   expectSameGenerations(**artifact, early, late, 0.0, "late dependents");
 }
 
-// gemv_l2_prefetch_ahead: the GEMV after the decode attention asks the L2
-// for a later GEMM's weights (the down projection, the next layer's QKV, and
-// past the last layer none); a hint that changes no logit, where a wrong
-// address or size would fault the step. One sequence (the GEMVs) and five.
-TEST(CudaExecutorTest, L2PrefetchOfLaterWeightsChangesNoLogit) {
-  TXC_SKIP_WITHOUT_GPU();
-  TinyModelOptions model = groupOfTwoModel(2);
-  auto artifact = tinyArtifact(model, "tiny-cuda-l2-prefetch.txm");
-  ASSERT_TRUE(artifact.isOk()) << artifact.status().toString();
-  CudaExecutorOptions plain;
-  for (int ahead : {2, 3}) {
-    CudaExecutorOptions prefetching;
-    prefetching.gemv_l2_prefetch_ahead = ahead;
-    expectSameGenerations(**artifact, plain, prefetching, 0.0, "L2 prefetch " + std::to_string(ahead) + " ahead");
-  }
-}
-
 /// One sequence of `prompt`, greedy, 4 new tokens, on an executor with
 /// trace_decode_steps: its last decode step's trace (empty on a failure,
 /// which is reported).

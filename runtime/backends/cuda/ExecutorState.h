@@ -215,6 +215,7 @@ struct CudaExecutor::State {
   // Set while the launch right after a decode attention runs
   // (gemv_after_attention_late_dependents).
   bool after_attention = false;
+  int current_launch = -1; // the plan launch being enqueued
 
   // Decode step tracing (options.trace_decode_steps): kTraceSlotsPerLaunch
   // globaltimer slots per traced kernel (kernels::TraceSlot) in d_trace; the labels of
@@ -270,6 +271,9 @@ struct CudaExecutor::State {
                     const DMatrix *sum, const DMatrix &out);
   Status flushPendingNorm();
   Status flushPendingRope();
+  // The next decode attention's pages for the GEMV being launched to
+  // prefetch into the L2 (CudaExecutorOptions::kv_l2_prefetch), or none.
+  KvL2Prefetch kvPrefetchForThisGemv();
   Status attention(const LaunchAttributes &attributes, const DMatrix &query,
                    const LayerCache &cache, const DMatrix &out);
 };

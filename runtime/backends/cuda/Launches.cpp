@@ -35,6 +35,49 @@ Status CudaExecutor::State::gemm(const DMatrix &input, const DMatrix &weight, co
                     stream);
 }
 
+KvL2Prefetch CudaExecutor::State::kvPrefetchForThisGemv() {
+  using Mode = CudaExecutorOptions::KvL2Prefetch;
+  KvL2Prefetch none;
+  if (options.kv_l2_prefetch == Mode::kOff || current_launch < 0 ||
+      batch->numTokens() != batch->numSequences())
+    return none;
+  // The launch whose cache the next decode attention reads: this one (the
+  // QKV), or with kBeforeQkv the next GEMM's when that is the QKV.
+  int qkv = -1;
+  const std::string &op = plan->launches(current_launch).op();
+  if (options.kv_l2_prefetch == Mode::kQkv && op == "txk.gemm_rope_append") {
+    qkv = current_launch;
+  } else if (options.kv_l2_prefetch == Mode::kBeforeQkv && op == "txk.gemm") {
+    for (int i = current_launch + 1; qkv < 0 && i < plan->launches_size(); ++i) {
+      const std::string &later = plan->launches(i).op();
+      if (later == "txk.gemm_rope_append")
+        qkv = i;
+      else if (later == "txk.gemm" || later == "txk.attention")
+        break;
+    }
+  }
+  if (qkv < 0)
+    return none;
+  StatusOr<Bound> cache = bindOperand(plan->launches(qkv), 4, true); // gemm_rope_append's cache
+  if (!cache.isOk() || cache->kind != Bound::Kind::kCache)
+    return none;
+  const LayerCache &layer = caches.at(cache->layer);
+  const int64_t context = graph_context > 0 ? graph_context : max_context;
+  KvL2Prefetch p;
+  p.pages = layer.data;
+  p.page_table = d_tables;
+  p.kv_lens = d_context;
+  p.page_bytes = 2 * int64_t{page_size} * layer.kv_heads * layer.head_dim * dtypeSize(cache_dtype);
+  p.table_stride = batch->max_pages_per_seq;
+  p.page_size = page_size;
+  p.seqs = batch->numSequences();
+  p.pages_per_seq = static_cast<int32_t>(std::min<int64_t>((context + page_size - 1) / page_size,
+                                                           batch->max_pages_per_seq));
+  if (int64_t{p.seqs} * p.pages_per_seq * p.page_bytes > options.kv_l2_prefetch_max_bytes)
+    return none;
+  return p;
+}
+
 // The decode-sized GEMMs (16-bit, one dtype throughout) run on our kernels
 // with the epilogue fused: m <= gemvRowLimit(k) on Gemv.cu (which can also
 // take the deferred norm and the rotary epilogue), larger m up to
@@ -123,6 +166,12 @@ StatusOr<bool> CudaExecutor::State::tryGemv(const DMatrix &input, const DMatrix 
   const GemvConfig config =
       configured ? GemvConfig{configured->warps_per_block, configured->unroll, configured->target_warps_per_sm}
                  : gemvConfigFor(g.n, g.k);
+  {
+    GemvArgs prefetching = g;
+    prefetching.kv_prefetch = kvPrefetchForThisGemv();
+    if (prefetching.kv_prefetch.pages && gemvSupports(prefetching))
+      g = prefetching;
+  }
   g.trace = takeTraceSlots("gemv");
   TXC_RETURN_IF_ERROR(cudaStatus(launchGemvWithConfig(g, config, stream), "gemv launch"));
   pending_norm.active = false;

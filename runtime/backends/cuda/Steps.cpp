@@ -135,6 +135,7 @@ Status CudaExecutor::State::enqueueLaunches(const engine::Batch &b) {
     if (d_trace)
       trace_op_label = profileLabel(launch);
     after_attention = i > 0 && plan->launches(i - 1).op() == "txk.attention";
+    current_launch = i;
     status = withContext(path + ": " + describeLaunch(i, launch), runLaunch(i, launch));
   }
   if (profile)

@@ -338,6 +338,26 @@ TEST(CudaExecutorTest, LateDependentsOfTheDecodeAttentionChangeNoLogit) {
   expectSameGenerations(**artifact, early, late, 0.0, "late dependents");
 }
 
+// kv_l2_prefetch: the QKV GEMV, or the GEMV before it (the previous
+// layer's down projection; none before the first layer), asks the L2 for
+// the next decode attention's KV pages. A hint that changes no logit, where
+// a wrong page, size or table read would fault the step or read past the
+// pool.
+TEST(CudaExecutorTest, KvL2PrefetchChangesNoLogit) {
+  TXC_SKIP_WITHOUT_GPU();
+  TinyModelOptions model = groupOfTwoModel(2);
+  auto artifact = tinyArtifact(model, "tiny-cuda-kv-l2-prefetch.txm");
+  ASSERT_TRUE(artifact.isOk()) << artifact.status().toString();
+  using Prefetch = CudaExecutorOptions::KvL2Prefetch;
+  CudaExecutorOptions plain;
+  for (Prefetch where : {Prefetch::kQkv, Prefetch::kBeforeQkv}) {
+    CudaExecutorOptions prefetching;
+    prefetching.kv_l2_prefetch = where;
+    expectSameGenerations(**artifact, plain, prefetching, 0.0,
+                          where == Prefetch::kQkv ? "KV prefetch by the QKV" : "KV prefetch before the QKV");
+  }
+}
+
 /// One sequence of `prompt`, greedy, 4 new tokens, on an executor with
 /// trace_decode_steps: its last decode step's trace (empty on a failure,
 /// which is reported).

@@ -278,6 +278,12 @@ Status CudaExecutor::State::prepare() {
   TXC_ASSIGN_OR_RETURN(void *rc, allocate(kGemvMaxRopeHeads * sizeof(unsigned), "rope counters"));
   rope_counters = static_cast<unsigned *>(rc);
   CU(cudaMemset(rc, 0, kGemvMaxRopeHeads * sizeof(unsigned)), path + ": clearing rope counters");
+  if (options.fused_mlp != CudaExecutorOptions::FusedMlp::kOff) {
+    TXC_ASSIGN_OR_RETURN(void *words, allocate(2 * sizeof(unsigned), "the fused MLP's grid barrier"));
+    CU(cudaMemset(words, 0, 2 * sizeof(unsigned)), path + ": clearing the fused MLP's grid barrier");
+    mlp_barrier.count = static_cast<unsigned *>(words);
+    mlp_barrier.generation = mlp_barrier.count + 1;
+  }
   if (options.decode_gemm) {
     CU(prepareDecodeGemm(), path + ": preparing the decode GEMM kernels");
     decode_gemm_workspace.partial_floats = kDecodeGemmPartialFloats;

@@ -172,6 +172,14 @@ struct CudaExecutorOptions {
   /// ready because its cp.async queue behind the 16 MB of weights o_proj
   /// and gate/up stream beside it; from the L2 it would not. Off until
   /// measured.
+  /// At one row, the MLP's gate/up (SwiGLU) and down (residual add) GEMVs
+  /// as one kernel with a grid barrier between them (MlpGemv.h), where both
+  /// take the configuration it reproduces (Qwen3-0.6B's; not Llama-3-8B's
+  /// down projection): bit-identical, one kernel boundary a layer fewer.
+  /// kPrefetchDown: its blocks also ask the L2 for their first down rows
+  /// as they start. Off until measured.
+  enum class FusedMlp { kOff, kOn, kPrefetchDown };
+  FusedMlp fused_mlp = FusedMlp::kOff;
   enum class KvL2Prefetch { kOff, kQkv, kBeforeQkv };
   KvL2Prefetch kv_l2_prefetch = KvL2Prefetch::kOff;
   int64_t kv_l2_prefetch_max_bytes = int64_t{4} << 20;

@@ -30,6 +30,7 @@
 #include "runtime/backends/cuda/CudaKernels.h"
 #include "runtime/backends/cuda/DecodeGemm.h"
 #include "runtime/backends/cuda/Gemv.h"
+#include "runtime/backends/cuda/MlpGemv.h"
 #include "runtime/backends/cuda/SkinnyGemm.h"
 
 #include <cuda_runtime.h>
@@ -186,6 +187,8 @@ struct CudaExecutor::State {
   // norm launch is skipped (fusableNorms).
   std::set<int> fusable_norms;
   unsigned *rope_counters = nullptr;         // kGemvMaxRopeHeads, zero between launches
+  MlpGridBarrier mlp_barrier;                // options.fused_mlp's grid barrier
+  int skipped_launch = -1;                   // a launch a fused kernel before it did
   DecodeGemmWorkspace decode_gemm_workspace; // with options.decode_gemm
   struct PendingNorm {
     bool active = false;
@@ -264,6 +267,13 @@ struct CudaExecutor::State {
   Status unalias(std::vector<DMatrix *> inputs, std::vector<DMatrix> results);
   Status gemm(const DMatrix &input, const DMatrix &weight, const DMatrix &bias,
               const DMatrix &residual, const DMatrix &out);
+  // The deferred norm into g when `input` is its result (false: it is not,
+  // or g cannot take it).
+  StatusOr<bool> takePendingNorm(GemvArgs &g, const DMatrix &input, const DMatrix &out);
+  // options.fused_mlp: launch `index`, the SwiGLU GEMM, and the down
+  // projection after it as one kernel (then skipped_launch is index + 1).
+  StatusOr<bool> tryFusedMlp(int index, const DMatrix &input, const DMatrix &weight,
+                             const DMatrix &bias, const DMatrix &out);
   StatusOr<bool> tryGemv(const DMatrix &input, const DMatrix &weight, const DMatrix &bias,
                          const DMatrix &residual, GemvEpilogue epilogue, const DMatrix &out,
                          const RopeAppendArgs *rope = nullptr);

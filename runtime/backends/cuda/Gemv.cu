@@ -2,7 +2,7 @@
 //
 // A pair of weight rows (rows j and j + n/2 for SwiGLU, so the gate and its
 // up projection meet; rows 2j and 2j+1 otherwise) is split over `slices`
-// warps of one block along K (slicesFor). Each lane streams 16-byte chunks
+// warps of one block along K (gemvSlicesFor). Each lane streams 16-byte chunks
 // of both rows, kUnroll chunks in flight, and multiplies them with every
 // input row (the inputs are small and stay in L1/L2). fp32 accumulation, a
 // butterfly reduction, the slices summed in order through shared memory, and
@@ -200,21 +200,10 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
   kernels::traceExit(a.trace);
 }
 
-/// Warps per weight-row pair: enough warps in flight to cover the GPU's
-/// memory latency even when the matrix has few rows (a 1024-row o_proj
-/// would otherwise run 512 warps, each walking its rows serially), but at
-/// least one 16-byte chunk per lane in every slice.
-int slicesFor(int64_t pairs, int64_t k, int warps_per_block, int64_t target_warps) {
-  int slices = 1;
-  while (slices < warps_per_block && pairs * slices < target_warps && k / 8 / (2 * slices) >= 32)
-    slices *= 2;
-  return slices;
-}
-
 template <typename T, typename OutT, int kMaxRows, int kWarps, int kUnroll>
 cudaError_t launchShaped(const GemvArgs &a, const GemvConfig &config, cudaStream_t stream) {
   int64_t pairs = a.epilogue == GemvEpilogue::kSwiglu ? a.n / 2 : (a.n + 1) / 2;
-  int slices = slicesFor(pairs, a.k, kWarps, int64_t{132} * config.target_warps_per_sm);
+  int slices = gemvSlicesFor(a, config);
   int64_t pairs_per_block = kWarps / slices;
   dim3 blocks(static_cast<unsigned>((pairs + pairs_per_block - 1) / pairs_per_block));
   dim3 threads(kWarps * 32);
@@ -275,6 +264,15 @@ bool ropeEpilogueSupports(const GemvArgs &a) {
 }
 
 } // namespace
+
+int gemvSlicesFor(const GemvArgs &a, const GemvConfig &config) {
+  const int64_t pairs = a.epilogue == GemvEpilogue::kSwiglu ? a.n / 2 : (a.n + 1) / 2;
+  const int64_t target_warps = int64_t{132} * config.target_warps_per_sm;
+  int slices = 1;
+  while (slices < config.warps_per_block && pairs * slices < target_warps && a.k / 8 / (2 * slices) >= 32)
+    slices *= 2;
+  return slices;
+}
 
 bool gemvSupports(const GemvArgs &a) {
   return (a.type == EType::kBF16 || a.type == EType::kF16) &&

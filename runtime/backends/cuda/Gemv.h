@@ -148,6 +148,13 @@ struct GemvConfig {
 /// chunks, and the long K of Llama's qkv more warps to cover it.
 GemvConfig gemvConfigFor(int64_t n, int64_t k);
 
+/// Warps per weight-row pair (a pair's K split over them, in one block):
+/// enough warps in flight to cover the GPU's memory latency even when the
+/// matrix has few rows (a 1024-row o_proj would otherwise run 512 warps,
+/// each walking its rows serially), but at least one 16-byte chunk per
+/// lane in every slice; at most the block's warps.
+int gemvSlicesFor(const GemvArgs &args, const GemvConfig &config);
+
 /// Whether launchGemvWithConfig has the configuration: 4 or 8 warps, 2, 4
 /// or 8 chunks, 1-1024 warps per SM.
 bool gemvConfigSupported(const GemvConfig &config);

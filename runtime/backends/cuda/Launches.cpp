@@ -78,6 +78,91 @@ KvL2Prefetch CudaExecutor::State::kvPrefetchForThisGemv() {
   return p;
 }
 
+StatusOr<bool> CudaExecutor::State::takePendingNorm(GemvArgs &g, const DMatrix &input,
+                                                    const DMatrix &out) {
+  // The input is the deferred norm's result: read the norm's input instead.
+  const PendingNorm &norm = pending_norm;
+  if (!norm.active || norm.out.data != input.data || norm.input.dtype != input.dtype ||
+      norm.input.cols != input.cols ||
+      overlaps(norm.input.data, norm.input.bytes(), out.data, out.bytes()))
+    return false;
+  g.x = norm.input.data;
+  g.norm = true;
+  if (norm.weight.present()) { // absent: folded into `weight` (tx-fold-norm-weight)
+    g.norm_weight = norm.weight.data;
+    TXC_ASSIGN_OR_RETURN(g.norm_type, etype(norm.weight.dtype, "the norm weight"));
+  }
+  g.norm_eps = norm.eps;
+  return true;
+}
+
+StatusOr<bool> CudaExecutor::State::tryFusedMlp(int index, const DMatrix &input,
+                                                const DMatrix &weight, const DMatrix &bias,
+                                                const DMatrix &out) {
+  using FusedMlp = CudaExecutorOptions::FusedMlp;
+  if (options.fused_mlp == FusedMlp::kOff || !options.use_gemv || input.rows != 1 ||
+      bias.present() || input.dtype != weight.dtype || index + 1 >= plan->launches_size())
+    return false;
+  // The next launch must be the down projection of this launch's result.
+  const pb::Launch &down = plan->launches(index + 1);
+  if (down.op() != "txk.gemm")
+    return false;
+  TXC_ASSIGN_OR_RETURN(cpu::GemmEpilogue epilogue,
+                       cpu::parseGemmEpilogue(LaunchAttributes(down).getStringOr("epilogue", "none")));
+  if (epilogue != cpu::GemmEpilogue::kResidualAdd)
+    return false;
+  TXC_ASSIGN_OR_RETURN(DMatrix down_input, floatOperand(down, 0, true));
+  TXC_ASSIGN_OR_RETURN(DMatrix down_weight, floatOperand(down, 1, true));
+  TXC_ASSIGN_OR_RETURN(DMatrix down_bias, floatOperand(down, 2, false));
+  TXC_ASSIGN_OR_RETURN(DMatrix residual, floatOperand(down, 3, false));
+  if (down_input.data != out.data || down_input.rows != 1 || down_bias.present() ||
+      !residual.present() || down_weight.dtype != weight.dtype)
+    return false;
+  TXC_ASSIGN_OR_RETURN(DMatrix down_out, bindResult(down, 0, down_input.rows));
+  if ((residual.data != down_out.data &&
+       overlaps(residual.data, residual.bytes(), down_out.data, down_out.bytes())) ||
+      overlaps(out.data, out.bytes(), down_out.data, down_out.bytes()) ||
+      overlaps(input.data, input.bytes(), out.data, out.bytes()))
+    return false;
+  MlpGemvArgs m;
+  GemvArgs &g = m.gate_up;
+  g.x = input.data;
+  if (pending_norm.active) {
+    TXC_ASSIGN_OR_RETURN(bool taken, takePendingNorm(g, input, out));
+    if (!taken)
+      return false;
+  }
+  g.w = weight.data;
+  g.out = out.data;
+  TXC_ASSIGN_OR_RETURN(g.type, etype(input.dtype, "the gemm input"));
+  TXC_ASSIGN_OR_RETURN(g.out_type, etype(out.dtype, "the gemm result"));
+  g.m = 1;
+  g.n = weight.rows;
+  g.k = input.cols;
+  g.epilogue = GemvEpilogue::kSwiglu;
+  GemvArgs &d = m.down;
+  d.x = out.data;
+  d.w = down_weight.data;
+  d.residual = residual.data;
+  d.out = down_out.data;
+  d.type = g.type;
+  TXC_ASSIGN_OR_RETURN(d.out_type, etype(down_out.dtype, "the down projection's result"));
+  d.m = 1;
+  d.n = down_weight.rows;
+  d.k = down_input.cols;
+  d.epilogue = GemvEpilogue::kResidualAdd;
+  m.barrier = mlp_barrier;
+  m.prefetch_down = options.fused_mlp == FusedMlp::kPrefetchDown;
+  m.pdl = options.use_pdl;
+  if (!mlpGemvSupports(m))
+    return false;
+  m.trace = takeTraceSlots("mlp gemv");
+  TXC_RETURN_IF_ERROR(cudaStatus(launchMlpGemv(m, stream), "fused MLP launch"));
+  pending_norm.active = false;
+  skipped_launch = index + 1;
+  return true;
+}
+
 // The decode-sized GEMMs (16-bit, one dtype throughout) run on our kernels
 // with the epilogue fused: m <= gemvRowLimit(k) on Gemv.cu (which can also
 // take the deferred norm and the rotary epilogue), larger m up to
@@ -98,20 +183,10 @@ StatusOr<bool> CudaExecutor::State::tryGemv(const DMatrix &input, const DMatrix 
     return false;
   GemvArgs g;
   g.x = input.data;
-  const PendingNorm &norm = pending_norm;
-  if (norm.active && !skinny) {
-    // The input is the deferred norm's result: read the norm's input instead.
-    if (norm.out.data != input.data || norm.input.dtype != input.dtype ||
-        norm.input.cols != input.cols ||
-        overlaps(norm.input.data, norm.input.bytes(), out.data, out.bytes()))
+  if (pending_norm.active && !skinny) {
+    TXC_ASSIGN_OR_RETURN(bool taken, takePendingNorm(g, input, out));
+    if (!taken)
       return false;
-    g.x = norm.input.data;
-    g.norm = true;
-    if (norm.weight.present()) { // absent: folded into `weight` (tx-fold-norm-weight)
-      g.norm_weight = norm.weight.data;
-      TXC_ASSIGN_OR_RETURN(g.norm_type, etype(norm.weight.dtype, "the norm weight"));
-    }
-    g.norm_eps = norm.eps;
   }
   g.w = weight.data;
   g.bias = bias.data;
@@ -218,6 +293,11 @@ Status CudaExecutor::State::runLaunch(int index, const pb::Launch &launch) {
   LaunchAttributes attributes(launch);
   copy_scratch_used = 0;
   const std::string kernel = "kernel launch";
+  if (index == skipped_launch) { // a fused kernel before it did its work
+    skipped_launch = -1;
+    return Status::ok();
+  }
+  skipped_launch = -1;
   if (op != "txk.gemm" && op != "txk.gemm_rope_append")
     TXC_RETURN_IF_ERROR(flushPendingNorm());
   if (op != "txk.attention")
@@ -303,6 +383,9 @@ Status CudaExecutor::State::runLaunch(int index, const pb::Launch &launch) {
       if (out.cols != weight.rows / 2)
         return invalidArgument("swiglu result must have weight rows / 2 columns");
       if (!overlaps(input.data, input.bytes(), out.data, out.bytes())) {
+        TXC_ASSIGN_OR_RETURN(bool fused, tryFusedMlp(index, input, weight, bias, out));
+        if (fused)
+          return Status::ok();
         TXC_ASSIGN_OR_RETURN(bool done,
                              tryGemv(input, weight, bias, DMatrix{}, GemvEpilogue::kSwiglu, out));
         if (done)

@@ -115,6 +115,7 @@ Status CudaExecutor::State::enqueueLaunches(const engine::Batch &b) {
   gather_aliases.clear();
   wrote_logits = false;
   pending_norm.active = false;
+  skipped_launch = -1;
   pending_rope.active = false;
   trace_labels.clear();
   Status status = Status::ok();

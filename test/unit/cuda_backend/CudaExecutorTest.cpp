@@ -412,6 +412,35 @@ TEST(CudaExecutorTest, StagedGemvsRunTheSameModel) {
   }
 }
 
+// fused_mlp: at one row, gate/up and down as one kernel with a grid barrier
+// (MlpGemv.h), bit-identical to the two GEMVs, with and without the L2
+// prefetch of the down rows: intermediate 512 (down's K split over 2 warps)
+// and 3072 (Qwen3-0.6B's MLP configuration: gate/up unsplit over 768
+// blocks, down's K over the 4 warps). The trace shows one fused kernel a
+// layer, so the comparison cannot pass on two unfused runs.
+TEST(CudaExecutorTest, FusedMlpIsBitIdenticalToItsTwoGemvs) {
+  TXC_SKIP_WITHOUT_GPU();
+  using FusedMlp = CudaExecutorOptions::FusedMlp;
+  for (int64_t intermediate : {512, 3072}) {
+    TinyModelOptions model = groupOfTwoModel(2);
+    model.intermediate = intermediate;
+    auto artifact = tinyArtifact(model, "tiny-cuda-fused-mlp-" + std::to_string(intermediate) + ".txm");
+    ASSERT_TRUE(artifact.isOk()) << artifact.status().toString();
+    const std::vector<std::vector<int32_t>> one{prompts()[2]};
+    CudaExecutorOptions plain;
+    for (FusedMlp mode : {FusedMlp::kOn, FusedMlp::kPrefetchDown}) {
+      CudaExecutorOptions fused;
+      fused.fused_mlp = mode;
+      expectSameGenerations(**artifact, plain, fused, 0.0, "fused MLP");
+      fused.trace_decode_steps = true;
+      int fused_launches = 0;
+      for (const DecodeTraceEntry &e : lastDecodeTrace(**artifact, fused, one[0]))
+        fused_launches += e.label.find("mlp gemv") != std::string::npos;
+      EXPECT_EQ(fused_launches, model.num_layers) << "intermediate " << intermediate;
+    }
+  }
+}
+
 // trace_decode_steps: the last decode step's GEMVs and decode attention
 // (graph replay, labels from the capture) each carry four stamps in order,
 // each one's wait releases after its predecessor's last block finished, and

@@ -279,10 +279,11 @@ Status CudaExecutor::State::prepare() {
   rope_counters = static_cast<unsigned *>(rc);
   CU(cudaMemset(rc, 0, kGemvMaxRopeHeads * sizeof(unsigned)), path + ": clearing rope counters");
   if (options.fused_mlp != CudaExecutorOptions::FusedMlp::kOff) {
-    TXC_ASSIGN_OR_RETURN(void *words, allocate(2 * sizeof(unsigned), "the fused MLP's grid barrier"));
-    CU(cudaMemset(words, 0, 2 * sizeof(unsigned)), path + ": clearing the fused MLP's grid barrier");
-    mlp_barrier.count = static_cast<unsigned *>(words);
-    mlp_barrier.generation = mlp_barrier.count + 1;
+    // One count a launch site: a site's grid is the same every step.
+    const size_t bytes = plan->launches_size() * sizeof(unsigned long long);
+    TXC_ASSIGN_OR_RETURN(void *counts, allocate(bytes, "the fused MLP's grid barriers"));
+    CU(cudaMemset(counts, 0, bytes), path + ": clearing the fused MLP's grid barriers");
+    mlp_barrier_arrivals = static_cast<unsigned long long *>(counts);
   }
   if (options.decode_gemm) {
     CU(prepareDecodeGemm(), path + ": preparing the decode GEMM kernels");

@@ -151,7 +151,7 @@ StatusOr<bool> CudaExecutor::State::tryFusedMlp(int index, const DMatrix &input,
   d.n = down_weight.rows;
   d.k = down_input.cols;
   d.epilogue = GemvEpilogue::kResidualAdd;
-  m.barrier = mlp_barrier;
+  m.barrier.arrivals = mlp_barrier_arrivals + index;
   m.prefetch_down = options.fused_mlp == FusedMlp::kPrefetchDown;
   m.pdl = options.use_pdl;
   if (!mlpGemvSupports(m))

@@ -31,36 +31,30 @@ constexpr int kMlpUnroll = 4;
 /// Bounded spin at the grid barrier: ~1 s on the global timer.
 constexpr unsigned long long kBarrierTimeoutNs = 1'000'000'000ull;
 
-__device__ __forceinline__ unsigned loadAcquire(const unsigned *p) {
-  unsigned v;
-  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+__device__ __forceinline__ unsigned long long loadAcquire(const unsigned long long *p) {
+  unsigned long long v;
+  asm volatile("ld.acquire.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
   return v;
 }
 
-__device__ __forceinline__ void storeRelease(unsigned *p, unsigned v) {
-  asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
-}
-
 /// Every block of the grid arrives before any leaves, and what each wrote
-/// before it is visible to all after it. Thread 0 reads the generation
-/// before arriving (the last arrival advances it only after every block has
-/// arrived), the last arrival resets the count and releases the next
-/// generation; the others spin on it with acquire loads.
+/// before it is visible to all after it. Thread 0 adds its arrival with
+/// release semantics (after the block's barrier, so its whole block's
+/// stores), and spins with acquire loads until the count reaches the end of
+/// this launch's arrivals: the count stood at a multiple of the grid when
+/// the launch began (MlpGridBarrier), so its own arrival tells which. One
+/// L2 round trip for the arrival and one for the last arrival's sight, no
+/// reset and no generation to read first.
 __device__ void gridBarrier(const MlpGridBarrier &b) {
   __syncthreads();
   if (threadIdx.x == 0) {
-    const unsigned generation = loadAcquire(b.generation);
-    __threadfence(); // this block's results, before its arrival
-    if (atomicAdd(b.count, 1u) == gridDim.x - 1) {
-      *b.count = 0;
-      __threadfence();
-      storeRelease(b.generation, generation + 1);
-    } else {
-      const unsigned long long start = kernels::globalTimerNs();
-      while (loadAcquire(b.generation) == generation)
-        if (kernels::globalTimerNs() - start > kBarrierTimeoutNs)
-          __trap(); // not all blocks resident: fail the launch, do not hang
-    }
+    unsigned long long before;
+    asm volatile("atom.add.release.gpu.global.u64 %0, [%1], 1;" : "=l"(before) : "l"(b.arrivals) : "memory");
+    const unsigned long long grid = gridDim.x, done = (before / grid + 1) * grid;
+    const unsigned long long start = kernels::globalTimerNs();
+    while (loadAcquire(b.arrivals) < done)
+      if (kernels::globalTimerNs() - start > kBarrierTimeoutNs)
+        __trap(); // not all blocks resident: fail the launch, do not hang
   }
   __syncthreads();
 }
@@ -233,7 +227,7 @@ bool mlpGemvSupports(const MlpGemvArgs &args) {
          d.epilogue == GemvEpilogue::kResidualAdd && !g.bias && !d.bias && !d.norm && !g.rope_counters &&
          !d.rope_counters && !g.kv_prefetch.pages && !d.kv_prefetch.pages && g.out == d.x &&
          d.k == g.n / 2 && inFusedConfiguration(g, &gate_up_slices) && inFusedConfiguration(d, &down_slices) &&
-         args.barrier.count && args.barrier.generation && fusedGrid(args, gate_up_slices, down_slices) > 0;
+         args.barrier.arrivals && fusedGrid(args, gate_up_slices, down_slices) > 0;
 }
 
 cudaError_t launchMlpGemv(const MlpGemvArgs &args, cudaStream_t stream) {

@@ -22,11 +22,11 @@
 
 namespace txc::cuda {
 
-/// The grid barrier's state: two zeroed words the executor owns; left as a
-/// count of zero and a generation that grows by one a launch.
+/// The grid barrier's arrivals: a zeroed 64-bit count the executor owns, one
+/// per launch site, which grows by the grid a launch (so every launch on it
+/// must have the same grid; 2^64 arrivals do not wrap).
 struct MlpGridBarrier {
-  unsigned *count = nullptr;
-  unsigned *generation = nullptr;
+  unsigned long long *arrivals = nullptr;
 };
 
 struct MlpGemvArgs {

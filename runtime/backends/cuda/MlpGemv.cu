@@ -61,12 +61,13 @@ __device__ void gridBarrier(const MlpGridBarrier &b) {
 
 /// One GEMV over a's pairs as gemvKernel<T, T, 1, kMlpWarps, kMlpUnroll>
 /// walks them with `slices` warps a pair: block b takes unit b, pairs
-/// [b, b + 1) * kMlpWarps / slices (the grid covers every unit). With
-/// kWait, the first unit's first weight chunks are loaded before PDL's wait.
+/// [b, b + 1) * kMlpWarps / slices (the grid covers every unit). The
+/// first weight chunks are loaded before `wait()` (PDL's wait, or the grid
+/// barrier), which every thread of the block calls; x only after it.
 /// kCoherentX: x was written in this kernel (read through the L2).
-template <typename T, bool kWait, bool kCoherentX>
+template <typename T, bool kCoherentX, typename Wait>
 __device__ __forceinline__ void gemvPhase(const GemvArgs &a, const int slices, float (&partial)[kMlpWarps][3],
-                                          unsigned long long *trace) {
+                                          Wait wait) {
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   const bool swiglu = a.epilogue == GemvEpilogue::kSwiglu;
   const int64_t pairs = swiglu ? a.n / 2 : (a.n + 1) / 2;
@@ -93,10 +94,7 @@ __device__ __forceinline__ void gemvPhase(const GemvArgs &a, const int slices, f
         a0[u] = __ldcs(w0 + v + 32 * u);
         a1[u] = __ldcs(w1 + v + 32 * u);
       }
-    if (kWait) {
-      pdlWait();
-      kernels::traceWaitRelease(trace);
-    }
+    wait();
     for (; v < end; v += 32 * kMlpUnroll) {
 #pragma unroll
       for (int u = 0; u < kMlpUnroll; ++u) {
@@ -173,9 +171,12 @@ __global__ void __launch_bounds__(kMlpWarps * 32)
   kernels::traceEntry(args.trace);
   if (args.prefetch_down && threadIdx.x == 0)
     prefetchFirstDownUnit(args.down, down_slices);
-  gemvPhase<T, true, false>(args.gate_up, gate_up_slices, partial, args.trace);
-  gridBarrier(args.barrier);
-  gemvPhase<T, false, true>(args.down, down_slices, partial, nullptr);
+  gemvPhase<T, false>(args.gate_up, gate_up_slices, partial, [&] {
+    pdlWait();
+    kernels::traceWaitRelease(args.trace);
+  });
+  // Down's first chunks go out before the barrier, as weights before a wait.
+  gemvPhase<T, true>(args.down, down_slices, partial, [&] { gridBarrier(args.barrier); });
   kernels::traceExit(args.trace);
 }
 

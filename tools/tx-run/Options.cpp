@@ -101,13 +101,13 @@ Output:
                           (cuda) the GEMV after the decode attention lets
                           the kernel after it launch once its wait releases,
                           not at its start (for comparison)
-  --fused-mlp off|on|prefetch-down
+  --fused-mlp off|on|late-dependents
                           (cuda) at one row, the MLP's gate/up and down
                           GEMVs as one kernel with a grid barrier between
                           them, where both take its configuration
-                          (bit-identical; prefetch-down: its blocks also ask
-                          the L2 for their down rows as they start; default
-                          off; for comparison)
+                          (bit-identical; late-dependents: the next kernel
+                          launches once its blocks passed the barrier;
+                          default off; for comparison)
   --kv-l2-prefetch off|qkv|before-qkv
                           (cuda) which GEMV asks the L2 for the next decode
                           attention's KV-cache pages before its wait: none,
@@ -313,10 +313,10 @@ Options parseArguments(int argc, char **argv) {
         options.cuda.fused_mlp = FusedMlp::kOff;
       else if (which == "on")
         options.cuda.fused_mlp = FusedMlp::kOn;
-      else if (which == "prefetch-down")
-        options.cuda.fused_mlp = FusedMlp::kPrefetchDown;
+      else if (which == "late-dependents")
+        options.cuda.fused_mlp = FusedMlp::kLateDependents;
       else
-        fail("--fused-mlp takes off, on or prefetch-down, not '" + which + "'");
+        fail("--fused-mlp takes off, on or late-dependents, not '" + which + "'");
     } else if (arg == "--kv-l2-prefetch") {
       cudaOnly();
       using Prefetch = cuda::CudaExecutorOptions::KvL2Prefetch;

@@ -187,7 +187,7 @@ struct CudaExecutor::State {
   // norm launch is skipped (fusableNorms).
   std::set<int> fusable_norms;
   unsigned *rope_counters = nullptr;         // kGemvMaxRopeHeads, zero between launches
-  unsigned long long *mlp_barrier_arrivals = nullptr; // fused_mlp: a count a launch
+  unsigned long long *mlp_barrier_words = nullptr; // fused_mlp: kMlpBarrierWords a launch
   int skipped_launch = -1;                   // a launch a fused kernel before it did
   DecodeGemmWorkspace decode_gemm_workspace; // with options.decode_gemm
   struct PendingNorm {

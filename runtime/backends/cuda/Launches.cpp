@@ -101,7 +101,7 @@ StatusOr<bool> CudaExecutor::State::tryFusedMlp(int index, const DMatrix &input,
                                                 const DMatrix &out) {
   using FusedMlp = CudaExecutorOptions::FusedMlp;
   if (options.fused_mlp == FusedMlp::kOff || !options.use_gemv || input.rows != 1 ||
-      bias.present() || input.dtype != weight.dtype || index + 1 >= plan->launches_size())
+      input.dtype != weight.dtype || index + 1 >= plan->launches_size())
     return false;
   // The next launch must be the down projection of this launch's result.
   const pb::Launch &down = plan->launches(index + 1);
@@ -115,8 +115,8 @@ StatusOr<bool> CudaExecutor::State::tryFusedMlp(int index, const DMatrix &input,
   TXC_ASSIGN_OR_RETURN(DMatrix down_weight, floatOperand(down, 1, true));
   TXC_ASSIGN_OR_RETURN(DMatrix down_bias, floatOperand(down, 2, false));
   TXC_ASSIGN_OR_RETURN(DMatrix residual, floatOperand(down, 3, false));
-  if (down_input.data != out.data || down_input.rows != 1 || down_bias.present() ||
-      !residual.present() || down_weight.dtype != weight.dtype)
+  if (down_input.data != out.data || down_input.rows != 1 || !residual.present() ||
+      down_weight.dtype != weight.dtype)
     return false;
   TXC_ASSIGN_OR_RETURN(DMatrix down_out, bindResult(down, 0, down_input.rows));
   if ((residual.data != down_out.data &&
@@ -134,6 +134,10 @@ StatusOr<bool> CudaExecutor::State::tryFusedMlp(int index, const DMatrix &input,
   }
   g.w = weight.data;
   g.out = out.data;
+  g.bias = bias.data;
+  if (bias.present()) {
+    TXC_ASSIGN_OR_RETURN(g.bias_type, etype(bias.dtype, "the bias"));
+  }
   TXC_ASSIGN_OR_RETURN(g.type, etype(input.dtype, "the gemm input"));
   TXC_ASSIGN_OR_RETURN(g.out_type, etype(out.dtype, "the gemm result"));
   g.m = 1;
@@ -143,6 +147,10 @@ StatusOr<bool> CudaExecutor::State::tryFusedMlp(int index, const DMatrix &input,
   GemvArgs &d = m.down;
   d.x = out.data;
   d.w = down_weight.data;
+  d.bias = down_bias.data;
+  if (down_bias.present()) {
+    TXC_ASSIGN_OR_RETURN(d.bias_type, etype(down_bias.dtype, "the down projection's bias"));
+  }
   d.residual = residual.data;
   d.out = down_out.data;
   d.type = g.type;
@@ -151,9 +159,9 @@ StatusOr<bool> CudaExecutor::State::tryFusedMlp(int index, const DMatrix &input,
   d.n = down_weight.rows;
   d.k = down_input.cols;
   d.epilogue = GemvEpilogue::kResidualAdd;
-  m.barrier.arrivals = mlp_barrier_arrivals + index;
-  m.prefetch_down = options.fused_mlp == FusedMlp::kPrefetchDown;
+  m.barrier.words = mlp_barrier_words + index * kMlpBarrierWords;
   m.pdl = options.use_pdl;
+  m.late_dependents = options.fused_mlp == FusedMlp::kLateDependents;
   if (!mlpGemvSupports(m))
     return false;
   m.trace = takeTraceSlots("mlp gemv");

@@ -37,22 +37,43 @@ __device__ __forceinline__ unsigned long long loadAcquire(const unsigned long lo
   return v;
 }
 
+__device__ __forceinline__ unsigned long long addAcqRel(unsigned long long *p) {
+  unsigned long long before;
+  asm volatile("atom.add.acq_rel.gpu.global.u64 %0, [%1], 1;" : "=l"(before) : "l"(p) : "memory");
+  return before;
+}
+
+__device__ __forceinline__ void storeRelease(unsigned long long *p, unsigned long long v) {
+  asm volatile("st.release.gpu.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+
 /// Every block of the grid arrives before any leaves, and what each wrote
-/// before it is visible to all after it. Thread 0 adds its arrival with
-/// release semantics (after the block's barrier, so its whole block's
-/// stores), and spins with acquire loads until the count reaches the end of
-/// this launch's arrivals: the count stood at a multiple of the grid when
-/// the launch began (MlpGridBarrier), so its own arrival tells which. One
-/// L2 round trip for the arrival and one for the last arrival's sight, no
-/// reset and no generation to read first.
+/// before it is visible to all after it. A flat count lost (device run 125:
+/// 768 arrivals on one word serialise at its L2 slice while every block
+/// polls it), so it is a two-level tree: block b's thread 0 arrives at group
+/// b % G's count; each group's last arrival arrives at the top count; the
+/// grid's last releases a flag in each group, which the group's blocks poll
+/// (acquire loads, 48 a line at 768 blocks). Release/acquire pairs chain
+/// every block's stores (ordered by its barrier before its arrival) to
+/// every block after the flag. Counts only grow: a count's arrivals tell
+/// which launch this is (launch = count / arrivals a launch), and the flag
+/// holds the last launch done.
 __device__ void gridBarrier(const MlpGridBarrier &b) {
   __syncthreads();
   if (threadIdx.x == 0) {
-    unsigned long long before;
-    asm volatile("atom.add.release.gpu.global.u64 %0, [%1], 1;" : "=l"(before) : "l"(b.arrivals) : "memory");
-    const unsigned long long grid = gridDim.x, done = (before / grid + 1) * grid;
+    const unsigned groups = min(static_cast<unsigned>(kMlpBarrierGroups), gridDim.x);
+    const unsigned group = blockIdx.x % groups;
+    const unsigned long long members = (gridDim.x - group + groups - 1) / groups;
+    unsigned long long *const count = b.words + group * kMlpBarrierWordStride;
+    unsigned long long *const top = b.words + kMlpBarrierGroups * kMlpBarrierWordStride;
+    unsigned long long *const flags = top + kMlpBarrierWordStride;
+    const unsigned long long arrived = addAcqRel(count);
+    const unsigned long long launch = arrived / members;
+    if ((arrived + 1) % members == 0 && (addAcqRel(top) + 1) % groups == 0)
+      for (unsigned g = 0; g < groups; ++g)
+        storeRelease(flags + g * kMlpBarrierWordStride, launch + 1);
     const unsigned long long start = kernels::globalTimerNs();
-    while (loadAcquire(b.arrivals) < done)
+    while (loadAcquire(flags + group * kMlpBarrierWordStride) < launch + 1)
       if (kernels::globalTimerNs() - start > kBarrierTimeoutNs)
         __trap(); // not all blocks resident: fail the launch, do not hang
   }
@@ -148,35 +169,25 @@ __device__ __forceinline__ void gemvPhase(const GemvArgs &a, const int slices, f
   }
 }
 
-/// Asks the L2 for this block's first unit of down rows (a pair's two rows,
-/// contiguous), before phase 1 streams.
-__device__ __forceinline__ void prefetchFirstDownUnit(const GemvArgs &a, int slices) {
-  const int64_t pairs = (a.n + 1) / 2;
-  const int64_t pair0 = static_cast<int64_t>(blockIdx.x) * (kMlpWarps / slices);
-  if (pair0 >= pairs)
-    return;
-  const int64_t rows = min(static_cast<int64_t>(2 * (kMlpWarps / slices)), a.n - 2 * pair0);
-  const char *bytes = static_cast<const char *>(a.w) + 2 * pair0 * a.k * static_cast<int64_t>(sizeof(uint16_t));
-  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(bytes),
-               "r"(static_cast<unsigned>(rows * a.k * sizeof(uint16_t))));
-}
-
 template <typename T>
 __global__ void __launch_bounds__(kMlpWarps * 32)
     mlpGemvKernel(const MlpGemvArgs args, const int gate_up_slices, const int down_slices) {
   __shared__ float partial[kMlpWarps][3];
   // Safe at the start: the next kernel launches once every block here has
   // run this, so all of them are resident before any of its blocks is.
-  pdlLaunchDependents();
+  if (!args.late_dependents)
+    pdlLaunchDependents();
   kernels::traceEntry(args.trace);
-  if (args.prefetch_down && threadIdx.x == 0)
-    prefetchFirstDownUnit(args.down, down_slices);
   gemvPhase<T, false>(args.gate_up, gate_up_slices, partial, [&] {
     pdlWait();
     kernels::traceWaitRelease(args.trace);
   });
   // Down's first chunks go out before the barrier, as weights before a wait.
-  gemvPhase<T, true>(args.down, down_slices, partial, [&] { gridBarrier(args.barrier); });
+  gemvPhase<T, true>(args.down, down_slices, partial, [&] {
+    gridBarrier(args.barrier);
+    if (args.late_dependents)
+      pdlLaunchDependents();
+  });
   kernels::traceExit(args.trace);
 }
 
@@ -225,10 +236,10 @@ bool mlpGemvSupports(const MlpGemvArgs &args) {
   int gate_up_slices = 0, down_slices = 0;
   return gemvSupports(g) && gemvSupports(d) && g.m == 1 && d.m == 1 && g.type == d.type &&
          g.out_type == g.type && d.out_type == d.type && g.epilogue == GemvEpilogue::kSwiglu &&
-         d.epilogue == GemvEpilogue::kResidualAdd && !g.bias && !d.bias && !d.norm && !g.rope_counters &&
+         d.epilogue == GemvEpilogue::kResidualAdd && !d.norm && !g.rope_counters &&
          !d.rope_counters && !g.kv_prefetch.pages && !d.kv_prefetch.pages && g.out == d.x &&
          d.k == g.n / 2 && inFusedConfiguration(g, &gate_up_slices) && inFusedConfiguration(d, &down_slices) &&
-         args.barrier.arrivals && fusedGrid(args, gate_up_slices, down_slices) > 0;
+         args.barrier.words && fusedGrid(args, gate_up_slices, down_slices) > 0;
 }
 
 cudaError_t launchMlpGemv(const MlpGemvArgs &args, cudaStream_t stream) {

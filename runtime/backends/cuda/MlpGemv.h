@@ -22,26 +22,33 @@
 
 namespace txc::cuda {
 
-/// The grid barrier's arrivals: a zeroed 64-bit count the executor owns, one
-/// per launch site, which grows by the grid a launch (so every launch on it
-/// must have the same grid; 2^64 arrivals do not wrap).
+/// The grid barrier's words: kMlpBarrierWords zeroed 64-bit words the
+/// executor owns, one set per launch site (every launch on a set must have
+/// the same grid). Counts only grow, so nothing is reset between launches.
 struct MlpGridBarrier {
-  unsigned long long *arrivals = nullptr;
+  unsigned long long *words = nullptr;
 };
+/// 16 group counts, the top count and 16 group flags, each on its own
+/// 128-byte line (16 words apart).
+constexpr int kMlpBarrierGroups = 16;
+constexpr int kMlpBarrierWordStride = 16;
+constexpr int64_t kMlpBarrierWords = (2 * kMlpBarrierGroups + 1) * kMlpBarrierWordStride;
 
 struct MlpGemvArgs {
   GemvArgs gate_up; // epilogue kSwiglu, out = down.x
   GemvArgs down;    // epilogue kResidualAdd
   MlpGridBarrier barrier;
-  /// Each block asks the L2 for its first down rows before gate/up starts.
-  bool prefetch_down = false;
   bool pdl = false;
+  /// With pdl: the next kernel may launch once every block has passed the
+  /// grid barrier, not at their start (its blocks then take no SM room
+  /// while gate/up streams).
+  bool late_dependents = false;
   unsigned long long *trace = nullptr; // four step-trace slots, or null
 };
 
 /// Whether launchMlpGemv takes these: both GEMVs one row (m = 1) on 16-bit
 /// types that launchGemv takes, gate/up SwiGLU into down's input, down with
-/// the residual add and neither with a bias; and both with blocks of 4
+/// the residual add (each may have a bias); and both with blocks of 4
 /// warps in launchGemv's configuration (gemvConfigFor), whose walk the
 /// phases reproduce with its K slices: Qwen3-0.6B's MLP (gate/up unsplit,
 /// down over 4 warps), not Llama-3-8B's (down on blocks of 8 warps).

@@ -413,8 +413,9 @@ TEST(CudaExecutorTest, StagedGemvsRunTheSameModel) {
 }
 
 // fused_mlp: at one row, gate/up and down as one kernel with a grid barrier
-// (MlpGemv.h), bit-identical to the two GEMVs, with and without the L2
-// prefetch of the down rows: intermediate 512 (down's K split over 2 warps)
+// (MlpGemv.h), bit-identical to the two GEMVs, with the next kernel
+// launched at its start or after its barrier: intermediate 512 (down's K
+// split over 2 warps)
 // and 3072 (Qwen3-0.6B's MLP configuration: gate/up unsplit over 768
 // blocks, down's K over the 4 warps). The trace shows one fused kernel a
 // layer, so the comparison cannot pass on two unfused runs.
@@ -428,7 +429,7 @@ TEST(CudaExecutorTest, FusedMlpIsBitIdenticalToItsTwoGemvs) {
     ASSERT_TRUE(artifact.isOk()) << artifact.status().toString();
     const std::vector<std::vector<int32_t>> one{prompts()[2]};
     CudaExecutorOptions plain;
-    for (FusedMlp mode : {FusedMlp::kOn, FusedMlp::kPrefetchDown}) {
+    for (FusedMlp mode : {FusedMlp::kOn, FusedMlp::kLateDependents}) {
       CudaExecutorOptions fused;
       fused.fused_mlp = mode;
       expectSameGenerations(**artifact, plain, fused, 0.0, "fused MLP");

@@ -70,8 +70,6 @@ def threads_of(name):
     a block is the 4th argument; decode: the traits' 5th)."""
     if m := re.search(r"gemvKernel<[^,]+, [^,]+, \d+, (\d+), \d+>", name):
         return 32 * int(m.group(1))
-    if "mlpGemvKernel" in name:
-        return 128
     if m := re.search(r"DecodeMmaTraits<[^,]+, \d+, \d+, \d+, (\d+)>", name):
         return 32 * int(m.group(1))
     return None
@@ -83,7 +81,6 @@ def main():
     ap.add_argument("--filter", default="", help="only kernels whose demangled name contains TEXT")
     args = ap.parse_args()
     rows = ptxas_report(args.nvcc, os.path.join(ROOT, "runtime/backends/cuda/Gemv.cu"))
-    rows += ptxas_report(args.nvcc, os.path.join(ROOT, "runtime/backends/cuda/MlpGemv.cu"))
     with tempfile.NamedTemporaryFile("w", suffix=".cu", delete=False) as f:
         f.write(DECODE_INSTANCES)
     try:
@@ -98,7 +95,7 @@ def main():
         threads = threads_of(name)
         # Registers are allocated 8 a thread at a time (256 a warp).
         blocks = REGISTERS_PER_SM // (threads * ((registers + 7) // 8 * 8)) if threads else "?"
-        short = re.sub(r"\(txc::kernels::DecodeParams\)|\(txc::cuda::GemvArgs, int\)|\(txc::cuda::MlpGemvArgs, int, int\)", "", name)
+        short = re.sub(r"\(txc::kernels::DecodeParams\)|\(txc::cuda::GemvArgs, int\)", "", name)
         short = re.sub(r"txc::(cuda::\(anonymous namespace\)|kernels)::", "", short)
         print(f"{registers:>9} {spill:>7} {blocks:>9}  {short}")
     return 0

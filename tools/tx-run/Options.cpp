@@ -101,19 +101,6 @@ Output:
                           (cuda) the GEMV after the decode attention lets
                           the kernel after it launch once its wait releases,
                           not at its start (for comparison)
-  --fused-mlp off|on|late-dependents
-                          (cuda) at one row, the MLP's gate/up and down
-                          GEMVs as one kernel with a grid barrier between
-                          them, where both take its configuration
-                          (bit-identical; late-dependents: the next kernel
-                          launches once its blocks passed the barrier;
-                          default off; for comparison)
-  --kv-l2-prefetch off|qkv|before-qkv
-                          (cuda) which GEMV asks the L2 for the next decode
-                          attention's KV-cache pages before its wait: none,
-                          the QKV projection, or the GEMV before it; only
-                          where the step's pages take at most 4 MiB
-                          (default off; for comparison)
   --staged-gemvs none|qkv|all
                           (cuda) which one-row GEMVs of at most 16 MB of
                           weights copy them into shared memory before their
@@ -305,30 +292,6 @@ Options parseArguments(int argc, char **argv) {
         options.cuda.staged_gemvs = StagedGemvs::kAll;
       else
         fail("--staged-gemvs takes none, qkv or all, not '" + which + "'");
-    } else if (arg == "--fused-mlp") {
-      cudaOnly();
-      using FusedMlp = cuda::CudaExecutorOptions::FusedMlp;
-      const std::string which = value();
-      if (which == "off")
-        options.cuda.fused_mlp = FusedMlp::kOff;
-      else if (which == "on")
-        options.cuda.fused_mlp = FusedMlp::kOn;
-      else if (which == "late-dependents")
-        options.cuda.fused_mlp = FusedMlp::kLateDependents;
-      else
-        fail("--fused-mlp takes off, on or late-dependents, not '" + which + "'");
-    } else if (arg == "--kv-l2-prefetch") {
-      cudaOnly();
-      using Prefetch = cuda::CudaExecutorOptions::KvL2Prefetch;
-      const std::string which = value();
-      if (which == "off")
-        options.cuda.kv_l2_prefetch = Prefetch::kOff;
-      else if (which == "qkv")
-        options.cuda.kv_l2_prefetch = Prefetch::kQkv;
-      else if (which == "before-qkv")
-        options.cuda.kv_l2_prefetch = Prefetch::kBeforeQkv;
-      else
-        fail("--kv-l2-prefetch takes off, qkv or before-qkv, not '" + which + "'");
     } else if (arg == "--gemv-after-attention-late-dependents") {
       cudaOnly();
       options.cuda.gemv_after_attention_late_dependents = true;

@@ -278,13 +278,6 @@ Status CudaExecutor::State::prepare() {
   TXC_ASSIGN_OR_RETURN(void *rc, allocate(kGemvMaxRopeHeads * sizeof(unsigned), "rope counters"));
   rope_counters = static_cast<unsigned *>(rc);
   CU(cudaMemset(rc, 0, kGemvMaxRopeHeads * sizeof(unsigned)), path + ": clearing rope counters");
-  if (options.fused_mlp != CudaExecutorOptions::FusedMlp::kOff) {
-    // One count a launch site: a site's grid is the same every step.
-    const size_t bytes = plan->launches_size() * kMlpBarrierWords * sizeof(unsigned long long);
-    TXC_ASSIGN_OR_RETURN(void *counts, allocate(bytes, "the fused MLP's grid barriers"));
-    CU(cudaMemset(counts, 0, bytes), path + ": clearing the fused MLP's grid barriers");
-    mlp_barrier_words = static_cast<unsigned long long *>(counts);
-  }
   if (options.decode_gemm) {
     CU(prepareDecodeGemm(), path + ": preparing the decode GEMM kernels");
     decode_gemm_workspace.partial_floats = kDecodeGemmPartialFloats;

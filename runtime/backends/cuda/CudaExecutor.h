@@ -163,27 +163,6 @@ struct CudaExecutorOptions {
   /// the DRAM from the kernel running then (with the QKV alone staged, the
   /// down projection before it 2.9 -> 3.9 us after its wait), and each
   /// staged GEMV's own time after its wait still grows with its weights.
-  /// Which GEMV asks the L2 for the next decode attention's KV-cache pages
-  /// before its wait (GemvArgs::kv_prefetch): none, the QKV projection (the
-  /// GEMV right before the attention), or the GEMV before it (the previous
-  /// layer's down projection, one kernel earlier). Only where the step's
-  /// pages are at most kv_l2_prefetch_max_bytes. The idea (session 22): the
-  /// wide attention CTA's first tile lands ~1.6K cycles after its query is
-  /// ready because its cp.async queue behind the 16 MB of weights o_proj
-  /// and gate/up stream beside it; from the L2 it would not. Off until
-  /// measured.
-  /// At one row, the MLP's gate/up (SwiGLU) and down (residual add) GEMVs
-  /// as one kernel with a grid barrier between them (MlpGemv.h), where both
-  /// take the configuration it reproduces (Qwen3-0.6B's; not Llama-3-8B's
-  /// down projection): bit-identical, one kernel boundary a layer fewer.
-  /// kLateDependents: the next kernel launches once its blocks passed the
-  /// grid barrier, not at their start. Off until measured: device run 125
-  /// (a flat barrier) lost 0.079 ms a Qwen3-0.6B step.
-  enum class FusedMlp { kOff, kOn, kLateDependents };
-  FusedMlp fused_mlp = FusedMlp::kOff;
-  enum class KvL2Prefetch { kOff, kQkv, kBeforeQkv };
-  KvL2Prefetch kv_l2_prefetch = KvL2Prefetch::kOff;
-  int64_t kv_l2_prefetch_max_bytes = int64_t{4} << 20;
   enum class StagedGemvs { kNone, kQkv, kAll };
   StagedGemvs staged_gemvs = StagedGemvs::kNone;
   /// 16 MB takes every layer GEMV of Qwen3-0.6B (gate/up 12.6 MB) and none

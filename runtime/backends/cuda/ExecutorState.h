@@ -30,7 +30,6 @@
 #include "runtime/backends/cuda/CudaKernels.h"
 #include "runtime/backends/cuda/DecodeGemm.h"
 #include "runtime/backends/cuda/Gemv.h"
-#include "runtime/backends/cuda/MlpGemv.h"
 #include "runtime/backends/cuda/SkinnyGemm.h"
 
 #include <cuda_runtime.h>
@@ -187,8 +186,6 @@ struct CudaExecutor::State {
   // norm launch is skipped (fusableNorms).
   std::set<int> fusable_norms;
   unsigned *rope_counters = nullptr;         // kGemvMaxRopeHeads, zero between launches
-  unsigned long long *mlp_barrier_words = nullptr; // fused_mlp: kMlpBarrierWords a launch
-  int skipped_launch = -1;                   // a launch a fused kernel before it did
   DecodeGemmWorkspace decode_gemm_workspace; // with options.decode_gemm
   struct PendingNorm {
     bool active = false;
@@ -218,7 +215,6 @@ struct CudaExecutor::State {
   // Set while the launch right after a decode attention runs
   // (gemv_after_attention_late_dependents).
   bool after_attention = false;
-  int current_launch = -1; // the plan launch being enqueued
 
   // Decode step tracing (options.trace_decode_steps): kTraceSlotsPerLaunch
   // globaltimer slots per traced kernel (kernels::TraceSlot) in d_trace; the labels of
@@ -267,13 +263,6 @@ struct CudaExecutor::State {
   Status unalias(std::vector<DMatrix *> inputs, std::vector<DMatrix> results);
   Status gemm(const DMatrix &input, const DMatrix &weight, const DMatrix &bias,
               const DMatrix &residual, const DMatrix &out);
-  // The deferred norm into g when `input` is its result (false: it is not,
-  // or g cannot take it).
-  StatusOr<bool> takePendingNorm(GemvArgs &g, const DMatrix &input, const DMatrix &out);
-  // options.fused_mlp: launch `index`, the SwiGLU GEMM, and the down
-  // projection after it as one kernel (then skipped_launch is index + 1).
-  StatusOr<bool> tryFusedMlp(int index, const DMatrix &input, const DMatrix &weight,
-                             const DMatrix &bias, const DMatrix &out);
   StatusOr<bool> tryGemv(const DMatrix &input, const DMatrix &weight, const DMatrix &bias,
                          const DMatrix &residual, GemvEpilogue epilogue, const DMatrix &out,
                          const RopeAppendArgs *rope = nullptr);
@@ -281,9 +270,6 @@ struct CudaExecutor::State {
                     const DMatrix *sum, const DMatrix &out);
   Status flushPendingNorm();
   Status flushPendingRope();
-  // The next decode attention's pages for the GEMV being launched to
-  // prefetch into the L2 (CudaExecutorOptions::kv_l2_prefetch), or none.
-  KvL2Prefetch kvPrefetchForThisGemv();
   Status attention(const LaunchAttributes &attributes, const DMatrix &query,
                    const LayerCache &cache, const DMatrix &out);
 };

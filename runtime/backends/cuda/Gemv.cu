@@ -2,7 +2,7 @@
 //
 // A pair of weight rows (rows j and j + n/2 for SwiGLU, so the gate and its
 // up projection meet; rows 2j and 2j+1 otherwise) is split over `slices`
-// warps of one block along K (gemvSlicesFor). Each lane streams 16-byte chunks
+// warps of one block along K (slicesFor). Each lane streams 16-byte chunks
 // of both rows, kUnroll chunks in flight, and multiplies them with every
 // input row (the inputs are small and stay in L1/L2). fp32 accumulation, a
 // butterfly reduction, the slices summed in order through shared memory, and
@@ -67,13 +67,6 @@ __device__ void finishHeadIfLast(const GemvArgs &a, int64_t first_row, int64_t r
   ropeAppendStagedHead(a.rope, warp, head, staged_head, lane);
 }
 
-/// GemvArgs::kv_prefetch: one page's K and V into the L2. No memory
-/// clobber: a hint, which the weight loads need not wait for.
-__device__ __forceinline__ void prefetchPageToL2(const KvL2Prefetch &p, int page) {
-  const char *bytes = static_cast<const char *>(p.pages) + static_cast<int64_t>(page) * p.page_bytes;
-  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(bytes), "r"(static_cast<unsigned>(p.page_bytes)));
-}
-
 template <typename T, typename OutT, int kMaxRows, int kWarpsPerBlock, int kUnroll>
 __global__ void __launch_bounds__(kWarpsPerBlock * 32)
     gemvKernel(const GemvArgs a, const int slices) {
@@ -81,16 +74,6 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
   if (!a.late_dependents)
     pdlLaunchDependents();
   kernels::traceEntry(a.trace);
-  // GemvArgs::kv_prefetch: this block's page looked up before the weight
-  // loads and asked for after them, so neither waits for the other.
-  const KvL2Prefetch &kv = a.kv_prefetch;
-  const bool kv_block = kv.pages && threadIdx.x == 0 && blockIdx.x < kv.seqs * kv.pages_per_seq;
-  int kv_page = -1, kv_keys = 0;
-  if (kv_block) {
-    const int seq = blockIdx.x / kv.pages_per_seq, index = blockIdx.x % kv.pages_per_seq;
-    kv_keys = __ldg(kv.kv_lens + seq) - index * kv.page_size;
-    kv_page = __ldg(kv.page_table + seq * kv.table_stride + index);
-  }
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   const bool swiglu = a.epilogue == GemvEpilogue::kSwiglu;
   const int64_t pairs = swiglu ? a.n / 2 : (a.n + 1) / 2;
@@ -122,8 +105,6 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
       a0[u] = __ldcs(w0 + v + 32 * u);
       a1[u] = __ldcs(w1 + v + 32 * u);
     }
-  if (kv_block && kv_keys > 0 && kv_page >= 0)
-    prefetchPageToL2(kv, kv_page);
   pdlWait();
   if (a.late_dependents)
     pdlLaunchDependents();
@@ -200,21 +181,27 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
   kernels::traceExit(a.trace);
 }
 
+/// Warps per weight-row pair: enough warps in flight to cover the GPU's
+/// memory latency even when the matrix has few rows (a 1024-row o_proj
+/// would otherwise run 512 warps, each walking its rows serially), but at
+/// least one 16-byte chunk per lane in every slice.
+int slicesFor(int64_t pairs, int64_t k, int warps_per_block, int64_t target_warps) {
+  int slices = 1;
+  while (slices < warps_per_block && pairs * slices < target_warps && k / 8 / (2 * slices) >= 32)
+    slices *= 2;
+  return slices;
+}
+
 template <typename T, typename OutT, int kMaxRows, int kWarps, int kUnroll>
 cudaError_t launchShaped(const GemvArgs &a, const GemvConfig &config, cudaStream_t stream) {
   int64_t pairs = a.epilogue == GemvEpilogue::kSwiglu ? a.n / 2 : (a.n + 1) / 2;
-  int slices = gemvSlicesFor(a, config);
+  int slices = slicesFor(pairs, a.k, kWarps, int64_t{132} * config.target_warps_per_sm);
   int64_t pairs_per_block = kWarps / slices;
   dim3 blocks(static_cast<unsigned>((pairs + pairs_per_block - 1) / pairs_per_block));
   dim3 threads(kWarps * 32);
   const size_t rope_staging = a.rope_counters ? sizeof(float) * kMaxRows * kGemvMaxRopeHeadDim : 0;
-  GemvArgs launched = a;
-  // A page a block: more pages than blocks (a long context) prefetch none.
-  if (static_cast<int64_t>(a.kv_prefetch.seqs) * a.kv_prefetch.pages_per_seq > blocks.x)
-    launched.kv_prefetch = KvL2Prefetch{};
   return kernels::launchKernelWithCarveout(gemvKernel<T, OutT, kMaxRows, kWarps, kUnroll>, blocks, threads,
-                                          rope_staging, stream, a.pdl, 1u, a.carveout_percent, launched,
-                                          slices);
+                                          rope_staging, stream, a.pdl, 1u, a.carveout_percent, a, slices);
 }
 
 template <typename T, typename OutT, int kWarps>
@@ -265,15 +252,6 @@ bool ropeEpilogueSupports(const GemvArgs &a) {
 
 } // namespace
 
-int gemvSlicesFor(const GemvArgs &a, const GemvConfig &config) {
-  const int64_t pairs = a.epilogue == GemvEpilogue::kSwiglu ? a.n / 2 : (a.n + 1) / 2;
-  const int64_t target_warps = int64_t{132} * config.target_warps_per_sm;
-  int slices = 1;
-  while (slices < config.warps_per_block && pairs * slices < target_warps && a.k / 8 / (2 * slices) >= 32)
-    slices *= 2;
-  return slices;
-}
-
 bool gemvSupports(const GemvArgs &a) {
   return (a.type == EType::kBF16 || a.type == EType::kF16) &&
          (a.out_type == a.type || a.out_type == EType::kF32) && a.m >= 1 && a.m <= kGemvMaxRows &&
@@ -281,11 +259,7 @@ bool gemvSupports(const GemvArgs &a) {
          (a.epilogue != GemvEpilogue::kSwiglu || a.n % 2 == 0) &&
          (a.epilogue != GemvEpilogue::kResidualAdd || a.residual) &&
          (!a.norm_weight || (a.norm && a.norm_type == a.type && aligned16(a.norm_weight))) &&
-         (!a.rope_counters || ropeEpilogueSupports(a)) &&
-         (!a.kv_prefetch.pages ||
-          (aligned16(a.kv_prefetch.pages) && a.kv_prefetch.page_bytes % 16 == 0 &&
-           a.kv_prefetch.page_bytes > 0 && a.kv_prefetch.page_bytes <= (int64_t{1} << 30) &&
-           a.kv_prefetch.page_table && a.kv_prefetch.kv_lens && a.kv_prefetch.page_size > 0));
+         (!a.rope_counters || ropeEpilogueSupports(a));
 }
 
 cudaError_t launchGemv(const GemvArgs &a, cudaStream_t stream) {

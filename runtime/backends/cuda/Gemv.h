@@ -35,22 +35,6 @@ constexpr int64_t kGemvMaxRows = 4;
 /// vs 5.42. Batch 1 always takes the GEMV.
 constexpr int64_t gemvRowLimit(int64_t k) { return k <= 3072 ? 2 : 1; }
 
-/// A decode attention's KV-cache pages that a GEMV's blocks ask the L2 to
-/// fetch before their wait (CudaExecutorOptions::kv_l2_prefetch): block b
-/// (and b + grid, ...) takes page b % pages_per_seq of sequence
-/// b / pages_per_seq where that page holds keys below kv_lens[seq], with
-/// one cp.async.bulk.prefetch.L2 of its page_bytes (the page's K and V of
-/// every KV head, contiguous). The attention's own cp.async of them then
-/// hits the L2 instead of queueing behind the weight streams of the GEMVs
-/// resident beside it (bench/README.md, session 22).
-struct KvL2Prefetch {
-  const void *pages = nullptr;         // the layer's cache: page p at p * page_bytes
-  const int32_t *page_table = nullptr; // [seqs][table_stride]
-  const int32_t *kv_lens = nullptr;    // [seqs]: keys including the step's token
-  int64_t page_bytes = 0;              // a multiple of 16
-  int32_t table_stride = 0, page_size = 0, seqs = 0, pages_per_seq = 0;
-};
-
 enum class GemvEpilogue {
   kNone,        // out = x w^T (+ bias)
   kResidualAdd, // out = x w^T (+ bias) + residual
@@ -97,9 +81,6 @@ struct GemvArgs {
   /// rope_counters: kGemvMaxRopeHeads zeroed counters, left zeroed.
   RopeAppendArgs rope;
   unsigned *rope_counters = nullptr;
-  /// Pages of the next decode attention's KV cache to prefetch into the L2
-  /// (pages null: none).
-  KvL2Prefetch kv_prefetch;
 };
 
 /// Limits of the rotary epilogue: heads in one QKV and the head size.
@@ -147,13 +128,6 @@ struct GemvConfig {
 /// more resident blocks and shorter reductions; the wide matrices keep 4
 /// chunks, and the long K of Llama's qkv more warps to cover it.
 GemvConfig gemvConfigFor(int64_t n, int64_t k);
-
-/// Warps per weight-row pair (a pair's K split over them, in one block):
-/// enough warps in flight to cover the GPU's memory latency even when the
-/// matrix has few rows (a 1024-row o_proj would otherwise run 512 warps,
-/// each walking its rows serially), but at least one 16-byte chunk per
-/// lane in every slice; at most the block's warps.
-int gemvSlicesFor(const GemvArgs &args, const GemvConfig &config);
 
 /// Whether launchGemvWithConfig has the configuration: 4 or 8 warps, 2, 4
 /// or 8 chunks, 1-1024 warps per SM.

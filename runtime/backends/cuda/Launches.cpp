@@ -35,142 +35,6 @@ Status CudaExecutor::State::gemm(const DMatrix &input, const DMatrix &weight, co
                     stream);
 }
 
-KvL2Prefetch CudaExecutor::State::kvPrefetchForThisGemv() {
-  using Mode = CudaExecutorOptions::KvL2Prefetch;
-  KvL2Prefetch none;
-  if (options.kv_l2_prefetch == Mode::kOff || current_launch < 0 ||
-      batch->numTokens() != batch->numSequences())
-    return none;
-  // The launch whose cache the next decode attention reads: this one (the
-  // QKV), or with kBeforeQkv the next GEMM's when that is the QKV.
-  int qkv = -1;
-  const std::string &op = plan->launches(current_launch).op();
-  if (options.kv_l2_prefetch == Mode::kQkv && op == "txk.gemm_rope_append") {
-    qkv = current_launch;
-  } else if (options.kv_l2_prefetch == Mode::kBeforeQkv && op == "txk.gemm") {
-    for (int i = current_launch + 1; qkv < 0 && i < plan->launches_size(); ++i) {
-      const std::string &later = plan->launches(i).op();
-      if (later == "txk.gemm_rope_append")
-        qkv = i;
-      else if (later == "txk.gemm" || later == "txk.attention")
-        break;
-    }
-  }
-  if (qkv < 0)
-    return none;
-  StatusOr<Bound> cache = bindOperand(plan->launches(qkv), 4, true); // gemm_rope_append's cache
-  if (!cache.isOk() || cache->kind != Bound::Kind::kCache)
-    return none;
-  const LayerCache &layer = caches.at(cache->layer);
-  const int64_t context = graph_context > 0 ? graph_context : max_context;
-  KvL2Prefetch p;
-  p.pages = layer.data;
-  p.page_table = d_tables;
-  p.kv_lens = d_context;
-  p.page_bytes = 2 * int64_t{page_size} * layer.kv_heads * layer.head_dim * dtypeSize(cache_dtype);
-  p.table_stride = batch->max_pages_per_seq;
-  p.page_size = page_size;
-  p.seqs = batch->numSequences();
-  p.pages_per_seq = static_cast<int32_t>(std::min<int64_t>((context + page_size - 1) / page_size,
-                                                           batch->max_pages_per_seq));
-  if (int64_t{p.seqs} * p.pages_per_seq * p.page_bytes > options.kv_l2_prefetch_max_bytes)
-    return none;
-  return p;
-}
-
-StatusOr<bool> CudaExecutor::State::takePendingNorm(GemvArgs &g, const DMatrix &input,
-                                                    const DMatrix &out) {
-  // The input is the deferred norm's result: read the norm's input instead.
-  const PendingNorm &norm = pending_norm;
-  if (!norm.active || norm.out.data != input.data || norm.input.dtype != input.dtype ||
-      norm.input.cols != input.cols ||
-      overlaps(norm.input.data, norm.input.bytes(), out.data, out.bytes()))
-    return false;
-  g.x = norm.input.data;
-  g.norm = true;
-  if (norm.weight.present()) { // absent: folded into `weight` (tx-fold-norm-weight)
-    g.norm_weight = norm.weight.data;
-    TXC_ASSIGN_OR_RETURN(g.norm_type, etype(norm.weight.dtype, "the norm weight"));
-  }
-  g.norm_eps = norm.eps;
-  return true;
-}
-
-StatusOr<bool> CudaExecutor::State::tryFusedMlp(int index, const DMatrix &input,
-                                                const DMatrix &weight, const DMatrix &bias,
-                                                const DMatrix &out) {
-  using FusedMlp = CudaExecutorOptions::FusedMlp;
-  if (options.fused_mlp == FusedMlp::kOff || !options.use_gemv || input.rows != 1 ||
-      input.dtype != weight.dtype || index + 1 >= plan->launches_size())
-    return false;
-  // The next launch must be the down projection of this launch's result.
-  const pb::Launch &down = plan->launches(index + 1);
-  if (down.op() != "txk.gemm")
-    return false;
-  TXC_ASSIGN_OR_RETURN(cpu::GemmEpilogue epilogue,
-                       cpu::parseGemmEpilogue(LaunchAttributes(down).getStringOr("epilogue", "none")));
-  if (epilogue != cpu::GemmEpilogue::kResidualAdd)
-    return false;
-  TXC_ASSIGN_OR_RETURN(DMatrix down_input, floatOperand(down, 0, true));
-  TXC_ASSIGN_OR_RETURN(DMatrix down_weight, floatOperand(down, 1, true));
-  TXC_ASSIGN_OR_RETURN(DMatrix down_bias, floatOperand(down, 2, false));
-  TXC_ASSIGN_OR_RETURN(DMatrix residual, floatOperand(down, 3, false));
-  if (down_input.data != out.data || down_input.rows != 1 || !residual.present() ||
-      down_weight.dtype != weight.dtype)
-    return false;
-  TXC_ASSIGN_OR_RETURN(DMatrix down_out, bindResult(down, 0, down_input.rows));
-  if ((residual.data != down_out.data &&
-       overlaps(residual.data, residual.bytes(), down_out.data, down_out.bytes())) ||
-      overlaps(out.data, out.bytes(), down_out.data, down_out.bytes()) ||
-      overlaps(input.data, input.bytes(), out.data, out.bytes()))
-    return false;
-  MlpGemvArgs m;
-  GemvArgs &g = m.gate_up;
-  g.x = input.data;
-  if (pending_norm.active) {
-    TXC_ASSIGN_OR_RETURN(bool taken, takePendingNorm(g, input, out));
-    if (!taken)
-      return false;
-  }
-  g.w = weight.data;
-  g.out = out.data;
-  g.bias = bias.data;
-  if (bias.present()) {
-    TXC_ASSIGN_OR_RETURN(g.bias_type, etype(bias.dtype, "the bias"));
-  }
-  TXC_ASSIGN_OR_RETURN(g.type, etype(input.dtype, "the gemm input"));
-  TXC_ASSIGN_OR_RETURN(g.out_type, etype(out.dtype, "the gemm result"));
-  g.m = 1;
-  g.n = weight.rows;
-  g.k = input.cols;
-  g.epilogue = GemvEpilogue::kSwiglu;
-  GemvArgs &d = m.down;
-  d.x = out.data;
-  d.w = down_weight.data;
-  d.bias = down_bias.data;
-  if (down_bias.present()) {
-    TXC_ASSIGN_OR_RETURN(d.bias_type, etype(down_bias.dtype, "the down projection's bias"));
-  }
-  d.residual = residual.data;
-  d.out = down_out.data;
-  d.type = g.type;
-  TXC_ASSIGN_OR_RETURN(d.out_type, etype(down_out.dtype, "the down projection's result"));
-  d.m = 1;
-  d.n = down_weight.rows;
-  d.k = down_input.cols;
-  d.epilogue = GemvEpilogue::kResidualAdd;
-  m.barrier.words = mlp_barrier_words + index * kMlpBarrierWords;
-  m.pdl = options.use_pdl;
-  m.late_dependents = options.fused_mlp == FusedMlp::kLateDependents;
-  if (!mlpGemvSupports(m))
-    return false;
-  m.trace = takeTraceSlots("mlp gemv");
-  TXC_RETURN_IF_ERROR(cudaStatus(launchMlpGemv(m, stream), "fused MLP launch"));
-  pending_norm.active = false;
-  skipped_launch = index + 1;
-  return true;
-}
-
 // The decode-sized GEMMs (16-bit, one dtype throughout) run on our kernels
 // with the epilogue fused: m <= gemvRowLimit(k) on Gemv.cu (which can also
 // take the deferred norm and the rotary epilogue), larger m up to
@@ -191,10 +55,20 @@ StatusOr<bool> CudaExecutor::State::tryGemv(const DMatrix &input, const DMatrix 
     return false;
   GemvArgs g;
   g.x = input.data;
-  if (pending_norm.active && !skinny) {
-    TXC_ASSIGN_OR_RETURN(bool taken, takePendingNorm(g, input, out));
-    if (!taken)
+  const PendingNorm &norm = pending_norm;
+  if (norm.active && !skinny) {
+    // The input is the deferred norm's result: read the norm's input instead.
+    if (norm.out.data != input.data || norm.input.dtype != input.dtype ||
+        norm.input.cols != input.cols ||
+        overlaps(norm.input.data, norm.input.bytes(), out.data, out.bytes()))
       return false;
+    g.x = norm.input.data;
+    g.norm = true;
+    if (norm.weight.present()) { // absent: folded into `weight` (tx-fold-norm-weight)
+      g.norm_weight = norm.weight.data;
+      TXC_ASSIGN_OR_RETURN(g.norm_type, etype(norm.weight.dtype, "the norm weight"));
+    }
+    g.norm_eps = norm.eps;
   }
   g.w = weight.data;
   g.bias = bias.data;
@@ -249,12 +123,6 @@ StatusOr<bool> CudaExecutor::State::tryGemv(const DMatrix &input, const DMatrix 
   const GemvConfig config =
       configured ? GemvConfig{configured->warps_per_block, configured->unroll, configured->target_warps_per_sm}
                  : gemvConfigFor(g.n, g.k);
-  {
-    GemvArgs prefetching = g;
-    prefetching.kv_prefetch = kvPrefetchForThisGemv();
-    if (prefetching.kv_prefetch.pages && gemvSupports(prefetching))
-      g = prefetching;
-  }
   g.trace = takeTraceSlots("gemv");
   TXC_RETURN_IF_ERROR(cudaStatus(launchGemvWithConfig(g, config, stream), "gemv launch"));
   pending_norm.active = false;
@@ -301,11 +169,6 @@ Status CudaExecutor::State::runLaunch(int index, const pb::Launch &launch) {
   LaunchAttributes attributes(launch);
   copy_scratch_used = 0;
   const std::string kernel = "kernel launch";
-  if (index == skipped_launch) { // a fused kernel before it did its work
-    skipped_launch = -1;
-    return Status::ok();
-  }
-  skipped_launch = -1;
   if (op != "txk.gemm" && op != "txk.gemm_rope_append")
     TXC_RETURN_IF_ERROR(flushPendingNorm());
   if (op != "txk.attention")
@@ -391,9 +254,6 @@ Status CudaExecutor::State::runLaunch(int index, const pb::Launch &launch) {
       if (out.cols != weight.rows / 2)
         return invalidArgument("swiglu result must have weight rows / 2 columns");
       if (!overlaps(input.data, input.bytes(), out.data, out.bytes())) {
-        TXC_ASSIGN_OR_RETURN(bool fused, tryFusedMlp(index, input, weight, bias, out));
-        if (fused)
-          return Status::ok();
         TXC_ASSIGN_OR_RETURN(bool done,
                              tryGemv(input, weight, bias, DMatrix{}, GemvEpilogue::kSwiglu, out));
         if (done)

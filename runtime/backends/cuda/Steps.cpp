@@ -115,7 +115,6 @@ Status CudaExecutor::State::enqueueLaunches(const engine::Batch &b) {
   gather_aliases.clear();
   wrote_logits = false;
   pending_norm.active = false;
-  skipped_launch = -1;
   pending_rope.active = false;
   trace_labels.clear();
   Status status = Status::ok();
@@ -136,7 +135,6 @@ Status CudaExecutor::State::enqueueLaunches(const engine::Batch &b) {
     if (d_trace)
       trace_op_label = profileLabel(launch);
     after_attention = i > 0 && plan->launches(i - 1).op() == "txk.attention";
-    current_launch = i;
     status = withContext(path + ": " + describeLaunch(i, launch), runLaunch(i, launch));
   }
   if (profile)

@@ -338,26 +338,6 @@ TEST(CudaExecutorTest, LateDependentsOfTheDecodeAttentionChangeNoLogit) {
   expectSameGenerations(**artifact, early, late, 0.0, "late dependents");
 }
 
-// kv_l2_prefetch: the QKV GEMV, or the GEMV before it (the previous
-// layer's down projection; none before the first layer), asks the L2 for
-// the next decode attention's KV pages. A hint that changes no logit, where
-// a wrong page, size or table read would fault the step or read past the
-// pool.
-TEST(CudaExecutorTest, KvL2PrefetchChangesNoLogit) {
-  TXC_SKIP_WITHOUT_GPU();
-  TinyModelOptions model = groupOfTwoModel(2);
-  auto artifact = tinyArtifact(model, "tiny-cuda-kv-l2-prefetch.txm");
-  ASSERT_TRUE(artifact.isOk()) << artifact.status().toString();
-  using Prefetch = CudaExecutorOptions::KvL2Prefetch;
-  CudaExecutorOptions plain;
-  for (Prefetch where : {Prefetch::kQkv, Prefetch::kBeforeQkv}) {
-    CudaExecutorOptions prefetching;
-    prefetching.kv_l2_prefetch = where;
-    expectSameGenerations(**artifact, plain, prefetching, 0.0,
-                          where == Prefetch::kQkv ? "KV prefetch by the QKV" : "KV prefetch before the QKV");
-  }
-}
-
 /// One sequence of `prompt`, greedy, 4 new tokens, on an executor with
 /// trace_decode_steps: its last decode step's trace (empty on a failure,
 /// which is reported).
@@ -409,36 +389,6 @@ TEST(CudaExecutorTest, StagedGemvsRunTheSameModel) {
     // Per layer the QKV alone, or also o_proj, gate/up and down.
     const bool all = which == CudaExecutorOptions::StagedGemvs::kAll;
     EXPECT_EQ(staged_launches, (all ? 4 : 1) * model.num_layers);
-  }
-}
-
-// fused_mlp: at one row, gate/up and down as one kernel with a grid barrier
-// (MlpGemv.h), bit-identical to the two GEMVs, with the next kernel
-// launched at its start or after its barrier: intermediate 512 (down's K
-// split over 2 warps)
-// and 3072 (Qwen3-0.6B's MLP configuration: gate/up unsplit over 768
-// blocks, down's K over the 4 warps). The trace shows one fused kernel a
-// layer, so the comparison cannot pass on two unfused runs.
-TEST(CudaExecutorTest, FusedMlpIsBitIdenticalToItsTwoGemvs) {
-  TXC_SKIP_WITHOUT_GPU();
-  using FusedMlp = CudaExecutorOptions::FusedMlp;
-  for (int64_t intermediate : {512, 3072}) {
-    TinyModelOptions model = groupOfTwoModel(2);
-    model.intermediate = intermediate;
-    auto artifact = tinyArtifact(model, "tiny-cuda-fused-mlp-" + std::to_string(intermediate) + ".txm");
-    ASSERT_TRUE(artifact.isOk()) << artifact.status().toString();
-    const std::vector<std::vector<int32_t>> one{prompts()[2]};
-    CudaExecutorOptions plain;
-    for (FusedMlp mode : {FusedMlp::kOn, FusedMlp::kLateDependents}) {
-      CudaExecutorOptions fused;
-      fused.fused_mlp = mode;
-      expectSameGenerations(**artifact, plain, fused, 0.0, "fused MLP");
-      fused.trace_decode_steps = true;
-      int fused_launches = 0;
-      for (const DecodeTraceEntry &e : lastDecodeTrace(**artifact, fused, one[0]))
-        fused_launches += e.label.find("mlp gemv") != std::string::npos;
-      EXPECT_EQ(fused_launches, model.num_layers) << "intermediate " << intermediate;
-    }
   }
 }
 

@@ -97,6 +97,11 @@ Output:
                           (cuda) the decode attention lets the kernel after
                           it launch once its keys are done, not at its start
                           (for comparison)
+  --attention-fold-passes N
+                          (cuda; diagnostic) the decode attention computes
+                          its folded q/k-norm and rotary N times a head, the
+                          last kept (1-8; default 1): the step trace's fold
+                          stamps then tell a cold pass from a warm one
   --gemv-after-attention-late-dependents
                           (cuda) the GEMV after the decode attention lets
                           the kernel after it launch once its wait releases,
@@ -292,6 +297,9 @@ Options parseArguments(int argc, char **argv) {
         options.cuda.staged_gemvs = StagedGemvs::kAll;
       else
         fail("--staged-gemvs takes none, qkv or all, not '" + which + "'");
+    } else if (arg == "--attention-fold-passes") {
+      cudaOnly();
+      options.cuda.attention_fold_passes = static_cast<int>(parseInteger(arg, value(), 1, 8));
     } else if (arg == "--gemv-after-attention-late-dependents") {
       cudaOnly();
       options.cuda.gemv_after_attention_late_dependents = true;

@@ -102,6 +102,7 @@ Status CudaExecutor::State::attention(const LaunchAttributes &attributes, const 
       p.carveout_percent = options.attention_carveout_percent;
       p.kv_before_wait = options.attention_pdl && options.attention_early_kv;
       p.late_dependents = options.attention_pdl && options.attention_late_dependents;
+      p.diagnostic_fold_passes = std::max(1, options.attention_fold_passes);
       p.cluster_combine = decode_attention.cluster_combine;
       p.cluster_max_splits = options.attention_cluster_max_splits;
       int splits = 1;

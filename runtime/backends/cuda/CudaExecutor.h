@@ -145,6 +145,10 @@ struct CudaExecutorOptions {
   /// only after its keys are done (before the split merge) instead of at its
   /// start (DecodeParams::late_dependents). Not yet measured.
   bool attention_late_dependents = false;
+  /// Diagnostic (DecodeParams::diagnostic_fold_passes): the decode
+  /// attention's folded q/k-norm and rotary computed this many times a
+  /// head, the last kept; bit-identical, only slower.
+  int attention_fold_passes = 1;
   /// With use_pdl: the GEMV right after the decode attention (o_proj) lets
   /// the next kernel launch only once its own wait has released, so the
   /// gate/up GEMV's weights do not stream while the attention runs

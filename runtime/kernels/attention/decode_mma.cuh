@@ -207,21 +207,27 @@ __device__ __forceinline__ void foldRope(const DecodeParams &params, typename Tr
       // barrier. The 4-warp kernels at d64 and d256 spilled 4-76 bytes with
       // it, so they keep the staged head below (the same arithmetic).
       HeadInRegisters<D> h;
-      h.load(head, lane);
-      if (j <= G) {
-        if (normed)
-          h.rmsNorm(params.rope_norm_eps, [&](int i) { return norm[i]; }, lane);
-        if (2 * params.rope_half == D) {
-          h.rotateWhole(cosSin, lane);
-        } else { // partial rotary: pairs half a rotary span apart, across lanes
-          h.store(head, lane);
-          __syncwarp();
-          rotateStagedHead(head, params.rope_half, cosSin, lane);
-          h.load(head, lane);
+      // Passes before the last (DecodeParams::diagnostic_fold_passes) run
+      // the same instructions and keep nothing: `head` is read, not written.
+      const bool whole = 2 * params.rope_half == D;
+#pragma unroll 1
+      for (int pass = whole ? params.diagnostic_fold_passes : 1; pass > 0; --pass) {
+        h.load(head, lane);
+        if (j <= G) {
+          if (normed)
+            h.rmsNorm(params.rope_norm_eps, [&](int i) { return norm[i]; }, lane);
+          if (whole) {
+            h.rotateWhole(cosSin, lane);
+          } else { // partial rotary: pairs half a rotary span apart, across lanes
+            h.store(head, lane);
+            __syncwarp();
+            rotateStagedHead(head, params.rope_half, cosSin, lane);
+            h.load(head, lane);
+          }
         }
-        if (j == G)
-          h.store(head, lane);
       }
+      if (j == G)
+        h.store(head, lane);
       // Query head j into row j of Q; the key and value into the stage row.
       T *dst = j < G ? smem_q : (j == G ? stage_k : stage_v);
       const int r = j < G ? j : staged_row;

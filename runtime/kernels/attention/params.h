@@ -127,6 +127,12 @@ struct DecodeParams {
   // Diagnostics: the launch's step-trace slots (device_utils.cuh,
   // TraceSlot), or null. The tensor-core kernel stamps them.
   unsigned long long *maybe_trace = nullptr;
+  // Diagnostic (the wide CTA's fold with full rotary): each warp computes
+  // its head's q/k-norm and rotation this many times, the same
+  // instructions each time, keeping only the last (bit-identical). Block
+  // 0's "heads done" stamp then tells the first pass's time (cold
+  // instruction and constant caches, data) from a warm one's.
+  int diagnostic_fold_passes = 1;
   // The tensor-core kernel with one stage of K/V in shared memory instead of
   // its pipeline (tiles then load and run one after another): for chunks of
   // one tile, as in the decode step at short contexts, where the pipeline's

@@ -338,6 +338,19 @@ TEST(CudaExecutorTest, LateDependentsOfTheDecodeAttentionChangeNoLogit) {
   expectSameGenerations(**artifact, early, late, 0.0, "late dependents");
 }
 
+// attention_fold_passes (a diagnostic): the folded rope's arithmetic run
+// three times a head, the last kept, changes no logit.
+TEST(CudaExecutorTest, RepeatedFoldPassesChangeNoLogit) {
+  TXC_SKIP_WITHOUT_GPU();
+  TinyModelOptions model = groupOfTwoModel(2);
+  auto artifact = tinyArtifact(model, "tiny-cuda-fold-passes.txm");
+  ASSERT_TRUE(artifact.isOk()) << artifact.status().toString();
+  CudaExecutorOptions once;
+  CudaExecutorOptions thrice;
+  thrice.attention_fold_passes = 3;
+  expectSameGenerations(**artifact, once, thrice, 0.0, "fold passes");
+}
+
 /// One sequence of `prompt`, greedy, 4 new tokens, on an executor with
 /// trace_decode_steps: its last decode step's trace (empty on a failure,
 /// which is reported).

@@ -33,7 +33,7 @@ DECODE_INSTANCES = """#include "attention/decode_mma.cuh"
 using namespace txc::kernels;
 #define DECODE(GROUP, WARPS) \\
   template __global__ void txc::kernels::pagedDecodeMmaKernel< \\
-      DecodeMmaTraits<__nv_bfloat16, 128, GROUP, 16, WARPS>, AttentionVariant<false, false, false>>(DecodeParams);
+      DecodeMmaTraits<__nv_bfloat16, 128, GROUP, 16, WARPS>, AttentionVariant<false, false, false>>(const __grid_constant__ DecodeParams);
 DECODE(2, kDecodeMmaWarps)
 DECODE(4, kDecodeMmaWarps)
 DECODE(2, kDecodeWideWarps)

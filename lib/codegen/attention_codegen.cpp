@@ -82,9 +82,11 @@ std::string specializationSource(const AttentionKernelSpec &s) {
   src += "#include \"" + names.header + "\"\n\n";
   src += "using TxcTraits = " + names.traits + ";\n";
   src += "using TxcVariant = " + variantName(s) + ";\n";
-  // Prefill's params are __grid_constant__ (its TMA descriptors are read in place).
-  const std::string param_decl = s.kind == AttentionKernelKind::kDecode ? "const " + params
-                                                                        : "const __grid_constant__ " + params;
+  // Prefill's params are __grid_constant__ (its TMA descriptors are read in
+  // place), as are the tensor-core decode kernel's (it reads them through
+  // their address: DecodeParams::warm_parameter_bank).
+  const bool grid_constant = s.kind == AttentionKernelKind::kPrefill || usesMmaDecode(s);
+  const std::string param_decl = (grid_constant ? "const __grid_constant__ " : "const ") + params;
   src += "template __global__ void " + names.kernel + "<TxcTraits, TxcVariant>(" + param_decl + ");\n\n";
   src += "// Launch shape, read by the runtime from the loaded module.\n";
   src += "extern \"C\" __constant__ int txc_kernel_threads = TxcTraits::kThreads;\n";

@@ -102,6 +102,10 @@ Output:
                           its folded q/k-norm and rotary N times a head, the
                           last kept (1-8; default 1): the step trace's fold
                           stamps then tell a cold pass from a warm one
+  --attention-warm-parameters
+                          (cuda) the decode attention reads its parameters
+                          into the SM's constant cache before its wait (for
+                          comparison)
   --gemv-after-attention-late-dependents
                           (cuda) the GEMV after the decode attention lets
                           the kernel after it launch once its wait releases,
@@ -297,6 +301,9 @@ Options parseArguments(int argc, char **argv) {
         options.cuda.staged_gemvs = StagedGemvs::kAll;
       else
         fail("--staged-gemvs takes none, qkv or all, not '" + which + "'");
+    } else if (arg == "--attention-warm-parameters") {
+      cudaOnly();
+      options.cuda.attention_warm_parameters = true;
     } else if (arg == "--attention-fold-passes") {
       cudaOnly();
       options.cuda.attention_fold_passes = static_cast<int>(parseInteger(arg, value(), 1, 8));

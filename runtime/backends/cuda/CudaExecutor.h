@@ -149,6 +149,10 @@ struct CudaExecutorOptions {
   /// attention's folded q/k-norm and rotary computed this many times a
   /// head, the last kept; bit-identical, only slower.
   int attention_fold_passes = 1;
+  /// The decode attention reads its parameters into the SM's constant cache
+  /// before its wait (DecodeParams::warm_parameter_bank). Off until
+  /// measured.
+  bool attention_warm_parameters = false;
   /// With use_pdl: the GEMV right after the decode attention (o_proj) lets
   /// the next kernel launch only once its own wait has released, so the
   /// gate/up GEMV's weights do not stream while the attention runs

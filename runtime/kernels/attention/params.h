@@ -133,6 +133,12 @@ struct DecodeParams {
   // 0's "heads done" stamp then tells the first pass's time (cold
   // instruction and constant caches, data) from a warm one's.
   int diagnostic_fold_passes = 1;
+  // The tensor-core kernel's warp 1 reads a word of every 32 bytes of these
+  // parameters first thing, before the wait, so that what the kernel reads
+  // of them later (after the wait, on the step's critical path) hits the
+  // SM's constant cache instead of missing to the L2 under the GEMVs'
+  // weight streams. Off until measured (session 22).
+  bool warm_parameter_bank = false;
   // The tensor-core kernel with one stage of K/V in shared memory instead of
   // its pipeline (tiles then load and run one after another): for chunks of
   // one tile, as in the decode step at short contexts, where the pipeline's

@@ -339,7 +339,8 @@ TEST(CudaExecutorTest, LateDependentsOfTheDecodeAttentionChangeNoLogit) {
 }
 
 // attention_fold_passes (a diagnostic): the folded rope's arithmetic run
-// three times a head, the last kept, changes no logit.
+// three times a head, the last kept, changes no logit; nor does the
+// attention reading its parameters early (attention_warm_parameters).
 TEST(CudaExecutorTest, RepeatedFoldPassesChangeNoLogit) {
   TXC_SKIP_WITHOUT_GPU();
   TinyModelOptions model = groupOfTwoModel(2);
@@ -349,6 +350,9 @@ TEST(CudaExecutorTest, RepeatedFoldPassesChangeNoLogit) {
   CudaExecutorOptions thrice;
   thrice.attention_fold_passes = 3;
   expectSameGenerations(**artifact, once, thrice, 0.0, "fold passes");
+  CudaExecutorOptions warm;
+  warm.attention_warm_parameters = true;
+  expectSameGenerations(**artifact, once, warm, 0.0, "parameters read early");
 }
 
 /// One sequence of `prompt`, greedy, 4 new tokens, on an executor with

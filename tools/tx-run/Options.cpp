@@ -106,6 +106,10 @@ Output:
                           (cuda) the decode attention reads its parameters
                           into the SM's constant cache before its wait (for
                           comparison)
+  --attention-warm-fold   (cuda) the decode attention's folded rope also runs
+                          once before its wait, as a dry pass that warms the
+                          SM's instruction and constant caches (for
+                          comparison)
   --gemv-after-attention-late-dependents
                           (cuda) the GEMV after the decode attention lets
                           the kernel after it launch once its wait releases,
@@ -301,6 +305,9 @@ Options parseArguments(int argc, char **argv) {
         options.cuda.staged_gemvs = StagedGemvs::kAll;
       else
         fail("--staged-gemvs takes none, qkv or all, not '" + which + "'");
+    } else if (arg == "--attention-warm-fold") {
+      cudaOnly();
+      options.cuda.attention_warm_fold = true;
     } else if (arg == "--attention-warm-parameters") {
       cudaOnly();
       options.cuda.attention_warm_parameters = true;

@@ -153,6 +153,10 @@ struct CudaExecutorOptions {
   /// before its wait (DecodeParams::warm_parameter_bank). Off until
   /// measured.
   bool attention_warm_parameters = false;
+  /// The decode attention's folded rope also runs once before its wait as
+  /// a dry pass, so the real one finds its instructions and parameters in
+  /// the SM's caches (DecodeParams::warm_fold). Off until measured.
+  bool attention_warm_fold = false;
   /// With use_pdl: the GEMV right after the decode attention (o_proj) lets
   /// the next kernel launch only once its own wait has released, so the
   /// gate/up GEMV's weights do not stream while the attention runs

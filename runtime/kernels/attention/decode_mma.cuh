@@ -144,7 +144,7 @@ template <class Traits>
 __device__ __forceinline__ void foldRope(const DecodeParams &params, typename Traits::DType *smem_q,
                                          typename Traits::DType *stage_k, typename Traits::DType *stage_v,
                                          float *heads, float *aux, int kv_head, int seq, bool owner,
-                                         int staged_row) {
+                                         int staged_row, bool dry) {
   using T = typename Traits::DType;
   using Ops = ElementOps<T>;
   constexpr int G = Traits::kGroupSize, D = Traits::kHeadDim, CPR = Traits::kChunksPerRow;
@@ -172,8 +172,8 @@ __device__ __forceinline__ void foldRope(const DecodeParams &params, typename Tr
 #pragma unroll
   for (int i = 0; i < kPerThread; ++i) {
     const int idx = threadIdx.x + i * Traits::kThreads, j = idx / CPR, c = idx % CPR;
-    if (idx < kChunks && rowLoaded(j))
-      staged[i] = *reinterpret_cast<const uint4 *>(rowSource(j) + c * 8);
+    if (idx < kChunks && rowLoaded(j)) // through the L2: a dry pass must leave no line in L1
+      staged[i] = __ldcg(reinterpret_cast<const uint4 *>(rowSource(j) + c * 8));
   }
 #pragma unroll
   for (int i = 0; i < kPerThread; ++i) {
@@ -237,7 +237,7 @@ __device__ __forceinline__ void foldRope(const DecodeParams &params, typename Tr
           const int i = lane + 32 * k;
           dst[swizzled<D>(r, i / 8) + i % 8] = Ops::fromFloat(h.x[k]);
         }
-      if (j >= G && staged_row < 0)
+      if (!dry && j >= G && staged_row < 0)
         storeToCacheSlot<Traits>(params, head, j == G, kv_head, seq, lane);
     } else {
       if (j <= G) {
@@ -256,7 +256,8 @@ __device__ __forceinline__ void foldRope(const DecodeParams &params, typename Tr
           for (int i = lane; i < D; i += 32)
             stage[swizzled<D>(staged_row, i / 8) + i % 8] = Ops::fromFloat(head[i]);
         }
-        storeToCacheSlot<Traits>(params, head, j == G, kv_head, seq, lane);
+        if (!dry)
+          storeToCacheSlot<Traits>(params, head, j == G, kv_head, seq, lane);
       }
     }
   }
@@ -449,11 +450,16 @@ __global__ void __launch_bounds__(Traits::kThreads)
     ropeFactors();
     if (rope)
       zeroPaddedQueryRows();
-    waitForPredecessor();
-    if (rope) {
-      foldRope<Traits>(params, smem_q, newest_stage_k, newest_stage_v, rope_scratch, rope_cos_sin, kv_head, seq,
-                       holds_newest, rope_staged_row);
-    } else {
+    // DecodeParams::warm_fold: pass 0, before the wait, is the dry one.
+#pragma unroll 1
+    for (int pass = rope && params.warm_fold ? 0 : 1; pass < 2; ++pass) {
+      if (pass == 1)
+        waitForPredecessor();
+      if (rope)
+        foldRope<Traits>(params, smem_q, newest_stage_k, newest_stage_v, rope_scratch, rope_cos_sin, kv_head, seq,
+                         holds_newest, rope_staged_row, pass == 0);
+    }
+    if (!rope) {
       if (newest_in_prologue && tid < CPR) {
         const long long row = kvRowOffset<Traits::kPageSize>(kv, seq, newest) + tid * 8;
         cpAsync16(newest_stage_k + swizzled<D>(newest_row, tid), k_base + row, true);
@@ -467,7 +473,7 @@ __global__ void __launch_bounds__(Traits::kThreads)
     if (rope) {
       zeroPaddedQueryRows();
       foldRope<Traits>(params, smem_q, newest_stage_k, newest_stage_v, rope_scratch, rope_cos_sin, kv_head, seq,
-                       holds_newest, rope_staged_row);
+                       holds_newest, rope_staged_row, false);
     } else {
       loadQ();
     }

@@ -139,6 +139,13 @@ struct DecodeParams {
   // SM's constant cache instead of missing to the L2 under the GEMVs'
   // weight streams. Off until measured (session 22).
   bool warm_parameter_bank = false;
+  // The folded rope (maybe_rope_qkv, with kv_before_wait) runs once before
+  // the wait as a dry pass (on whatever the QKV holds then, writing only
+  // shared memory that the real pass overwrites), through the same
+  // instructions as the real pass after it, so those find the SM's
+  // instruction and constant caches warm. A diagnostic of session 22's:
+  // run 127 found the fold's first pass ~2.3K cycles, a warm one ~0.2K.
+  bool warm_fold = false;
   // The tensor-core kernel with one stage of K/V in shared memory instead of
   // its pipeline (tiles then load and run one after another): for chunks of
   // one tile, as in the decode step at short contexts, where the pipeline's

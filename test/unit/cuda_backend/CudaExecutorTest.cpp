@@ -340,7 +340,9 @@ TEST(CudaExecutorTest, LateDependentsOfTheDecodeAttentionChangeNoLogit) {
 
 // attention_fold_passes (a diagnostic): the folded rope's arithmetic run
 // three times a head, the last kept, changes no logit; nor does the
-// attention reading its parameters early (attention_warm_parameters).
+// attention reading its parameters early (attention_warm_parameters) or
+// running its fold dry before the wait (attention_warm_fold), where a
+// cache store or a stale line kept from the dry pass would show.
 TEST(CudaExecutorTest, RepeatedFoldPassesChangeNoLogit) {
   TXC_SKIP_WITHOUT_GPU();
   TinyModelOptions model = groupOfTwoModel(2);
@@ -353,6 +355,9 @@ TEST(CudaExecutorTest, RepeatedFoldPassesChangeNoLogit) {
   CudaExecutorOptions warm;
   warm.attention_warm_parameters = true;
   expectSameGenerations(**artifact, once, warm, 0.0, "parameters read early");
+  CudaExecutorOptions dry_fold;
+  dry_fold.attention_warm_fold = true;
+  expectSameGenerations(**artifact, once, dry_fold, 0.0, "a dry fold before the wait");
 }
 
 /// One sequence of `prompt`, greedy, 4 new tokens, on an executor with

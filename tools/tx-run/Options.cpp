@@ -102,14 +102,12 @@ Output:
                           its folded q/k-norm and rotary N times a head, the
                           last kept (1-8; default 1): the step trace's fold
                           stamps then tell a cold pass from a warm one
-  --attention-warm-parameters
-                          (cuda) the decode attention reads its parameters
-                          into the SM's constant cache before its wait (for
-                          comparison)
-  --attention-warm-fold   (cuda) the decode attention's folded rope also runs
+  --attention-warm-fold, --no-attention-warm-fold
+                          (cuda) the decode attention's folded rope also runs
                           once before its wait, as a dry pass that warms the
-                          SM's instruction and constant caches (for
-                          comparison)
+                          SM's instruction cache (default: where a KV head
+                          serves at most 2 query heads, as measured on the
+                          H200)
   --gemv-after-attention-late-dependents
                           (cuda) the GEMV after the decode attention lets
                           the kernel after it launch once its wait releases,
@@ -305,12 +303,9 @@ Options parseArguments(int argc, char **argv) {
         options.cuda.staged_gemvs = StagedGemvs::kAll;
       else
         fail("--staged-gemvs takes none, qkv or all, not '" + which + "'");
-    } else if (arg == "--attention-warm-fold") {
+    } else if (arg == "--attention-warm-fold" || arg == "--no-attention-warm-fold") {
       cudaOnly();
-      options.cuda.attention_warm_fold = true;
-    } else if (arg == "--attention-warm-parameters") {
-      cudaOnly();
-      options.cuda.attention_warm_parameters = true;
+      options.cuda.attention_warm_fold = arg == "--attention-warm-fold";
     } else if (arg == "--attention-fold-passes") {
       cudaOnly();
       options.cuda.attention_fold_passes = static_cast<int>(parseInteger(arg, value(), 1, 8));

@@ -103,8 +103,7 @@ Status CudaExecutor::State::attention(const LaunchAttributes &attributes, const 
       p.kv_before_wait = options.attention_pdl && options.attention_early_kv;
       p.late_dependents = options.attention_pdl && options.attention_late_dependents;
       p.diagnostic_fold_passes = std::max(1, options.attention_fold_passes);
-      p.warm_parameter_bank = options.attention_warm_parameters;
-      p.warm_fold = options.attention_warm_fold;
+      p.warm_fold = decode_attention.warm_fold;
       p.cluster_combine = decode_attention.cluster_combine;
       p.cluster_max_splits = options.attention_cluster_max_splits;
       int splits = 1;

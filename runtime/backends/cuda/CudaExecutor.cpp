@@ -395,6 +395,7 @@ DecodeAttentionSetup decodeAttentionSetup(const CudaExecutorOptions &options, in
   setup.split_min_tokens = options.decode_split_min_tokens > 0 ? options.decode_split_min_tokens
                            : small_group                       ? 64
                                                                : 16;
+  setup.warm_fold = options.attention_warm_fold.value_or(small_group);
   return setup;
 }
 

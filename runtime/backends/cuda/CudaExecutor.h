@@ -149,14 +149,10 @@ struct CudaExecutorOptions {
   /// attention's folded q/k-norm and rotary computed this many times a
   /// head, the last kept; bit-identical, only slower.
   int attention_fold_passes = 1;
-  /// The decode attention reads its parameters into the SM's constant cache
-  /// before its wait (DecodeParams::warm_parameter_bank). Off until
-  /// measured.
-  bool attention_warm_parameters = false;
   /// The decode attention's folded rope also runs once before its wait as
-  /// a dry pass, so the real one finds its instructions and parameters in
-  /// the SM's caches (DecodeParams::warm_fold). Off until measured.
-  bool attention_warm_fold = false;
+  /// a dry pass, so the real one finds its instructions in the SM's cache
+  /// (DecodeParams::warm_fold). Unset: decodeAttentionSetup decides.
+  std::optional<bool> attention_warm_fold;
   /// With use_pdl: the GEMV right after the decode attention (o_proj) lets
   /// the next kernel launch only once its own wait has released, so the
   /// gate/up GEMV's weights do not stream while the attention runs
@@ -252,13 +248,19 @@ struct CudaExecutorOptions {
 ///   chunks, which the startup tuner chose, faster again (device runs
 ///   30-31: b1 4.635 -> 4.534 ms, b32 5.323 -> 5.209), so every group folds.
 /// Why the two groups want opposite split counts is not measured yet.
+/// The fold's dry pass before the wait (DecodeParams::warm_fold), device
+/// run 129: a group of 2 -0.008 ms (its wide CTAs resident ~3.5 us before
+/// their wait, after the QKV GEMV with K unsplit), a group of 4 +0.006 (~1
+/// us: the dry pass delays the real one). The group stands in for that
+/// residency, which the executor cannot see at launch.
 struct DecodeAttentionSetup {
   bool rope_in_attention = false;
   bool cluster_combine = false;
   int32_t split_min_tokens = 16;
+  bool warm_fold = false;
   bool operator==(const DecodeAttentionSetup &o) const {
     return rope_in_attention == o.rope_in_attention && cluster_combine == o.cluster_combine &&
-           split_min_tokens == o.split_min_tokens;
+           split_min_tokens == o.split_min_tokens && warm_fold == o.warm_fold;
   }
 };
 DecodeAttentionSetup decodeAttentionSetup(const CudaExecutorOptions &options, int64_t heads,

@@ -267,26 +267,11 @@ __device__ __forceinline__ void foldRope(const DecodeParams &params, typename Tr
   __syncthreads();
 }
 
-/// DecodeParams::warm_parameter_bank: warp 1's lanes each read one word of
-/// a 32-byte stretch of the parameters (ld.param through the grid-constant
-/// parameter's address: constant-bank loads), so their lines are in the
-/// SM's constant cache before the code after the wait needs them.
-__device__ __forceinline__ void warmParameterBank(const DecodeParams &params) {
-  constexpr int kStride = 32 / sizeof(unsigned), kWords = sizeof(DecodeParams) / sizeof(unsigned);
-  const unsigned *words = reinterpret_cast<const unsigned *>(&params);
-  const int lane = threadIdx.x % 32;
-#pragma unroll
-  for (int i = lane * kStride; i < kWords; i += 32 * kStride) {
-    const unsigned word = words[i];
-    asm volatile("" ::"r"(word));
-  }
-}
-
+// The parameters __grid_constant__: ptxas then spills 4 bytes of the wide
+// CTA, not 12 (the dry fold's two-pass loop).
 template <class Traits, class Variant>
 __global__ void __launch_bounds__(Traits::kThreads)
     pagedDecodeMmaKernel(const __grid_constant__ DecodeParams params) {
-  if (params.warm_parameter_bank && threadIdx.x / 32 == 1)
-    warmParameterBank(params);
   using T = typename Traits::DType;
   constexpr int G = Traits::kGroupSize, D = Traits::kHeadDim, BN = Traits::kBlockN;
   constexpr int CPR = Traits::kChunksPerRow, STAGES = Traits::kStages, W = Traits::kWarps;

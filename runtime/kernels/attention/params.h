@@ -133,18 +133,17 @@ struct DecodeParams {
   // 0's "heads done" stamp then tells the first pass's time (cold
   // instruction and constant caches, data) from a warm one's.
   int diagnostic_fold_passes = 1;
-  // The tensor-core kernel's warp 1 reads a word of every 32 bytes of these
-  // parameters first thing, before the wait, so that what the kernel reads
-  // of them later (after the wait, on the step's critical path) hits the
-  // SM's constant cache instead of missing to the L2 under the GEMVs'
-  // weight streams. Off until measured (session 22).
-  bool warm_parameter_bank = false;
   // The folded rope (maybe_rope_qkv, with kv_before_wait) runs once before
   // the wait as a dry pass (on whatever the QKV holds then, writing only
   // shared memory that the real pass overwrites), through the same
   // instructions as the real pass after it, so those find the SM's
-  // instruction and constant caches warm. A diagnostic of session 22's:
-  // run 127 found the fold's first pass ~2.3K cycles, a warm one ~0.2K.
+  // instruction cache warm: the kernel is ~100 KB of code, run once a layer
+  // on an SM that ran GEMVs since, and each first fetch is an L2 round trip
+  // under their weight streams. Device runs 127-129: the fold's first pass
+  // ~2.3K cycles, a warm one ~0.2K; with the dry pass block 0's heads were
+  // done ~0.9K cycles sooner (Qwen3-0.6B -0.008 ms a step). Worth it only
+  // where the CTA is resident long enough before its wait for the dry pass
+  // (Qwen3 ~3.5 us: yes; Llama-3-8B ~1 us: +0.006 ms).
   bool warm_fold = false;
   // The tensor-core kernel with one stage of K/V in shared memory instead of
   // its pipeline (tiles then load and run one after another): for chunks of

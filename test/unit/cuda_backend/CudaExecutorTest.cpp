@@ -340,9 +340,8 @@ TEST(CudaExecutorTest, LateDependentsOfTheDecodeAttentionChangeNoLogit) {
 
 // attention_fold_passes (a diagnostic): the folded rope's arithmetic run
 // three times a head, the last kept, changes no logit; nor does the
-// attention reading its parameters early (attention_warm_parameters) or
-// running its fold dry before the wait (attention_warm_fold), where a
-// cache store or a stale line kept from the dry pass would show.
+// attention running its fold dry before the wait (attention_warm_fold),
+// where a cache store or a stale line kept from the dry pass would show.
 TEST(CudaExecutorTest, RepeatedFoldPassesChangeNoLogit) {
   TXC_SKIP_WITHOUT_GPU();
   TinyModelOptions model = groupOfTwoModel(2);
@@ -352,12 +351,10 @@ TEST(CudaExecutorTest, RepeatedFoldPassesChangeNoLogit) {
   CudaExecutorOptions thrice;
   thrice.attention_fold_passes = 3;
   expectSameGenerations(**artifact, once, thrice, 0.0, "fold passes");
-  CudaExecutorOptions warm;
-  warm.attention_warm_parameters = true;
-  expectSameGenerations(**artifact, once, warm, 0.0, "parameters read early");
-  CudaExecutorOptions dry_fold;
-  dry_fold.attention_warm_fold = true;
-  expectSameGenerations(**artifact, once, dry_fold, 0.0, "a dry fold before the wait");
+  CudaExecutorOptions with_dry_fold, without_dry_fold;
+  with_dry_fold.attention_warm_fold = true;
+  without_dry_fold.attention_warm_fold = false;
+  expectSameGenerations(**artifact, without_dry_fold, with_dry_fold, 0.0, "a dry fold before the wait");
 }
 
 /// One sequence of `prompt`, greedy, 4 new tokens, on an executor with
@@ -535,10 +532,12 @@ TEST(CudaExecutorTest, DecodeAttentionSetupFollowsTheGroupSizeUnlessSet) {
   EXPECT_TRUE(qwen3.rope_in_attention);
   EXPECT_TRUE(qwen3.cluster_combine);
   EXPECT_EQ(qwen3.split_min_tokens, 64);
+  EXPECT_TRUE(qwen3.warm_fold);
   DecodeAttentionSetup llama = decodeAttentionSetup(unset, 32, 8);
   EXPECT_TRUE(llama.rope_in_attention);
   EXPECT_FALSE(llama.cluster_combine);
   EXPECT_EQ(llama.split_min_tokens, 16);
+  EXPECT_FALSE(llama.warm_fold);
   CudaExecutorOptions set;
   set.rope_in_attention = false;
   set.attention_cluster_combine = true;

@@ -249,9 +249,9 @@ struct CudaExecutorOptions {
 ///   30-31: b1 4.635 -> 4.534 ms, b32 5.323 -> 5.209), so every group folds.
 /// Why the two groups want opposite split counts is not measured yet.
 /// The fold's dry pass before the wait (DecodeParams::warm_fold), device
-/// run 129: a group of 2 -0.008 ms (its wide CTAs resident ~3.5 us before
-/// their wait, after the QKV GEMV with K unsplit), a group of 4 +0.006 (~1
-/// us: the dry pass delays the real one). The group stands in for that
+/// runs 129-130: a group of 2 -0.005 to -0.008 ms (its wide CTAs resident
+/// ~3.5 us before their wait, after the QKV GEMV with K unsplit), a group
+/// of 4 +0.006 (~1 us: the dry pass delays the real one). The group stands in for that
 /// residency, which the executor cannot see at launch.
 struct DecodeAttentionSetup {
   bool rope_in_attention = false;

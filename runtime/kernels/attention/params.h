@@ -142,9 +142,9 @@ struct DecodeParams {
   // under their weight streams. Device runs 127-129: the fold's first pass
   // ~2.3K cycles, a warm one ~0.2K; with the dry pass block 0's heads were
   // done ~0.9K cycles sooner (Qwen3-0.6B -0.005 to -0.008 ms a step, runs
-  // 129-130). Worth it only
-  // where the CTA is resident long enough before its wait for the dry pass
-  // (Qwen3 ~3.5 us: yes; Llama-3-8B ~1 us: +0.006 ms).
+  // 129-130). Worth it only where the CTA is resident long enough before
+  // its wait for the dry pass (Qwen3 ~3.5 us: yes; Llama-3-8B ~1 us:
+  // +0.006 ms).
   bool warm_fold = false;
   // The tensor-core kernel with one stage of K/V in shared memory instead of
   // its pipeline (tiles then load and run one after another): for chunks of

@@ -14,12 +14,17 @@ the GEMV's registers 56 -> 62 and 72 -> 77, a block an SM fewer.
 Compiles runtime/backends/cuda/Gemv.cu and the decode attention's tensor-core
 kernels at Qwen3's and Llama's shapes (page 16, no window or soft-cap; the
 4-warp and the wide 16-warp CTA) for sm_90a, and prints per kernel its
-registers, spill stores and how many of its blocks fit an SM by registers
-alone. Run it before and after a change (git stash) and compare.
+registers, spill stores, how many of its blocks fit an SM by registers
+alone, and its code size (the cubin's .text section): a kernel run once a
+layer on an SM that ran other kernels since fetches its instructions cold,
+each miss an L2 round trip under the GEMVs' weight streams (session 22, runs
+127-130: the wide CTA's 104 KB). Run it before and after a change (git
+stash) and compare.
 """
 import argparse
 import os
 import re
+import struct
 import subprocess
 import sys
 import tempfile
@@ -41,14 +46,42 @@ DECODE(4, kDecodeWideWarps)
 """
 
 
+def text_sizes(cubin):
+    """{mangled kernel: bytes of its .text.<kernel> section} of an ELF64 cubin."""
+    with open(cubin, "rb") as f:
+        elf = f.read()
+    shoff, = struct.unpack_from("<Q", elf, 0x28)
+    shentsize, shnum, shstrndx = struct.unpack_from("<HHH", elf, 0x3A)
+    def section(i):  # (name offset, file offset, size)
+        base = shoff + i * shentsize
+        name, = struct.unpack_from("<I", elf, base)
+        offset, size = struct.unpack_from("<QQ", elf, base + 0x18)
+        return name, offset, size
+    _, strtab, _ = section(shstrndx)
+    sizes = {}
+    for i in range(shnum):
+        name_offset, _, size = section(i)
+        end = elf.index(b"\0", strtab + name_offset)
+        name = elf[strtab + name_offset:end].decode()
+        if name.startswith(".text."):
+            sizes[name[len(".text."):]] = size
+    return sizes
+
+
 def ptxas_report(nvcc, source):
-    """[(kernel, registers, spill store bytes)] of every entry in `source`."""
-    cmd = [nvcc, "-std=c++17", "-O3", "-DNDEBUG", "-gencode=arch=compute_90a,code=sm_90a",
-           f"-I{ROOT}", f"-I{ROOT}/include", f"-I{ROOT}/runtime/kernels", "-Xptxas", "-v",
-           "-c", source, "-o", os.devnull]
-    out = subprocess.run(cmd, capture_output=True, text=True)
-    if out.returncode != 0:
-        sys.exit(f"kernel_registers: {source} did not compile:\n{out.stderr[-3000:]}")
+    """[(kernel, registers, spill store bytes, code bytes)] of every entry in `source`."""
+    # Compiled as the build compiles it (-c), the cubin kept for its sections.
+    with tempfile.TemporaryDirectory() as tmp:
+        cmd = [nvcc, "-std=c++17", "-O3", "-DNDEBUG", "-gencode=arch=compute_90a,code=sm_90a",
+               f"-I{ROOT}", f"-I{ROOT}/include", f"-I{ROOT}/runtime/kernels", "-Xptxas", "-v",
+               "--keep", "--keep-dir", tmp, "-c", source, "-o", os.path.join(tmp, "kernels.o")]
+        out = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp)
+        if out.returncode != 0:
+            sys.exit(f"kernel_registers: {source} did not compile:\n{out.stderr[-3000:]}")
+        sizes = {}
+        for name in os.listdir(tmp):
+            if name.endswith(".cubin"):
+                sizes.update(text_sizes(os.path.join(tmp, name)))
     rows, kernel, spill = [], None, 0
     for line in out.stderr.splitlines():
         if m := re.search(r"Compiling entry function '([^']+)'", line):
@@ -56,7 +89,7 @@ def ptxas_report(nvcc, source):
         elif m := re.search(r"(\d+) bytes spill stores", line):
             spill = int(m.group(1))
         elif m := re.search(r"Used (\d+) registers", line):
-            rows.append((kernel, int(m.group(1)), spill))
+            rows.append((kernel, int(m.group(1)), spill, sizes.get(kernel, 0)))
     return rows
 
 
@@ -87,9 +120,9 @@ def main():
         rows += ptxas_report(args.nvcc, f.name)
     finally:
         os.unlink(f.name)
-    names = demangle([kernel for kernel, _, _ in rows])
-    print(f"{'registers':>9} {'spill B':>7} {'blocks/SM':>9}  kernel")
-    for name, (_, registers, spill) in sorted(zip(names, rows)):
+    names = demangle([kernel for kernel, _, _, _ in rows])
+    print(f"{'registers':>9} {'spill B':>7} {'blocks/SM':>9} {'code KB':>7}  kernel")
+    for name, (_, registers, spill, code) in sorted(zip(names, rows)):
         if args.filter not in name:
             continue
         threads = threads_of(name)
@@ -97,7 +130,7 @@ def main():
         blocks = REGISTERS_PER_SM // (threads * ((registers + 7) // 8 * 8)) if threads else "?"
         short = re.sub(r"\(txc::kernels::DecodeParams\)|\(txc::cuda::GemvArgs, int\)", "", name)
         short = re.sub(r"txc::(cuda::\(anonymous namespace\)|kernels)::", "", short)
-        print(f"{registers:>9} {spill:>7} {blocks:>9}  {short}")
+        print(f"{registers:>9} {spill:>7} {blocks:>9} {code / 1024:>7.1f}  {short}")
     return 0
 
 

@@ -18,7 +18,7 @@ registers, spill stores, how many of its blocks fit an SM by registers
 alone, and its code size (the cubin's .text section): a kernel run once a
 layer on an SM that ran other kernels since fetches its instructions cold,
 each miss an L2 round trip under the GEMVs' weight streams (session 22, runs
-127-130: the wide CTA's 104 KB). Run it before and after a change (git
+127-130: the wide CTA's ~100 KB). Run it before and after a change (git
 stash) and compare.
 """
 import argparse

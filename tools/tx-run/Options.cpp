@@ -108,10 +108,6 @@ Output:
                           SM's instruction cache (default: where a KV head
                           serves at most 2 query heads, as measured on the
                           H200)
-  --attention-warm-tile, --no-attention-warm-tile
-                          (cuda) with the dry fold, the wide decode CTA's
-                          dry pass also runs its first tile and the merge of
-                          its warps (default: off)
   --gemv-after-attention-late-dependents
                           (cuda) the GEMV after the decode attention lets
                           the kernel after it launch once its wait releases,
@@ -310,9 +306,6 @@ Options parseArguments(int argc, char **argv) {
     } else if (arg == "--attention-warm-fold" || arg == "--no-attention-warm-fold") {
       cudaOnly();
       options.cuda.attention_warm_fold = arg == "--attention-warm-fold";
-    } else if (arg == "--attention-warm-tile" || arg == "--no-attention-warm-tile") {
-      cudaOnly();
-      options.cuda.attention_warm_tile = arg == "--attention-warm-tile";
     } else if (arg == "--attention-fold-passes") {
       cudaOnly();
       options.cuda.attention_fold_passes = static_cast<int>(parseInteger(arg, value(), 1, 8));

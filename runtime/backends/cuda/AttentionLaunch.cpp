@@ -104,7 +104,6 @@ Status CudaExecutor::State::attention(const LaunchAttributes &attributes, const 
       p.late_dependents = options.attention_pdl && options.attention_late_dependents;
       p.diagnostic_fold_passes = std::max(1, options.attention_fold_passes);
       p.warm_fold = decode_attention.warm_fold;
-      p.warm_tile = decode_attention.warm_tile;
       p.cluster_combine = decode_attention.cluster_combine;
       p.cluster_max_splits = options.attention_cluster_max_splits;
       int splits = 1;

@@ -396,7 +396,6 @@ DecodeAttentionSetup decodeAttentionSetup(const CudaExecutorOptions &options, in
                            : small_group                       ? 64
                                                                : 16;
   setup.warm_fold = options.attention_warm_fold.value_or(small_group);
-  setup.warm_tile = setup.warm_fold && options.attention_warm_tile.value_or(false);
   return setup;
 }
 

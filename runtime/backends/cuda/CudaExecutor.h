@@ -153,10 +153,6 @@ struct CudaExecutorOptions {
   /// a dry pass, so the real one finds its instructions in the SM's cache
   /// (DecodeParams::warm_fold). Unset: decodeAttentionSetup decides.
   std::optional<bool> attention_warm_fold;
-  /// With the dry fold, the wide decode CTA's dry pass also runs its first
-  /// tile and the merge of its warps (DecodeParams::warm_tile). Unset:
-  /// decodeAttentionSetup decides.
-  std::optional<bool> attention_warm_tile;
   /// With use_pdl: the GEMV right after the decode attention (o_proj) lets
   /// the next kernel launch only once its own wait has released, so the
   /// gate/up GEMV's weights do not stream while the attention runs
@@ -262,10 +258,9 @@ struct DecodeAttentionSetup {
   bool cluster_combine = false;
   int32_t split_min_tokens = 16;
   bool warm_fold = false;
-  bool warm_tile = false;
   bool operator==(const DecodeAttentionSetup &o) const {
     return rope_in_attention == o.rope_in_attention && cluster_combine == o.cluster_combine &&
-           split_min_tokens == o.split_min_tokens && warm_fold == o.warm_fold && warm_tile == o.warm_tile;
+           split_min_tokens == o.split_min_tokens && warm_fold == o.warm_fold;
   }
 };
 DecodeAttentionSetup decodeAttentionSetup(const CudaExecutorOptions &options, int64_t heads,

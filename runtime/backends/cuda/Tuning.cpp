@@ -74,7 +74,7 @@ Status CudaExecutor::State::tuneDecodeAttention(int32_t max_seq_len, int32_t pag
   for (bool fold : folds)
     for (bool cluster : clusters)
       for (int32_t floor : floors)
-        candidates.push_back({fold, cluster, floor, rule.warm_fold, rule.warm_tile}); // dry passes as the rule says
+        candidates.push_back({fold, cluster, floor, rule.warm_fold}); // the dry fold as the rule says
   if (candidates.size() < 2)
     return Status::ok();
 

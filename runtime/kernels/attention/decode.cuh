@@ -221,13 +221,11 @@ __device__ __forceinline__ bool combineSplitsStaged(const DecodeParams &params, 
 /// every split at once (combineSplitsStaged). Traced, it stamps the latest
 /// over blocks of mark C (this CTA's partial published: fenced, or in the
 /// cluster's shared memory) and mark D (the merging CTA knows it merges).
-/// `dry` (DecodeParams::warm_tile's pass before the wait) merges into this
-/// CTA's cluster buffer, whatever the states hold, and stores nothing else.
 template <typename T, int G, int D, int W, int kThreads>
 __device__ __forceinline__ void decodeEpilogue(const DecodeParams &params, const float *warp_acc,
                                                const float *warp_m, const float *warp_l, int split, int seq,
                                                int kv_head, void *combine_stage = nullptr,
-                                               int combine_stage_bytes = 0, bool dry = false) {
+                                               int combine_stage_bytes = 0) {
   using Ops = ElementOps<T>;
   const long long rows = (long long)params.batch * params.num_qo_heads;
   const bool cluster = params.cluster_combine;
@@ -252,7 +250,7 @@ __device__ __forceinline__ void decodeEpilogue(const DecodeParams &params, const
     }
     const float lse2 = max_m == -INFINITY ? -INFINITY : max_m + log2f(sum);
     const long long row = (long long)seq * params.num_qo_heads + head;
-    if (cluster || dry) { // dry: the merge's result must land somewhere, or it is not computed
+    if (cluster) {
       cluster_o[idx] = out;
       if (dim == 0)
         cluster_lse[g] = lse2;
@@ -268,8 +266,6 @@ __device__ __forceinline__ void decodeEpilogue(const DecodeParams &params, const
     }
   }
 
-  if (dry)
-    return;
   if (cluster) {
     // The splits of (seq, kv head) are one cluster along x, rank = split.
     traceLatest(params.maybe_trace, kTraceLatestMarkC);

@@ -328,29 +328,11 @@ __global__ void __launch_bounds__(Traits::kThreads)
       rope_cos_sin[2 * tid + 1] = rope_factor.y;
     }
   };
-  // Where this CTA's keys lie: its chunk [chunk_begin, chunk_end) of
-  // num_tiles tiles, and the newest key (its K/V come from the previous
-  // kernel): whether this CTA holds it, and whether it lies in a tile of the
-  // prologue (the first prologue_tiles, loaded before the main loop), whose
-  // loads skip it; the folded rope writes it straight into that stage, or
-  // without the fold a cp.async after the wait loads it. Set from kv_len by
-  // locateChunk, again at each pass (below).
-  int chunk_begin, chunk_end, num_tiles, newest, newest_tile, newest_row, rope_staged_row;
-  bool holds_newest, newest_in_prologue;
-  auto locateChunk = [&](int len) {
-    const int key_begin = len > 0 ? Variant::keyBegin(len - 1, params.variant) : 0;
-    const int chunk = ceilDiv(len - key_begin, params.num_splits);
-    chunk_begin = key_begin + split * chunk;
-    chunk_end = min(len, chunk_begin + chunk);
-    num_tiles = chunk_end > chunk_begin ? ceilDiv(chunk_end - chunk_begin, BN) : 0;
-    newest = len - 1;
-    holds_newest = len > 0 && newest >= chunk_begin && newest < chunk_end;
-    newest_tile = holds_newest ? (newest - chunk_begin) / BN : -1;
-    newest_in_prologue = holds_newest && newest_tile < prologue_tiles;
-    newest_row = (newest - chunk_begin) % BN;
-    rope_staged_row = rope && newest_in_prologue ? newest_row : -1;
-  };
-  locateChunk(kv_len);
+  const int key_begin = kv_len > 0 ? Variant::keyBegin(kv_len - 1, params.variant) : 0;
+  const int chunk = ceilDiv(kv_len - key_begin, params.num_splits);
+  const int chunk_begin = key_begin + split * chunk;
+  const int chunk_end = min(kv_len, chunk_begin + chunk);
+  const int num_tiles = chunk_end > chunk_begin ? ceilDiv(chunk_end - chunk_begin, BN) : 0;
 
   const T *q_base = static_cast<const T *>(params.q) + seq * params.q_batch_stride;
   auto loadQ = [&]() {
@@ -415,8 +397,19 @@ __global__ void __launch_bounds__(Traits::kThreads)
     }
   };
 
-  auto newestStageK = [&]() { return stageK(newest_in_prologue ? newest_tile : 0); };
-  auto newestStageV = [&]() { return stageV(newest_in_prologue ? newest_tile : 0); };
+  // The newest key (its K/V come from the previous kernel): whether this
+  // CTA holds it, and whether it lies in a tile of the prologue (the first
+  // prologue_tiles, loaded before the main loop), whose loads skip it; the
+  // folded rope writes it straight into that stage, or without the fold a
+  // cp.async after the wait loads it.
+  const int newest = kv_len - 1;
+  const bool holds_newest = kv_len > 0 && newest >= chunk_begin && newest < chunk_end;
+  const int newest_tile = holds_newest ? (newest - chunk_begin) / BN : -1;
+  const bool newest_in_prologue = holds_newest && newest_tile < prologue_tiles;
+  T *const newest_stage_k = stageK(newest_in_prologue ? newest_tile : 0);
+  T *const newest_stage_v = stageV(newest_in_prologue ? newest_tile : 0);
+  const int newest_row = (newest - chunk_begin) % BN;
+  const int rope_staged_row = rope && newest_in_prologue ? newest_row : -1;
 
   // The folded rope writes the group's query rows after the wait; the rows
   // past the group are zero (as loadQ leaves them) before it.
@@ -442,11 +435,29 @@ __global__ void __launch_bounds__(Traits::kThreads)
     ropeFactors();
     if (rope)
       zeroPaddedQueryRows();
+    // DecodeParams::warm_fold: pass 0, before the wait, is the dry one.
+#pragma unroll 1
+    for (int pass = rope && params.warm_fold ? 0 : 1; pass < 2; ++pass) {
+      if (pass == 1)
+        waitForPredecessor();
+      if (rope)
+        foldRope<Traits>(params, smem_q, newest_stage_k, newest_stage_v, rope_scratch, rope_cos_sin, kv_head, seq,
+                         holds_newest, rope_staged_row, pass == 0);
+    }
+    if (!rope) {
+      if (newest_in_prologue && tid < CPR) {
+        const long long row = kvRowOffset<Traits::kPageSize>(kv, seq, newest) + tid * 8;
+        cpAsync16(newest_stage_k + swizzled<D>(newest_row, tid), k_base + row, true);
+        cpAsync16(newest_stage_v + swizzled<D>(newest_row, tid), v_base + row, true);
+      }
+      loadQ();
+      cpAsyncCommit();
+    }
   } else {
     ropeFactors();
     if (rope) {
       zeroPaddedQueryRows();
-      foldRope<Traits>(params, smem_q, newestStageK(), newestStageV(), rope_scratch, rope_cos_sin, kv_head, seq,
+      foldRope<Traits>(params, smem_q, newest_stage_k, newest_stage_v, rope_scratch, rope_cos_sin, kv_head, seq,
                        holds_newest, rope_staged_row, false);
     } else {
       loadQ();
@@ -460,6 +471,18 @@ __global__ void __launch_bounds__(Traits::kThreads)
   }
   // The early path without the fold committed Q after the prologue's tiles.
   const bool first_tile_waits_all = early && !rope;
+
+  traceLatest(trace, kTraceLatestMarkA);
+  stampBlock0<Traits>(trace, kBlock0QueryReady);
+
+  float o_acc[kOTiles][4];
+#pragma unroll
+  for (int j = 0; j < kOTiles; ++j)
+#pragma unroll
+    for (int e = 0; e < 4; ++e)
+      o_acc[j][e] = 0.f;
+  float row_max[2] = {-INFINITY, -INFINITY};
+  float row_sum[2] = {0.f, 0.f};
   // Q's MMA fragments stay in registers across tiles; the wide CTA (one
   // tile, 128 registers a thread at 512 threads) reloads them from shared
   // memory for each k-step instead, which keeps it from spilling.
@@ -467,193 +490,135 @@ __global__ void __launch_bounds__(Traits::kThreads)
   unsigned q_frag[kQFrags][4];
   const unsigned q_addr = smemAddress(smem_q);
 
-  // Pass 1 is the real one. Pass 0 (DecodeParams::warm_fold, warm_tile)
-  // runs before the wait, dry: the folded rope, and with warm_tile the wide
-  // CTA's first tile and its warps' merge, on whatever the QKV and stage 0
-  // hold then, writing only shared memory that pass 1 rewrites before it
-  // reads it, never global memory. Each phase has one call site in this
-  // loop (not unrolled), so pass 1 runs the instructions pass 0 fetched.
-  const bool dry_fold = early && rope && params.warm_fold;
-  const bool dry_tile = Traits::kWide && dry_fold && params.warm_tile;
-  // kv_len in local memory, and where the chunk lies found again from it
-  // each pass: held in registers across the dry pass's tile, it and what
-  // follows from it made ptxas spill 424 bytes of the wide CTA.
-  volatile int kv_len_kept = kv_len;
-#pragma unroll 1
-  for (int pass = dry_fold ? 0 : 1; pass < 2; ++pass) {
-    const bool dry = pass == 0;
-    locateChunk(kv_len_kept);
-    if (early) {
-      if (!dry)
-        waitForPredecessor();
-      if (rope) {
-        foldRope<Traits>(params, smem_q, newestStageK(), newestStageV(), rope_scratch, rope_cos_sin, kv_head, seq,
-                         holds_newest, rope_staged_row, dry);
-      } else {
-        if (newest_in_prologue && tid < CPR) {
-          const long long row = kvRowOffset<Traits::kPageSize>(kv, seq, newest) + tid * 8;
-          cpAsync16(newestStageK() + swizzled<D>(newest_row, tid), k_base + row, true);
-          cpAsync16(newestStageV() + swizzled<D>(newest_row, tid), v_base + row, true);
-        }
-        loadQ();
-        cpAsyncCommit();
-      }
-    }
-    if (dry && !dry_tile)
-      continue;
-    if (!dry) {
-      traceLatest(trace, kTraceLatestMarkA);
-      stampBlock0<Traits>(trace, kBlock0QueryReady);
-    }
-
-    float o_acc[kOTiles][4];
-#pragma unroll
-    for (int j = 0; j < kOTiles; ++j)
-#pragma unroll
-      for (int e = 0; e < 4; ++e)
-        o_acc[j][e] = 0.f;
-    float row_max[2] = {-INFINITY, -INFINITY};
-    float row_sum[2] = {0.f, 0.f};
-
-    // The dry pass computes the tile already in stage 0 and loads nothing.
-    const int pass_tiles = dry ? min(num_tiles, 1) : num_tiles;
-    for (int tile = 0; tile < pass_tiles; ++tile) {
-      if (single || (tile == 0 && first_tile_waits_all))
-        cpAsyncWait<0>();
-      else
-        cpAsyncWait<STAGES - 2>();
-      __syncthreads();
-      if (tile == 0 && !dry)
-        stampBlock0<Traits>(trace, kBlock0FirstTile);
-      if (!single && tile + STAGES - 1 < pass_tiles)
-        loadTile(tile + STAGES - 1, (tile + STAGES - 1) % STAGES);
-      cpAsyncCommit();
-      if (!Traits::kWide && tile == 0) {
-#pragma unroll
-        for (int kk = 0; kk < kQFrags; ++kk)
-          ldmatrixX4(q_frag[kk], q_addr + 2 * swizzled<D>(lane % 16, kk * 2 + lane / 16));
-      }
-
-      const int stage = single ? 0 : tile % STAGES;
-      const unsigned sk_addr = smemAddress(stageK(stage));
-      const unsigned sv_addr = smemAddress(stageV(stage));
-      const int warp_key0 = warp * 16;
-
-      // A warp whose 16 keys all lie past the chunk (the wide CTA's 256-key
-      // tile at a shorter context) adds nothing: its state stays empty, as
-      // computing over masked keys leaves it, without the shared-memory reads
-      // of K, V and Q that bound the tile's time (12 KB a warp). Only with
-      // kSpareRegisters: the branch spilled the d256 and group-8 kernels.
-      const int key0 = chunk_begin + tile * BN + warp_key0;
-      if (!Traits::kSpareRegisters || key0 < chunk_end) {
-        float s[2][4] = {{0.f, 0.f, 0.f, 0.f}, {0.f, 0.f, 0.f, 0.f}};
-#pragma unroll
-        for (int kk = 0; kk < D / 16; ++kk) {
-          unsigned b[4];
-          ldmatrixX4(b, sk_addr + 2 * swizzled<D>(warp_key0 + lane % 8 + (lane / 16) * 8, kk * 2 + (lane / 8) % 2));
-          if constexpr (Traits::kWide)
-            ldmatrixX4(q_frag[0], q_addr + 2 * swizzled<D>(lane % 16, kk * 2 + lane / 16));
-          const unsigned(&a)[4] = q_frag[Traits::kWide ? 0 : kk];
-          mma16816<T>(s[0], a, b[0], b[1]);
-          mma16816<T>(s[1], a, b[2], b[3]);
-        }
-
-#pragma unroll
-        for (int j = 0; j < 2; ++j)
-#pragma unroll
-          for (int e = 0; e < 4; ++e) {
-            const int key = key0 + j * 8 + quad * 2 + (e & 1);
-            s[j][e] = key < chunk_end ? Variant::logit(s[j][e], params.variant) : -INFINITY;
-          }
-
-#pragma unroll
-        for (int r = 0; r < 2; ++r) {
-          float block_max =
-              fmaxf(row_max[r], fmaxf(fmaxf(s[0][2 * r], s[0][2 * r + 1]), fmaxf(s[1][2 * r], s[1][2 * r + 1])));
-          block_max = fmaxf(block_max, __shfl_xor_sync(0xffffffffu, block_max, 1));
-          block_max = fmaxf(block_max, __shfl_xor_sync(0xffffffffu, block_max, 2));
-          const float safe_max = block_max == -INFINITY ? 0.f : block_max;
-          const float rescale = exp2f(row_max[r] - safe_max);
-          row_max[r] = block_max;
-          row_sum[r] *= rescale;
-#pragma unroll
-          for (int j = 0; j < kOTiles; ++j) {
-            o_acc[j][2 * r] *= rescale;
-            o_acc[j][2 * r + 1] *= rescale;
-          }
-#pragma unroll
-          for (int j = 0; j < 2; ++j) {
-            s[j][2 * r] = exp2f(s[j][2 * r] - safe_max);
-            s[j][2 * r + 1] = exp2f(s[j][2 * r + 1] - safe_max);
-            row_sum[r] += s[j][2 * r] + s[j][2 * r + 1];
-          }
-        }
-
-        unsigned p[4];
-        p[0] = ElementOps<T>::fromFloat2(s[0][0], s[0][1]);
-        p[1] = ElementOps<T>::fromFloat2(s[0][2], s[0][3]);
-        p[2] = ElementOps<T>::fromFloat2(s[1][0], s[1][1]);
-        p[3] = ElementOps<T>::fromFloat2(s[1][2], s[1][3]);
-#pragma unroll
-        for (int dd = 0; dd < D / 16; ++dd) {
-          unsigned b[4];
-          ldmatrixX4Trans(b, sv_addr + 2 * swizzled<D>(warp_key0 + lane % 8 + ((lane / 8) % 2) * 8, dd * 2 + lane / 16));
-          mma16816<T>(o_acc[2 * dd], p, b[0], b[1]);
-          mma16816<T>(o_acc[2 * dd + 1], p, b[2], b[3]);
-        }
-      }
-      if (single && tile + 1 < pass_tiles) {
-        __syncthreads(); // every warp is done with stage 0
-        loadTile(tile + 1, 0);
-        cpAsyncCommit();
-      }
-    }
-
-    if (!dry) {
-      stampBlock0<Traits>(trace, kBlock0TilesComputed);
-      if constexpr (Traits::kSpareRegisters)
-        if (rope_staged_row >= 0)
-          storeNewestKv<Traits>(params, rope_scratch, kv_head, seq);
-      if (params.late_dependents)
-        pdlLaunchDependents();
-    }
-    // Per-warp states to shared memory (the pipeline buffers are free now;
-    // not in the dry pass, where they still hold Q and the prologue's keys).
-    cpAsyncWait<0>();
+  for (int tile = 0; tile < num_tiles; ++tile) {
+    if (single || (tile == 0 && first_tile_waits_all))
+      cpAsyncWait<0>();
+    else
+      cpAsyncWait<STAGES - 2>();
     __syncthreads();
-    if (!dry) {
-      traceLatest(trace, kTraceLatestMarkB);
-      stampBlock0<Traits>(trace, kBlock0TilesDone);
-    }
-    float *warp_acc = reinterpret_cast<float *>(smem_raw); // [W][G][D]
-    float *warp_m = warp_acc + W * G * D;                   // [W][G]
-    float *warp_l = warp_m + W * G;                         // [W][G]
+    if (tile == 0)
+      stampBlock0<Traits>(trace, kBlock0FirstTile);
+    if (!single && tile + STAGES - 1 < num_tiles)
+      loadTile(tile + STAGES - 1, (tile + STAGES - 1) % STAGES);
+    cpAsyncCommit();
+    if (!Traits::kWide && tile == 0) {
 #pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      float sum = row_sum[r];
-      sum += __shfl_xor_sync(0xffffffffu, sum, 1);
-      sum += __shfl_xor_sync(0xffffffffu, sum, 2);
-      const int row = group + r * 8;
-      if (row < G && !dry) {
+      for (int kk = 0; kk < kQFrags; ++kk)
+        ldmatrixX4(q_frag[kk], q_addr + 2 * swizzled<D>(lane % 16, kk * 2 + lane / 16));
+    }
+
+    const int stage = single ? 0 : tile % STAGES;
+    const unsigned sk_addr = smemAddress(stageK(stage));
+    const unsigned sv_addr = smemAddress(stageV(stage));
+    const int warp_key0 = warp * 16;
+
+    // A warp whose 16 keys all lie past the chunk (the wide CTA's 256-key
+    // tile at a shorter context) adds nothing: its state stays empty, as
+    // computing over masked keys leaves it, without the shared-memory reads
+    // of K, V and Q that bound the tile's time (12 KB a warp). Only with
+    // kSpareRegisters: the branch spilled the d256 and group-8 kernels.
+    const int key0 = chunk_begin + tile * BN + warp_key0;
+    if (!Traits::kSpareRegisters || key0 < chunk_end) {
+      float s[2][4] = {{0.f, 0.f, 0.f, 0.f}, {0.f, 0.f, 0.f, 0.f}};
+#pragma unroll
+      for (int kk = 0; kk < D / 16; ++kk) {
+        unsigned b[4];
+        ldmatrixX4(b, sk_addr + 2 * swizzled<D>(warp_key0 + lane % 8 + (lane / 16) * 8, kk * 2 + (lane / 8) % 2));
+        if constexpr (Traits::kWide)
+          ldmatrixX4(q_frag[0], q_addr + 2 * swizzled<D>(lane % 16, kk * 2 + lane / 16));
+        const unsigned(&a)[4] = q_frag[Traits::kWide ? 0 : kk];
+        mma16816<T>(s[0], a, b[0], b[1]);
+        mma16816<T>(s[1], a, b[2], b[3]);
+      }
+
+#pragma unroll
+      for (int j = 0; j < 2; ++j)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int key = key0 + j * 8 + quad * 2 + (e & 1);
+          s[j][e] = key < chunk_end ? Variant::logit(s[j][e], params.variant) : -INFINITY;
+        }
+
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        float block_max = fmaxf(row_max[r], fmaxf(fmaxf(s[0][2 * r], s[0][2 * r + 1]), fmaxf(s[1][2 * r], s[1][2 * r + 1])));
+        block_max = fmaxf(block_max, __shfl_xor_sync(0xffffffffu, block_max, 1));
+        block_max = fmaxf(block_max, __shfl_xor_sync(0xffffffffu, block_max, 2));
+        const float safe_max = block_max == -INFINITY ? 0.f : block_max;
+        const float rescale = exp2f(row_max[r] - safe_max);
+        row_max[r] = block_max;
+        row_sum[r] *= rescale;
 #pragma unroll
         for (int j = 0; j < kOTiles; ++j) {
-          warp_acc[(warp * G + row) * D + j * 8 + quad * 2] = o_acc[j][2 * r];
-          warp_acc[(warp * G + row) * D + j * 8 + quad * 2 + 1] = o_acc[j][2 * r + 1];
+          o_acc[j][2 * r] *= rescale;
+          o_acc[j][2 * r + 1] *= rescale;
         }
-        if (quad == 0) {
-          warp_m[warp * G + row] = row_max[r];
-          warp_l[warp * G + row] = sum;
+#pragma unroll
+        for (int j = 0; j < 2; ++j) {
+          s[j][2 * r] = exp2f(s[j][2 * r] - safe_max);
+          s[j][2 * r + 1] = exp2f(s[j][2 * r + 1] - safe_max);
+          row_sum[r] += s[j][2 * r] + s[j][2 * r + 1];
         }
       }
+
+      unsigned p[4];
+      p[0] = ElementOps<T>::fromFloat2(s[0][0], s[0][1]);
+      p[1] = ElementOps<T>::fromFloat2(s[0][2], s[0][3]);
+      p[2] = ElementOps<T>::fromFloat2(s[1][0], s[1][1]);
+      p[3] = ElementOps<T>::fromFloat2(s[1][2], s[1][3]);
+#pragma unroll
+      for (int dd = 0; dd < D / 16; ++dd) {
+        unsigned b[4];
+        ldmatrixX4Trans(b, sv_addr + 2 * swizzled<D>(warp_key0 + lane % 8 + ((lane / 8) % 2) * 8, dd * 2 + lane / 16));
+        mma16816<T>(o_acc[2 * dd], p, b[0], b[1]);
+        mma16816<T>(o_acc[2 * dd + 1], p, b[2], b[3]);
+      }
     }
-    __syncthreads();
-    if (!dry)
-      stampBlock0<Traits>(trace, kBlock0StatesStored);
-    // The merging CTA stages the splits' partials in the whole of its dynamic
-    // shared memory (the per-warp states are merged before it loads them).
-    decodeEpilogue<T, G, D, W, Traits::kThreads>(params, warp_acc, warp_m, warp_l, split, seq, kv_head, smem_raw,
-                                                 single ? Traits::kSmemBytesSingleStage : Traits::kSmemBytes, dry);
+    if (single && tile + 1 < num_tiles) {
+      __syncthreads(); // every warp is done with stage 0
+      loadTile(tile + 1, 0);
+      cpAsyncCommit();
+    }
   }
+
+  stampBlock0<Traits>(trace, kBlock0TilesComputed);
+  if constexpr (Traits::kSpareRegisters)
+    if (rope_staged_row >= 0)
+      storeNewestKv<Traits>(params, rope_scratch, kv_head, seq);
+  if (params.late_dependents)
+    pdlLaunchDependents();
+  // Per-warp states to shared memory (the pipeline buffers are free now).
+  cpAsyncWait<0>();
+  __syncthreads();
+  traceLatest(trace, kTraceLatestMarkB);
+  stampBlock0<Traits>(trace, kBlock0TilesDone);
+  float *warp_acc = reinterpret_cast<float *>(smem_raw); // [W][G][D]
+  float *warp_m = warp_acc + W * G * D;                   // [W][G]
+  float *warp_l = warp_m + W * G;                         // [W][G]
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    float sum = row_sum[r];
+    sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+    sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+    const int row = group + r * 8;
+    if (row < G) {
+#pragma unroll
+      for (int j = 0; j < kOTiles; ++j) {
+        warp_acc[(warp * G + row) * D + j * 8 + quad * 2] = o_acc[j][2 * r];
+        warp_acc[(warp * G + row) * D + j * 8 + quad * 2 + 1] = o_acc[j][2 * r + 1];
+      }
+      if (quad == 0) {
+        warp_m[warp * G + row] = row_max[r];
+        warp_l[warp * G + row] = sum;
+      }
+    }
+  }
+  __syncthreads();
+  stampBlock0<Traits>(trace, kBlock0StatesStored);
+  // The merging CTA stages the splits' partials in the whole of its dynamic
+  // shared memory (the per-warp states are merged before it loads them).
+  decodeEpilogue<T, G, D, W, Traits::kThreads>(params, warp_acc, warp_m, warp_l, split, seq, kv_head, smem_raw,
+                                               single ? Traits::kSmemBytesSingleStage : Traits::kSmemBytes);
   stampBlock0<Traits>(trace, kBlock0Exit);
   traceExit(trace);
 }

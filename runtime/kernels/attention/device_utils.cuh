@@ -33,13 +33,6 @@ __device__ __forceinline__ void pdlWait() { asm volatile("griddepcontrol.wait;" 
 /// in pdlWait until this grid is done). A no-op without the attribute.
 __device__ __forceinline__ void pdlLaunchDependents() { asm volatile("griddepcontrol.launch_dependents;" ::: "memory"); }
 
-/// `x`, as far as the compiler knows computed anew here: what derives from
-/// it stays inside the loop that calls this (not hoisted above it).
-__device__ __forceinline__ int opaqueInt(int x) {
-  asm volatile("" : "+r"(x));
-  return x;
-}
-
 /// Step tracing, a diagnostic (DecodeParams::maybe_trace, GemvArgs::trace):
 /// a launch's kTraceSlotsPerLaunch slots take globaltimer stamps in
 /// nanoseconds: [0] when the grid's first block started, [1] when its last

@@ -146,13 +146,6 @@ struct DecodeParams {
   // its wait for the dry pass (Qwen3 ~3.5 us: yes; Llama-3-8B ~1 us:
   // +0.006 ms).
   bool warm_fold = false;
-  // With warm_fold, the wide CTA's dry pass goes on through its first tile
-  // (on the keys the prologue loaded into stage 0 and the dry query) and
-  // the merge of its warps' states (into its cluster buffer), the
-  // instructions that follow the fold after the wait: block 0 spent ~6K
-  // cycles from its query to its exit in device run 130, mostly in first
-  // fetches (a warm fold pass runs ~10x faster than a cold one, run 127).
-  bool warm_tile = false;
   // The tensor-core kernel with one stage of K/V in shared memory instead of
   // its pipeline (tiles then load and run one after another): for chunks of
   // one tile, as in the decode step at short contexts, where the pipeline's

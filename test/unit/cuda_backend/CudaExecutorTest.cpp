@@ -340,9 +340,8 @@ TEST(CudaExecutorTest, LateDependentsOfTheDecodeAttentionChangeNoLogit) {
 
 // attention_fold_passes (a diagnostic): the folded rope's arithmetic run
 // three times a head, the last kept, changes no logit; nor does the
-// attention running its fold dry before the wait (attention_warm_fold), or
-// its fold, tile and merge (attention_warm_tile), where a cache store or a
-// stale line kept from the dry pass would show.
+// attention running its fold dry before the wait (attention_warm_fold),
+// where a cache store or a stale line kept from the dry pass would show.
 TEST(CudaExecutorTest, RepeatedFoldPassesChangeNoLogit) {
   TXC_SKIP_WITHOUT_GPU();
   TinyModelOptions model = groupOfTwoModel(2);
@@ -356,11 +355,6 @@ TEST(CudaExecutorTest, RepeatedFoldPassesChangeNoLogit) {
   with_dry_fold.attention_warm_fold = true;
   without_dry_fold.attention_warm_fold = false;
   expectSameGenerations(**artifact, without_dry_fold, with_dry_fold, 0.0, "a dry fold before the wait");
-  // The wide CTA's dry pass through its tile and merge (attention_warm_tile)
-  // overwrites shared memory the real pass reads: its query, its stage.
-  CudaExecutorOptions with_dry_tile = with_dry_fold;
-  with_dry_tile.attention_warm_tile = true;
-  expectSameGenerations(**artifact, without_dry_fold, with_dry_tile, 0.0, "a dry tile before the wait");
 }
 
 /// One sequence of `prompt`, greedy, 4 new tokens, on an executor with

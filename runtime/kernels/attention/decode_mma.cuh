@@ -45,6 +45,13 @@ struct DecodeMmaTraits {
   // 4-warp kernels and group 8's wide CTA sit at their limits (ptxas
   // spilled 8-36 bytes).
   static constexpr bool kSpareRegisters = kWide && kGroupSize <= 4;
+  // The wide CTA computes S^T = K Q^T and O^T = V^T P^T: the warp's 16 keys
+  // are the MMA's rows and the group's heads (at most 8) its columns, where
+  // S = Q K^T pads the group to 16 rows. Half the MMAs and half the output
+  // accumulators (32 registers a thread, not 64), and Q's fragments (16
+  // registers at d128) stay in registers instead of being reloaded from
+  // shared memory each k-step.
+  static constexpr bool kKeysAsRows = kWide && kGroupSize <= 8;
   static constexpr int kThreads = kWarps * 32;
   static constexpr int kRows = 16; // MMA M: the group's heads, zero-padded
   static constexpr int kBlockN = kDecodeMmaKeysPerWarp * kWarps;
@@ -275,7 +282,9 @@ __global__ void __launch_bounds__(Traits::kThreads)
   using T = typename Traits::DType;
   constexpr int G = Traits::kGroupSize, D = Traits::kHeadDim, BN = Traits::kBlockN;
   constexpr int CPR = Traits::kChunksPerRow, STAGES = Traits::kStages, W = Traits::kWarps;
-  constexpr int kOTiles = D / 8;
+  // Output accumulator tiles of 4 floats a thread: O (16 rows x 8 dims
+  // each) or, with kKeysAsRows, O^T (16 dims x 8 heads each).
+  constexpr int kOTiles = Traits::kKeysAsRows ? D / 16 : D / 8;
 
   extern __shared__ __align__(128) unsigned char smem_raw[];
   T *smem_q = reinterpret_cast<T *>(smem_raw);
@@ -483,10 +492,11 @@ __global__ void __launch_bounds__(Traits::kThreads)
       o_acc[j][e] = 0.f;
   float row_max[2] = {-INFINITY, -INFINITY};
   float row_sum[2] = {0.f, 0.f};
-  // Q's MMA fragments stay in registers across tiles; the wide CTA (one
-  // tile, 128 registers a thread at 512 threads) reloads them from shared
-  // memory for each k-step instead, which keeps it from spilling.
-  constexpr int kQFrags = Traits::kWide ? 1 : D / 16;
+  // Q's MMA fragments stay in registers across tiles; the wide CTA with
+  // Q as the A operand (one tile, 128 registers a thread at 512 threads)
+  // reloads them from shared memory for each k-step instead, which keeps it
+  // from spilling; with kKeysAsRows Q^T's B operands are half as many.
+  constexpr int kQFrags = Traits::kKeysAsRows ? D / 32 : (Traits::kWide ? 1 : D / 16);
   unsigned q_frag[kQFrags][4];
   const unsigned q_addr = smemAddress(smem_q);
 
@@ -506,6 +516,14 @@ __global__ void __launch_bounds__(Traits::kThreads)
       for (int kk = 0; kk < kQFrags; ++kk)
         ldmatrixX4(q_frag[kk], q_addr + 2 * swizzled<D>(lane % 16, kk * 2 + lane / 16));
     }
+    // Q^T as B operands, rows 0-7 of Q (the group, zero-padded): matrix i
+    // of q_frag[kk2] is dims [8 (4 kk2 + i), + 8), so k-step kk takes
+    // q_frag[kk / 2][2 (kk % 2)] and [+ 1].
+    if (Traits::kKeysAsRows && tile == 0) {
+#pragma unroll
+      for (int kk2 = 0; kk2 < kQFrags; ++kk2)
+        ldmatrixX4(q_frag[kk2], q_addr + 2 * swizzled<D>(lane % 8, kk2 * 4 + lane / 8));
+    }
 
     const int stage = single ? 0 : tile % STAGES;
     const unsigned sk_addr = smemAddress(stageK(stage));
@@ -518,7 +536,57 @@ __global__ void __launch_bounds__(Traits::kThreads)
     // of K, V and Q that bound the tile's time (12 KB a warp). Only with
     // kSpareRegisters: the branch spilled the d256 and group-8 kernels.
     const int key0 = chunk_begin + tile * BN + warp_key0;
-    if (!Traits::kSpareRegisters || key0 < chunk_end) {
+    if constexpr (Traits::kKeysAsRows) {
+      if (!Traits::kSpareRegisters || key0 < chunk_end) {
+        // S^T: thread (group, quad) holds keys key0 + group and + 8 (st[e],
+        // st[2 + e]) of heads 2 quad + e. K is the A operand: matrix i of
+        // the x4 load is keys + 8 (i % 2), dims + 8 (i / 2) of the k-step.
+        float st[4] = {0.f, 0.f, 0.f, 0.f};
+#pragma unroll
+        for (int kk = 0; kk < D / 16; ++kk) {
+          unsigned a[4];
+          ldmatrixX4(a, sk_addr + 2 * swizzled<D>(warp_key0 + lane % 8 + ((lane / 8) % 2) * 8, kk * 2 + lane / 16));
+          mma16816<T>(st, a, q_frag[kk / 2][2 * (kk % 2)], q_frag[kk / 2][2 * (kk % 2) + 1]);
+        }
+        // Per head, the online softmax over the warp's 16 keys: the keys
+        // of one head lie across the 8 lanes of one quad.
+        float p[4];
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          const int key_lo = key0 + group, key_hi = key_lo + 8;
+          const float lo = key_lo < chunk_end ? Variant::logit(st[e], params.variant) : -INFINITY;
+          const float hi = key_hi < chunk_end ? Variant::logit(st[2 + e], params.variant) : -INFINITY;
+          float block_max = fmaxf(row_max[e], fmaxf(lo, hi));
+          block_max = fmaxf(block_max, __shfl_xor_sync(0xffffffffu, block_max, 4));
+          block_max = fmaxf(block_max, __shfl_xor_sync(0xffffffffu, block_max, 8));
+          block_max = fmaxf(block_max, __shfl_xor_sync(0xffffffffu, block_max, 16));
+          const float safe_max = block_max == -INFINITY ? 0.f : block_max;
+          const float rescale = exp2f(row_max[e] - safe_max);
+          row_max[e] = block_max;
+          row_sum[e] *= rescale;
+#pragma unroll
+          for (int mt = 0; mt < kOTiles; ++mt) {
+            o_acc[mt][e] *= rescale;
+            o_acc[mt][2 + e] *= rescale;
+          }
+          p[e] = exp2f(lo - safe_max);
+          p[2 + e] = exp2f(hi - safe_max);
+          row_sum[e] += p[e] + p[2 + e];
+        }
+        // P^T (16 keys x 8 heads) as the B operand: each 8-key half of the
+        // accumulator, transposed in registers.
+        const unsigned p_lo = movmatrixTrans(ElementOps<T>::fromFloat2(p[0], p[1]));
+        const unsigned p_hi = movmatrixTrans(ElementOps<T>::fromFloat2(p[2], p[3]));
+        // O^T += V^T P^T: V^T is the A operand, loaded transposed; matrix i
+        // is dims + 8 (i % 2), keys + 8 (i / 2) of the 16-dim tile mt.
+#pragma unroll
+        for (int mt = 0; mt < kOTiles; ++mt) {
+          unsigned a[4];
+          ldmatrixX4Trans(a, sv_addr + 2 * swizzled<D>(warp_key0 + lane % 8 + (lane / 16) * 8, mt * 2 + (lane / 8) % 2));
+          mma16816<T>(o_acc[mt], a, p_lo, p_hi);
+        }
+      }
+    } else if (!Traits::kSpareRegisters || key0 < chunk_end) {
       float s[2][4] = {{0.f, 0.f, 0.f, 0.f}, {0.f, 0.f, 0.f, 0.f}};
 #pragma unroll
       for (int kk = 0; kk < D / 16; ++kk) {
@@ -595,21 +663,43 @@ __global__ void __launch_bounds__(Traits::kThreads)
   float *warp_acc = reinterpret_cast<float *>(smem_raw); // [W][G][D]
   float *warp_m = warp_acc + W * G * D;                   // [W][G]
   float *warp_l = warp_m + W * G;                         // [W][G]
+  if constexpr (Traits::kKeysAsRows) {
 #pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    float sum = row_sum[r];
-    sum += __shfl_xor_sync(0xffffffffu, sum, 1);
-    sum += __shfl_xor_sync(0xffffffffu, sum, 2);
-    const int row = group + r * 8;
-    if (row < G) {
+    for (int e = 0; e < 2; ++e) {
+      float sum = row_sum[e];
+      sum += __shfl_xor_sync(0xffffffffu, sum, 4);
+      sum += __shfl_xor_sync(0xffffffffu, sum, 8);
+      sum += __shfl_xor_sync(0xffffffffu, sum, 16);
+      const int head = quad * 2 + e;
+      if (head < G) {
 #pragma unroll
-      for (int j = 0; j < kOTiles; ++j) {
-        warp_acc[(warp * G + row) * D + j * 8 + quad * 2] = o_acc[j][2 * r];
-        warp_acc[(warp * G + row) * D + j * 8 + quad * 2 + 1] = o_acc[j][2 * r + 1];
+        for (int mt = 0; mt < kOTiles; ++mt) {
+          warp_acc[(warp * G + head) * D + mt * 16 + group] = o_acc[mt][e];
+          warp_acc[(warp * G + head) * D + mt * 16 + group + 8] = o_acc[mt][2 + e];
+        }
+        if (group == 0) {
+          warp_m[warp * G + head] = row_max[e];
+          warp_l[warp * G + head] = sum;
+        }
       }
-      if (quad == 0) {
-        warp_m[warp * G + row] = row_max[r];
-        warp_l[warp * G + row] = sum;
+    }
+  } else {
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      float sum = row_sum[r];
+      sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+      sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+      const int row = group + r * 8;
+      if (row < G) {
+#pragma unroll
+        for (int j = 0; j < kOTiles; ++j) {
+          warp_acc[(warp * G + row) * D + j * 8 + quad * 2] = o_acc[j][2 * r];
+          warp_acc[(warp * G + row) * D + j * 8 + quad * 2 + 1] = o_acc[j][2 * r + 1];
+        }
+        if (quad == 0) {
+          warp_m[warp * G + row] = row_max[r];
+          warp_l[warp * G + row] = sum;
+        }
       }
     }
   }

@@ -278,6 +278,15 @@ __device__ __forceinline__ void stmatrixX4(unsigned addr, const unsigned (&r)[4]
                : "memory");
 }
 
+/// The 8x8 b16 matrix whose fragment this warp holds (lane l: row l / 4,
+/// columns 2 (l % 4) and + 1, an mma accumulator's layout), transposed, in
+/// the same layout: an accumulator's rows become a B operand's columns.
+__device__ __forceinline__ unsigned movmatrixTrans(unsigned x) {
+  unsigned y;
+  asm volatile("movmatrix.sync.aligned.m8n8.trans.b16 %0, %1;" : "=r"(y) : "r"(x));
+  return y;
+}
+
 /// D = A(16x16) * B(16x8) + D, fp32 accumulation.
 template <typename T>
 __device__ __forceinline__ void mma16816(float (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {

@@ -45,13 +45,15 @@ struct DecodeMmaTraits {
   // 4-warp kernels and group 8's wide CTA sit at their limits (ptxas
   // spilled 8-36 bytes).
   static constexpr bool kSpareRegisters = kWide && kGroupSize <= 4;
-  // The wide CTA computes S^T = K Q^T and O^T = V^T P^T: the warp's 16 keys
-  // are the MMA's rows and the group's heads (at most 8) its columns, where
+  // Groups up to 8 compute S^T = K Q^T and O^T = V^T P^T: the warp's 16
+  // keys are the MMA's rows and the group's heads its columns, where
   // S = Q K^T pads the group to 16 rows. Half the MMAs and half the output
-  // accumulators (32 registers a thread, not 64), and Q's fragments (16
-  // registers at d128) stay in registers instead of being reloaded from
-  // shared memory each k-step.
-  static constexpr bool kKeysAsRows = kWide && kGroupSize <= 8;
+  // accumulators (32 registers a thread at d128, not 64), and Q^T's
+  // fragments take 16 registers, not 32 (the wide CTA reloaded Q's from
+  // shared memory each k-step for want of them). ptxas: the wide CTA 128
+  // -> 118 registers, the 4-warp kernels at d128 166 -> 135, and the d256
+  // and group-8 ones no longer spill (40-76 bytes before).
+  static constexpr bool kKeysAsRows = kGroupSize <= 8;
   static constexpr int kThreads = kWarps * 32;
   static constexpr int kRows = 16; // MMA M: the group's heads, zero-padded
   static constexpr int kBlockN = kDecodeMmaKeysPerWarp * kWarps;
@@ -492,10 +494,10 @@ __global__ void __launch_bounds__(Traits::kThreads)
       o_acc[j][e] = 0.f;
   float row_max[2] = {-INFINITY, -INFINITY};
   float row_sum[2] = {0.f, 0.f};
-  // Q's MMA fragments stay in registers across tiles; the wide CTA with
-  // Q as the A operand (one tile, 128 registers a thread at 512 threads)
-  // reloads them from shared memory for each k-step instead, which keeps it
-  // from spilling; with kKeysAsRows Q^T's B operands are half as many.
+  // Q's MMA fragments stay in registers across tiles: with kKeysAsRows
+  // Q^T's B operands (rows 0-7 of Q), else Q's A operands, which the wide
+  // CTA (one tile, 128 registers a thread at 512 threads) reloads from
+  // shared memory for each k-step instead, for want of registers.
   constexpr int kQFrags = Traits::kKeysAsRows ? D / 32 : (Traits::kWide ? 1 : D / 16);
   unsigned q_frag[kQFrags][4];
   const unsigned q_addr = smemAddress(smem_q);
@@ -505,13 +507,15 @@ __global__ void __launch_bounds__(Traits::kThreads)
       cpAsyncWait<0>();
     else
       cpAsyncWait<STAGES - 2>();
-    __syncthreads();
+    // Before the barrier (since session 23's run 133): thread 0's copies of
+    // the tile landed, apart from the other warps catching up.
     if (tile == 0)
       stampBlock0<Traits>(trace, kBlock0FirstTile);
+    __syncthreads();
     if (!single && tile + STAGES - 1 < num_tiles)
       loadTile(tile + STAGES - 1, (tile + STAGES - 1) % STAGES);
     cpAsyncCommit();
-    if (!Traits::kWide && tile == 0) {
+    if (!Traits::kWide && !Traits::kKeysAsRows && tile == 0) {
 #pragma unroll
       for (int kk = 0; kk < kQFrags; ++kk)
         ldmatrixX4(q_frag[kk], q_addr + 2 * swizzled<D>(lane % 16, kk * 2 + lane / 16));

@@ -71,7 +71,7 @@ enum TraceBlock0Point {
   kBlock0FoldLoaded = 1,    // the folded rope's global loads in shared memory
   kBlock0FoldHeadsDone = 2, // warp 0's head normalized, rotated and stored
   kBlock0QueryReady = 3,    // the fold done, every warp past its barrier (mark A)
-  kBlock0FirstTile = 4,     // the first tile's K/V landed
+  kBlock0FirstTile = 4,     // thread 0's copies of the first tile landed (before the barrier)
   kBlock0TilesComputed = 5,
   kBlock0TilesDone = 6,     // every copy waited for (mark B)
   kBlock0StatesStored = 7,  // the per-warp softmax states in shared memory

@@ -97,10 +97,6 @@ Output:
                           (cuda) the decode attention lets the kernel after
                           it launch once its keys are done, not at its start
                           (for comparison)
-  --attention-dependents-after-first-tile
-                          (cuda) the decode attention lets the kernel after
-                          it launch once its first tile of K/V has landed,
-                          not at its start
   --attention-fold-passes N
                           (cuda; diagnostic) the decode attention computes
                           its folded q/k-norm and rotary N times a head, the
@@ -295,9 +291,6 @@ Options parseArguments(int argc, char **argv) {
     } else if (arg == "--attention-late-dependents") {
       cudaOnly();
       options.cuda.attention_late_dependents = true;
-    } else if (arg == "--attention-dependents-after-first-tile") {
-      cudaOnly();
-      options.cuda.attention_dependents_after_first_tile = true;
     } else if (arg == "--staged-gemvs") {
       cudaOnly();
       using StagedGemvs = cuda::CudaExecutorOptions::StagedGemvs;

@@ -102,7 +102,6 @@ Status CudaExecutor::State::attention(const LaunchAttributes &attributes, const 
       p.carveout_percent = options.attention_carveout_percent;
       p.kv_before_wait = options.attention_pdl && options.attention_early_kv;
       p.late_dependents = options.attention_pdl && options.attention_late_dependents;
-      p.dependents_after_first_tile = options.attention_pdl && options.attention_dependents_after_first_tile;
       p.diagnostic_fold_passes = std::max(1, options.attention_fold_passes);
       p.warm_fold = decode_attention.warm_fold;
       p.cluster_combine = decode_attention.cluster_combine;

@@ -143,13 +143,9 @@ struct CudaExecutorOptions {
   bool attention_early_kv = true;
   /// With attention_pdl: the decode attention lets the next kernel launch
   /// only after its keys are done (before the split merge) instead of at its
-  /// start (DecodeParams::late_dependents). Device run 99: even (the
-  /// attention -1.2 us a Qwen3 layer, o_proj +1.35, its weights late).
+  /// start (DecodeParams::late_dependents). Device runs 99 and 134: even
+  /// to a loss (the attention faster, o_proj slower: its weights late).
   bool attention_late_dependents = false;
-  /// With attention_pdl: the decode attention lets the next kernel launch
-  /// once its first tile's K/V have landed, between its start and its keys
-  /// done (DecodeParams::dependents_after_first_tile).
-  bool attention_dependents_after_first_tile = false;
   /// Diagnostic (DecodeParams::diagnostic_fold_passes): the decode
   /// attention's folded q/k-norm and rotary computed this many times a
   /// head, the last kept; bit-identical, only slower.

@@ -304,7 +304,7 @@ __global__ void __launch_bounds__(Traits::kThreads)
   const int split = blockIdx.x, kv_head = blockIdx.y, seq = blockIdx.z;
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
   const int group = lane / 4, quad = lane % 4;
-  if (!params.late_dependents && !params.dependents_after_first_tile)
+  if (!params.late_dependents)
     pdlLaunchDependents();
   // Traced (a diagnostic), this kernel also stamps the latest over its
   // blocks of: start, wait release, query ready (mark A: after the folded
@@ -509,11 +509,8 @@ __global__ void __launch_bounds__(Traits::kThreads)
       cpAsyncWait<STAGES - 2>();
     // Before the barrier (since session 23's run 133): thread 0's copies of
     // the tile landed, apart from the other warps catching up.
-    if (tile == 0) {
+    if (tile == 0)
       stampBlock0<Traits>(trace, kBlock0FirstTile);
-      if (params.dependents_after_first_tile && !params.late_dependents)
-        pdlLaunchDependents();
-    }
     __syncthreads();
     if (!single && tile + STAGES - 1 < num_tiles)
       loadTile(tile + STAGES - 1, (tile + STAGES - 1) % STAGES);

@@ -121,15 +121,6 @@ struct DecodeParams {
   // the SMs and DRAM with this latency-bound one (device run 51: an L2
   // prefetch under the attention made it slower).
   bool late_dependents = false;
-  // With programmatic_launch, not late_dependents: let the next kernel
-  // launch once this CTA's first tile has landed in shared memory (thread
-  // 0's copies, after the folded rope). Launched at the start, the next
-  // kernels' weights (o_proj's and gate/up's 16 MB at Qwen3-0.6B) stream
-  // ahead of the wide CTA's ~0.5 MB of K/V, which land ~1.1K cycles after
-  // its query is ready (device run 133); launched after the tiles, o_proj's
-  // weights load too late (run 99: the attention -1.2 us a layer, o_proj
-  // +1.35).
-  bool dependents_after_first_tile = false;
   // >= 0: the shared-memory carveout the launch asks for (percent; see
   // launchKernelWithCarveout), to match the kernel before it.
   int carveout_percent = -1;

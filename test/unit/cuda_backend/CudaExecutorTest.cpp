@@ -336,9 +336,6 @@ TEST(CudaExecutorTest, LateDependentsOfTheDecodeAttentionChangeNoLogit) {
   CudaExecutorOptions late;
   late.attention_late_dependents = true;
   expectSameGenerations(**artifact, early, late, 0.0, "late dependents");
-  CudaExecutorOptions after_first_tile;
-  after_first_tile.attention_dependents_after_first_tile = true;
-  expectSameGenerations(**artifact, early, after_first_tile, 0.0, "dependents after the first tile");
 }
 
 // attention_fold_passes (a diagnostic): the folded rope's arithmetic run

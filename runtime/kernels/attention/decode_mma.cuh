@@ -42,8 +42,9 @@ struct DecodeMmaTraits {
   // up to 4 (Qwen3's and Llama's decode step at short contexts) stays
   // spill-free with block 0's cycle stamps, the newest key's deferred cache
   // store (storeNewestKv) and warps past the chunk skipping the tile; the
-  // 4-warp kernels and group 8's wide CTA sit at their limits (ptxas
-  // spilled 8-36 bytes).
+  // 4-warp kernels and group 8's wide CTA sat at their limits (ptxas
+  // spilled 8-36 bytes) before kKeysAsRows freed ~30 registers of them:
+  // widening this is open (not measured).
   static constexpr bool kSpareRegisters = kWide && kGroupSize <= 4;
   // Groups up to 8 compute S^T = K Q^T and O^T = V^T P^T: the warp's 16
   // keys are the MMA's rows and the group's heads its columns, where

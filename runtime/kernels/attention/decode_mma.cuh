@@ -565,10 +565,8 @@ __global__ void __launch_bounds__(Traits::kThreads)
           block_max = fmaxf(block_max, __shfl_xor_sync(0xffffffffu, block_max, 4));
           block_max = fmaxf(block_max, __shfl_xor_sync(0xffffffffu, block_max, 8));
           block_max = fmaxf(block_max, __shfl_xor_sync(0xffffffffu, block_max, 16));
-          const float safe_max = block_max == -INFINITY ? 0.f : block_max;
-          const float rescale = exp2f(row_max[e] - safe_max);
-          row_max[e] = block_max;
-          row_sum[e] *= rescale;
+          float safe_max;
+          const float rescale = onlineSoftmaxStep(row_max[e], row_sum[e], block_max, safe_max);
 #pragma unroll
           for (int mt = 0; mt < kOTiles; ++mt) {
             o_acc[mt][e] *= rescale;
@@ -617,10 +615,8 @@ __global__ void __launch_bounds__(Traits::kThreads)
         float block_max = fmaxf(row_max[r], fmaxf(fmaxf(s[0][2 * r], s[0][2 * r + 1]), fmaxf(s[1][2 * r], s[1][2 * r + 1])));
         block_max = fmaxf(block_max, __shfl_xor_sync(0xffffffffu, block_max, 1));
         block_max = fmaxf(block_max, __shfl_xor_sync(0xffffffffu, block_max, 2));
-        const float safe_max = block_max == -INFINITY ? 0.f : block_max;
-        const float rescale = exp2f(row_max[r] - safe_max);
-        row_max[r] = block_max;
-        row_sum[r] *= rescale;
+        float safe_max;
+        const float rescale = onlineSoftmaxStep(row_max[r], row_sum[r], block_max, safe_max);
 #pragma unroll
         for (int j = 0; j < kOTiles; ++j) {
           o_acc[j][2 * r] *= rescale;

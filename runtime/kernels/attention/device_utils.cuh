@@ -305,4 +305,18 @@ __device__ __forceinline__ void mma16816(float (&d)[4], const unsigned (&a)[4], 
 
 __device__ __forceinline__ float fastExp2(float x) { return exp2f(x); }
 
+/// One online-softmax step of a row (base-2 logits): its running maximum
+/// becomes `block_max` (this block's keys included) and its sum is rescaled
+/// to it; returns the factor its output accumulators take. `safe_max` is
+/// what to subtract from the block's logits: 0 for a row that has seen only
+/// masked keys (maximum -inf), whose p are then 0.
+__device__ __forceinline__ float onlineSoftmaxStep(float &row_max, float &row_sum, float block_max,
+                                                   float &safe_max) {
+  safe_max = block_max == -INFINITY ? 0.f : block_max;
+  const float rescale = exp2f(row_max - safe_max);
+  row_max = block_max;
+  row_sum *= rescale;
+  return rescale;
+}
+
 } // namespace txc::kernels

@@ -210,11 +210,8 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSi
         block_max = fmaxf(block_max, fmaxf(s[j][2 * r], s[j][2 * r + 1]));
       block_max = fmaxf(block_max, __shfl_xor_sync(0xffffffffu, block_max, 1));
       block_max = fmaxf(block_max, __shfl_xor_sync(0xffffffffu, block_max, 2));
-      // Rows that have seen only masked keys keep max -inf and p = 0.
-      const float safe_max = block_max == -INFINITY ? 0.f : block_max;
-      const float rescale = exp2f(row_max[r] - safe_max);
-      row_max[r] = block_max;
-      row_sum[r] *= rescale;
+      float safe_max;
+      const float rescale = onlineSoftmaxStep(row_max[r], row_sum[r], block_max, safe_max);
 #pragma unroll
       for (int j = 0; j < kOTiles; ++j) {
         o_acc[j][2 * r] *= rescale;

@@ -83,8 +83,8 @@ std::string specializationSource(const AttentionKernelSpec &s) {
   src += "using TxcTraits = " + names.traits + ";\n";
   src += "using TxcVariant = " + variantName(s) + ";\n";
   // Prefill's params are __grid_constant__ (its TMA descriptors are read in
-  // place), as are the tensor-core decode kernel's (with them ptxas spills 4
-  // bytes of its wide CTA instead of 12).
+  // place), as are the tensor-core decode kernel's, which pagedDecodeMmaKernel
+  // declares so (an explicit instantiation must match it).
   const bool grid_constant = s.kind == AttentionKernelKind::kPrefill || usesMmaDecode(s);
   const std::string param_decl = (grid_constant ? "const __grid_constant__ " : "const ") + params;
   src += "template __global__ void " + names.kernel + "<TxcTraits, TxcVariant>(" + param_decl + ");\n\n";

@@ -277,8 +277,9 @@ __device__ __forceinline__ void foldRope(const DecodeParams &params, typename Tr
   __syncthreads();
 }
 
-// The parameters __grid_constant__: ptxas then spills 4 bytes of the wide
-// CTA, not 12 (the dry fold's two-pass loop).
+// The parameters __grid_constant__: read in place, not copied into
+// registers (with them ptxas spilled 4 bytes of the wide CTA instead of 12
+// before kKeysAsRows; none since).
 template <class Traits, class Variant>
 __global__ void __launch_bounds__(Traits::kThreads)
     pagedDecodeMmaKernel(const __grid_constant__ DecodeParams params) {

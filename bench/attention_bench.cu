@@ -297,8 +297,6 @@ struct DecodeCase {
   bool cluster_combine = false; // DecodeParams::cluster_combine (splits merged in a cluster)
   int cluster_max_splits = kPortableClusterSplits; // DecodeParams::cluster_max_splits
   bool single_kv_stage = false; // DecodeParams::single_kv_stage
-  bool prologue_kv_stages = false; // DecodeParams::prologue_kv_stages
-  int carveout_percent = -1;       // DecodeParams::carveout_percent
   bool wide_cta = false;        // DecodeParams::wide_cta
 };
 
@@ -352,8 +350,6 @@ template <typename T> void runDecode(const DecodeCase &c, ElementType dtype, std
     p.cluster_combine = c.cluster_combine;
     p.cluster_max_splits = c.cluster_max_splits;
     p.single_kv_stage = c.single_kv_stage;
-    p.prologue_kv_stages = c.prologue_kv_stages;
-    p.carveout_percent = c.carveout_percent;
     p.wide_cta = c.wide_cta;
     if (splits > 1) {
       p.maybe_partial_o = reinterpret_cast<float *>(workspace.as<char>() + ws.partial_o_offset);
@@ -765,9 +761,6 @@ int main(int argc, char **argv) {
     // One K/V stage (tiles one after another through it, ~45 KB at d128):
     // chunks of several tiles included.
     checkGqaCases(" single-stage", [](DecodeCase &c) { c.single_kv_stage = true; });
-    // Only the prologue's stages allocated: chunks that fit them, and longer
-    // ones, which fall back to one stage.
-    checkGqaCases(" prologue-stages", [](DecodeCase &c) { c.prologue_kv_stages = true; });
     // The wide CTA (16 warps, a 256-key tile, one split) where it is built
     // (head_dim <= 128, no window or soft-cap): short contexts as in the
     // decode step, and long ones, whose tiles run one after another.
@@ -841,27 +834,16 @@ int main(int argc, char **argv) {
       runDecode<__nv_bfloat16>(c, bf16, rng);
     }
     for (int ctx : {4096, 32768})
-      for (int mode = 0; mode < 4; ++mode) {
+      for (int mode = 0; mode < 3; ++mode) {
         // With PDL each launch's CTAs start while the previous one drains:
         // how the decode step runs attention (CudaExecutorOptions::attention_pdl),
-        // with the older keys read before the wait (attention_early_kv), and
-        // with only the prologue's K/V stages allocated where the chunks fit
-        // them (DecodeParams::prologue_kv_stages: three CTAs an SM, so the
-        // next launch's CTAs find room beside this one's).
-        const char *suffix[] = {" cuda-graph", " cuda-graph+pdl", " cuda-graph+pdl+early-kv",
-                                " cuda-graph+pdl+early-kv+prologue-stages"};
+        // and with the older keys read before the wait (attention_early_kv).
+        const char *suffix[] = {" cuda-graph", " cuda-graph+pdl", " cuda-graph+pdl+early-kv"};
         DecodeCase c{"diag b1 L" + std::to_string(ctx) + suffix[mode], 1, 32, 8, 128, 16, {}, ctx};
         c.timed = true;
         c.cuda_graph = true;
         c.pdl = mode >= 1;
-        c.early_kv = mode >= 2;
-        if (mode == 3) {
-          int splits = 0;
-          BENCH_CHECK_STATUS(planDecodeSplits(AttentionConfig{bf16, 128, false}, 1, 32, 8, ctx, &splits));
-          if (!decodeChunkFitsPrologueStages(128, ctx, splits))
-            continue;
-          c.prologue_kv_stages = true;
-        }
+        c.early_kv = mode == 2;
         runDecode<__nv_bfloat16>(c, bf16, rng);
       }
     // Timed as the decode step launches attention: replayed from a graph,
@@ -918,25 +900,6 @@ int main(int argc, char **argv) {
       DecodeCase c = asInTheStep({name + " single-stage", 1, heads, 8, 128, 16, {}, context});
       c.forced_splits = splits;
       c.single_kv_stage = true;
-      runDecode<__nv_bfloat16>(c, bf16, rng);
-    }
-    // Batch 1 at 4k with only the prologue's stages (three CTAs an SM) at
-    // split counts whose chunks fit two tiles, and 64 one-tile splits in one
-    // stage (~45 KB, five CTAs an SM): how much room the next launch's CTAs
-    // need beside this one's against how many partials there are to merge.
-    for (int splits : {32, 40, 48}) {
-      DecodeCase c = asInTheStep(
-          {"diag b1 L4096 graph+pdl+early-kv prologue-stages splits=" + std::to_string(splits), 1, 32, 8, 128, 16, {}, 4096});
-      c.forced_splits = splits;
-      c.prologue_kv_stages = true;
-      runDecode<__nv_bfloat16>(c, bf16, rng);
-    }
-    {
-      DecodeCase c = asInTheStep(
-          {"diag b1 L4096 graph+pdl+early-kv single-stage carveout=100 splits=64", 1, 32, 8, 128, 16, {}, 4096});
-      c.forced_splits = 64;
-      c.single_kv_stage = true;
-      c.carveout_percent = 100; // every SM's shared memory, not one CTA's
       runDecode<__nv_bfloat16>(c, bf16, rng);
     }
     // Batch 1 at 4k as wide CTAs: 16 splits of one 256-key tile, all of a

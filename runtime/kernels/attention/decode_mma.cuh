@@ -58,7 +58,8 @@ struct DecodeMmaTraits {
   static constexpr int kThreads = kWarps * 32;
   static constexpr int kRows = 16; // MMA M: the group's heads, zero-padded
   static constexpr int kBlockN = kDecodeMmaKeysPerWarp * kWarps;
-  static constexpr int kStages = decodeMmaStages(kHeadDim);
+  // About 64 KB of K/V in flight per CTA and two CTAs per SM.
+  static constexpr int kStages = kHeadDim <= 64 ? 6 : (kHeadDim <= 128 ? 3 : 2);
   static constexpr int kChunksPerRow = kHeadDim / 8;
   static constexpr int kQElems = kRows * kHeadDim;
   static constexpr int kKVElems = kBlockN * kHeadDim;
@@ -71,13 +72,8 @@ struct DecodeMmaTraits {
   static constexpr int kStageOffsetBytes = kQElems * (int)sizeof(DType) + kFoldScratchBytes;
   static constexpr int kPipelineBytes = kStageOffsetBytes + 2 * kStages * kKVElems * (int)sizeof(DType);
   static constexpr int kSingleStageBytes = kStageOffsetBytes + 2 * kKVElems * (int)sizeof(DType);
-  static constexpr int kPrologueStagesBytes = kStageOffsetBytes + 2 * (kStages - 1) * kKVElems * (int)sizeof(DType);
   static constexpr int kMergeBytes = (kWarps * kGroupSize * (kHeadDim + 2)) * (int)sizeof(float);
   static constexpr int kSmemBytesSingleStage = kSingleStageBytes > kMergeBytes ? kSingleStageBytes : kMergeBytes;
-  // DecodeParams::prologue_kv_stages: the stages the prologue fills, not the
-  // last one, which chunks of at most kStages - 1 tiles never touch.
-  static constexpr int kSmemBytesPrologueStages =
-      kPrologueStagesBytes > kMergeBytes ? kPrologueStagesBytes : kMergeBytes;
   static constexpr int kSmemBytes =
       kWide ? kSmemBytesSingleStage : (kPipelineBytes > kMergeBytes ? kPipelineBytes : kMergeBytes);
 
@@ -90,14 +86,6 @@ struct DecodeMmaTraits {
   static_assert(kWarps == kDecodeMmaWarps || (kWarps == kDecodeWideWarps && kHeadDim <= 128),
                 "the wide CTA is built for head_dim <= 128");
 };
-
-/// The dynamic shared memory a launch allocates (and the merging CTA may
-/// stage the splits' partials in).
-template <class Traits> __host__ __device__ __forceinline__ int decodeMmaSmemBytes(const DecodeParams &params) {
-  if (Traits::kWide || params.single_kv_stage)
-    return Traits::kSmemBytesSingleStage;
-  return params.prologue_kv_stages ? Traits::kSmemBytesPrologueStages : Traits::kSmemBytes;
-}
 
 /// Block 0's cycle stamps (traceBlock0Clock), where registers allow
 /// (DecodeMmaTraits::kSpareRegisters).
@@ -310,6 +298,11 @@ __global__ void __launch_bounds__(Traits::kThreads)
   T *const stage_base = reinterpret_cast<T *>(smem_raw + Traits::kStageOffsetBytes);
   auto stageK = [&](int s) { return stage_base + 2 * s * Traits::kKVElems; };
   auto stageV = [&](int s) { return stage_base + (2 * s + 1) * Traits::kKVElems; };
+  // One stage (DecodeParams::single_kv_stage): tiles load and run one after
+  // another through stage 0; otherwise a STAGES-deep pipeline.
+  const bool single = Traits::kWide || params.single_kv_stage;
+  const int prologue_tiles = single ? 1 : STAGES - 1;
+
   const int split = blockIdx.x, kv_head = blockIdx.y, seq = blockIdx.z;
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
   const int group = lane / 4, quad = lane % 4;
@@ -353,14 +346,6 @@ __global__ void __launch_bounds__(Traits::kThreads)
   const int chunk_begin = key_begin + split * chunk;
   const int chunk_end = min(kv_len, chunk_begin + chunk);
   const int num_tiles = chunk_end > chunk_begin ? ceilDiv(chunk_end - chunk_begin, BN) : 0;
-  // One stage (DecodeParams::single_kv_stage): tiles load and run one after
-  // another through stage 0; otherwise a STAGES-deep pipeline. With only
-  // the prologue's stages allocated (DecodeParams::prologue_kv_stages), a
-  // chunk longer than they hold (kv_len past what the launch planned) takes
-  // the one-stage path: slower, never out of bounds.
-  const bool single =
-      Traits::kWide || params.single_kv_stage || (params.prologue_kv_stages && num_tiles > STAGES - 1);
-  const int prologue_tiles = single ? 1 : STAGES - 1;
 
   const T *q_base = static_cast<const T *>(params.q) + seq * params.q_batch_stride;
   auto loadQ = [&]() {
@@ -725,7 +710,7 @@ __global__ void __launch_bounds__(Traits::kThreads)
   // The merging CTA stages the splits' partials in the whole of its dynamic
   // shared memory (the per-warp states are merged before it loads them).
   decodeEpilogue<T, G, D, W, Traits::kThreads>(params, warp_acc, warp_m, warp_l, split, seq, kv_head, smem_raw,
-                                               decodeMmaSmemBytes<Traits>(params));
+                                               single ? Traits::kSmemBytesSingleStage : Traits::kSmemBytes);
   stampBlock0<Traits>(trace, kBlock0Exit);
   traceExit(trace);
 }

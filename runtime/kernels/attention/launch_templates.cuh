@@ -95,7 +95,7 @@ Status launchDecodeMma(const DecodeParams &p, dim3 grid, unsigned cluster_x, boo
   if (non_portable)
     TXC_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
   const bool single = Traits::kWide || p.single_kv_stage;
-  const int smem = decodeMmaSmemBytes<Traits>(p);
+  const int smem = single ? Traits::kSmemBytesSingleStage : Traits::kSmemBytes;
   int carveout = p.carveout_percent;
   if (carveout < 0 && single) {
     // The carveout one CTA needs, not the driver's choice (which

@@ -23,14 +23,6 @@ constexpr int kMinGroupForMmaDecode = 2;
 constexpr int kDecodeMmaKeysPerWarp = 16;
 constexpr int kDecodeMmaWarps = 4;
 constexpr int kDecodeMmaTileKeys = kDecodeMmaKeysPerWarp * kDecodeMmaWarps;
-/// The 4-warp tensor-core kernel's K/V stages: about 64 KB in flight a CTA,
-/// two CTAs an SM (DecodeMmaTraits::kStages).
-constexpr int decodeMmaStages(int head_dim) { return head_dim <= 64 ? 6 : (head_dim <= 128 ? 3 : 2); }
-/// Whether each of `splits` chunks of `context` keys fits the stages the
-/// 4-warp kernel's prologue fills (DecodeParams::prologue_kv_stages).
-constexpr bool decodeChunkFitsPrologueStages(int head_dim, long long context, int splits) {
-  return splits >= 1 && (context + splits - 1) / splits <= (long long)(decodeMmaStages(head_dim) - 1) * kDecodeMmaTileKeys;
-}
 /// The wide CTA (DecodeParams::wide_cta): 16 warps, so one CTA takes a
 /// (sequence, kv head)'s 256 keys in one tile, without splits to merge.
 constexpr int kDecodeWideWarps = 16;
@@ -166,14 +158,6 @@ struct DecodeParams {
   // (Two stages where chunks are two tiles measured no better in the step
   // and slower alone, device run 66.)
   bool single_kv_stage = false;
-  // Allocate only the kStages - 1 stages the tensor-core kernel's prologue
-  // fills, for chunks of at most that many tiles, which never reach the
-  // last stage (decodeChunkFitsPrologueStages): the same pipeline in less
-  // shared memory (d128: ~73 KB instead of ~105, three CTAs an SM instead
-  // of two), so behind PDL a launch's CTAs find room beside its
-  // predecessor's and start their K/V early. A CTA whose chunk turns out
-  // longer runs it through one stage.
-  bool prologue_kv_stages = false;
   // The tensor-core kernel with kDecodeWideWarps warps and one stage of
   // kDecodeWideTileKeys keys (head_dim <= 128, no window or soft-cap):
   // one CTA a (sequence, kv head) takes a short context in one tile, so

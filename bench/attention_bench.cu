@@ -460,8 +460,10 @@ struct PrefillCase {
 /// Where a consumer's tile time goes (PrefillKernel::kWarpSpecializedPhaseTrace,
 /// one launch after the timed ones): SM cycles from the tile's start to its Q
 /// in shared memory, through the first step (Q K^T and softmax alone), each
-/// later step, the last P V alone and the epilogue (finding the next tile
-/// and issuing its Q load, then storing O); the gap from one tile's
+/// later step (with two Q buffers the first of them also loads the next
+/// tile's Q), the last P V alone and the epilogue (the next tile's first
+/// Q K^T issued, or with one Q buffer its Q load, then O stored); the gap
+/// from one tile's
 /// end to the next one's start; the first tile of a CTA apart (pipeline
 /// fill). Means over every stamped tile of every CTA, consumer by consumer.
 void printPhaseTrace(const std::string &name, const std::vector<long long> &trace, int ctas, int tiles) {
@@ -500,7 +502,7 @@ void printPhaseTrace(const std::string &name, const std::vector<long long> &trac
     if (count == 0)
       continue;
     std::printf("  phases %s consumer %d: %lld tiles, cycles a tile: Q wait %.0f, first step %.0f, later steps "
-                "%.0f (%.0f a step), last P V %.0f, epilogue %.0f (next tile and its Q issued %.0f, O stored %.0f), "
+                "%.0f (%.0f a step), last P V %.0f, epilogue %.0f (next tile's Q K^T or Q issued %.0f, O stored %.0f), "
                 "total %.0f; gap to the next tile %.0f; a CTA's first tile %.0f\n",
                 name.c_str(), consumer, count, sum[0] / count, sum[1] / count, sum[2] / count,
                 steps ? sum[2] / steps : 0.0, sum[3] / count, sum[4] / count, sum[6] / count,

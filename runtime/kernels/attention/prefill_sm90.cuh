@@ -87,22 +87,29 @@ struct PrefillSm90Traits {
   static constexpr int kChunksPerRow = kHeadDim / 8; // 16-byte chunks
   static constexpr int kQElems = kBlockM * kHeadDim;
   static constexpr int kKVElems = kBlockN * kHeadDim;
-  static constexpr int kTileBytes = (kQElems + 2 * kStages * kKVElems) * (int)sizeof(DType);
   static constexpr int kBarriers = 4 * kStages; // full K, full V, empty K, empty V
   // Row offsets of three key blocks (the one whose K and the one whose V is
   // being issued, and the next one being resolved): one page-table lookup per
   // key per block, shared by the producer threads.
   static constexpr int kOffsetSlots = 3;
   static constexpr int kBookkeepingBytes = kBarriers * 8 + kOffsetSlots * kBlockN * 8;
-  // O leaves through shared memory where that fits beside the tiles (d64,
-  // d128; not d256's 224 KB of tiles): the warpgroup writes its 64 rows
-  // there with stmatrix in the TMA's 128-byte-swizzled layout and one
-  // thread stores them with TMA, so the warpgroup goes on to its next tile
-  // while O drains to global memory (PrefillParams::o_by_tma; rows past a
-  // sequence, which TMA cannot skip, take the direct stores).
-  static constexpr int kOStageBytes = kQElems * (int)sizeof(DType);
-  static constexpr bool kStageO = kTileBytes + kOStageBytes + kBookkeepingBytes <= 227 * 1024;
-  static constexpr int kBookkeepingOffset = kTileBytes + (kStageO ? kOStageBytes : 0);
+  // Two Q tiles where they fit beside the K/V stages (d64, d128; not
+  // d256's 224 KB of stages and one Q): a CTA that walks several tiles
+  // loads the next tile's Q into the other one during this tile and issues
+  // the next tile's first Q K^T before this tile's epilogue, so the tensor
+  // cores work under it (device run 134's phase trace: at d128 L1024 the
+  // epilogue and the next Q took ~3.3K of a tile's ~25.5K cycles, with both
+  // consumers there at once). O leaves through the finished tile's Q
+  // buffer: the warpgroup writes its 64 rows there with stmatrix in the
+  // TMA's 128-byte-swizzled layout and one thread stores them with TMA, so
+  // the warpgroup goes on to its next tile while O drains to global memory
+  // (PrefillParams::o_by_tma; rows past a sequence, which TMA cannot skip,
+  // take the direct stores).
+  static constexpr int kQBuffers =
+      (2 * kQElems + 2 * kStages * kKVElems) * (int)sizeof(DType) + kBookkeepingBytes <= 227 * 1024 ? 2 : 1;
+  static constexpr bool kStageO = kQBuffers == 2;
+  static constexpr int kTileBytes = (kQBuffers * kQElems + 2 * kStages * kKVElems) * (int)sizeof(DType);
+  static constexpr int kBookkeepingOffset = kTileBytes;
   static constexpr int kSmemBytes = kBookkeepingOffset + kBookkeepingBytes;
 
   static_assert(sizeof(DType) == 2, "prefill supports 16-bit element types");
@@ -266,10 +273,9 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
   constexpr int kOTiles = D / 8;  // n8 tiles of O per warp
 
   extern __shared__ __align__(1024) unsigned char smem_raw[];
-  T *smem_q = reinterpret_cast<T *>(smem_raw);             // [warpgroup][64][D]
-  T *smem_k = smem_q + Traits::kQElems;                    // [stage][BN][D]
-  T *smem_v = smem_k + kStages * Traits::kKVElems;         // [stage][BN][D]
-  T *smem_o = reinterpret_cast<T *>(smem_raw + Traits::kTileBytes); // [warpgroup][64][D] when kStageO
+  T *smem_q = reinterpret_cast<T *>(smem_raw);                     // [buffer][warpgroup][64][D]
+  T *smem_k = smem_q + Traits::kQBuffers * Traits::kQElems;        // [stage][BN][D]
+  T *smem_v = smem_k + kStages * Traits::kKVElems;                 // [stage][BN][D]
   unsigned long long *full_k = reinterpret_cast<unsigned long long *>(smem_raw + Traits::kBookkeepingOffset);
   unsigned long long *full_v = full_k + kStages;
   unsigned long long *empty_k = full_v + kStages;
@@ -482,17 +488,19 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
   const int t = tid % 128, warp = t / 32, lane = t % 32;
   const int group = lane / 4, quad = lane % 4;
 
-  // Q tile of this warpgroup: rows past the sequence are zero-filled. Issued
-  // for the next tile before this one's epilogue; waited for at its start.
-  T *smem_wq = smem_q + consumer * WM * D;
-  auto loadQ = [&](const Tile &tile) {
+  // This warpgroup's rows of Q buffer b (Traits::kQBuffers).
+  auto qBuffer = [&](int b) { return smem_q + (b * BM + consumer * WM) * D; };
+  // Q tile of this warpgroup into `dst`: rows past the sequence are
+  // zero-filled. With two Q buffers, issued for the next tile after this
+  // one's first step; with one, before this one's epilogue.
+  auto loadQ = [&](const Tile &tile, T *dst) {
     const int wm0 = tile.m0 + consumer * WM;
     const T *q_base = static_cast<const T *>(params.q) + tile.head * params.q_head_stride;
     for (int idx = t; idx < WM * CPR; idx += 128) {
       const int r = idx / CPR, c = idx % CPR;
       const bool valid = wm0 + r < tile.q_len;
       const T *src = q_base + (valid ? (long long)(tile.q_start + wm0 + r) * params.q_token_stride + c * 8 : 0);
-      cpAsync16(smem_wq + wgmmaTileOffset(WM, r, c), src, valid);
+      cpAsync16(dst + wgmmaTileOffset(WM, r, c), src, valid);
     }
     cpAsyncCommit();
   };
@@ -506,7 +514,7 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
     }
     return num_tiles;
   };
-  const unsigned q_addr = smemAddress(smem_wq);
+  const unsigned q_addr = smemAddress(qBuffer(0));
   // Round robin: each consumer issues after the one before it, consumer 0
   // first. A barrier counts its waiter and the one arriver, 256 threads.
   constexpr int kConsumers = Traits::kConsumerWarpgroups;
@@ -529,14 +537,16 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
   const unsigned long long k_desc = wgmmaDescriptorK128(smemAddress(smem_k));
   const unsigned long long v_desc = wgmmaDescriptorMN128(smemAddress(smem_v), BN * 128);
   constexpr unsigned kStageStep = Traits::kKVElems * sizeof(T) / 16;
-  auto issueQK = [&](int stage) {
+  constexpr unsigned kQBufferStep = Traits::kQElems * sizeof(T) / 16;
+  auto issueQK = [&](int stage, int q_buffer) {
+    const unsigned long long q_desc_b = q_desc + q_buffer * kQBufferStep;
     const unsigned long long k_stage = k_desc + stage * kStageStep;
 #pragma unroll
     for (int kk = 0; kk < D / 16; ++kk) {
       // 64-column block kk / 4 (rows x 128 bytes each), then 32 bytes per k16.
       const unsigned q_byte = (kk / 4) * WM * 128 + (kk % 4) * 32;
       const unsigned k_byte = (kk / 4) * BN * 128 + (kk % 4) * 32;
-      sm90::wgmmaQK<T, BN>(s_acc, q_desc + (q_byte >> 4), k_stage + (k_byte >> 4), kk > 0);
+      sm90::wgmmaQK<T, BN>(s_acc, q_desc_b + (q_byte >> 4), k_stage + (k_byte >> 4), kk > 0);
     }
     wgmmaCommit();
   };
@@ -632,12 +642,39 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
         trace_row[slot] = clock64();
   };
 
+  // With two Q buffers a CTA that walks several tiles overlaps them: the
+  // next tile's Q loads into the other buffer after this tile's first step,
+  // and its first Q K^T goes out before this tile's epilogue (which stages
+  // O in this tile's Q buffer, read by then), so that wgmma runs under the
+  // epilogue. The turn order of each consumer's GEMMs stays the same.
+  constexpr bool kOverlapTiles = kSeveralTiles && Traits::kQBuffers == 2;
   int g0 = 0; // ring position of this tile's step 0 (the producer's count)
+  int q_buffer = 0;             // the buffer holding this tile's Q
+  bool first_qk_issued = false; // this tile's step-0 Q K^T went out under the last epilogue
   int t_cur = nextTile(first_tile);
-  if (t_cur < num_tiles)
-    loadQ(tileAt(t_cur));
+  Tile tile{};
+  if (t_cur < num_tiles) {
+    tile = tileAt(t_cur);
+    loadQ(tile, qBuffer(0));
+  }
+  // Step 0's Q K^T (key block n_end - 1, ring position g0) of a tile whose Q
+  // is in buffer qb.
+  auto issueFirstQK = [&](int qb) {
+    const int stage0 = g0 % kStages;
+    mbarrierWait(&full_k[stage0], (g0 / kStages) & 1);
+    fenceProxyAsyncShared();
+    namedBarrierSync(my_turn, 256);
+    pinRegisters(s_acc);
+    wgmmaFence();
+    issueQK(stage0, qb);
+    namedBarrierArrive(next_turn, 256);
+  };
+  auto waitForQ = [&]() {
+    cpAsyncWait<0>();
+    fenceProxyAsyncShared(); // wgmma reads what cp.async wrote
+    namedBarrierSync(sm90::qBarrier(Traits::kConsumerWarpgroups, consumer), 128);
+  };
   while (t_cur < num_tiles) {
-    const Tile tile = tileAt(t_cur);
     const int n_count = tile.n_count, n_end = tile.n_end;
     if constexpr (Traits::kPhaseTrace) {
       trace_row = params.maybe_phase_trace != nullptr && t == 0 && traced_tiles < params.phase_trace_tiles
@@ -656,38 +693,48 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
       for (int e = 0; e < 4; ++e)
         o_acc[j][e] = 0.f;
 #pragma unroll
-    for (int j = 0; j < kSTiles; ++j)
-#pragma unroll
-      for (int e = 0; e < 4; ++e)
-        s_acc[j][e] = 0.f;
-#pragma unroll
     for (int r = 0; r < 2; ++r) {
       row_max[r] = -INFINITY; // in raw-score units when !kSoftCap
       row_sum[r] = 0.f;       // per-thread partial; quad-reduced at the end
       rescale[r] = 1.f;
     }
-    cpAsyncWait<0>();
-    fenceProxyAsyncShared(); // wgmma reads what cp.async wrote
-    namedBarrierSync(sm90::qBarrier(Traits::kConsumerWarpgroups, consumer), 128);
+    if (!first_qk_issued) {
+#pragma unroll
+      for (int j = 0; j < kSTiles; ++j)
+#pragma unroll
+        for (int e = 0; e < 4; ++e)
+          s_acc[j][e] = 0.f;
+      waitForQ();
+    }
     stamp(kPhaseQReady);
 
     if (n_count > 0) {
       // Step 0: S of the highest key block alone.
-      const int stage0 = g0 % kStages;
-      mbarrierWait(&full_k[stage0], (g0 / kStages) & 1);
-      fenceProxyAsyncShared();
-      namedBarrierSync(my_turn, 256);
-      pinRegisters(s_acc);
-      wgmmaFence();
-      issueQK(stage0);
-      namedBarrierArrive(next_turn, 256);
+      if (!first_qk_issued)
+        issueFirstQK(q_buffer);
       wgmmaWait<0>();
       pinRegisters(s_acc);
-      releaseStage(&empty_k[stage0]);
+      releaseStage(&empty_k[g0 % kStages]);
       softmax(tile, n_end - 1);
       rescaleOAndPackP();
       stamp(kPhaseFirstStep);
+    }
+    // The next tile, and with two Q buffers its Q into the other one, whose
+    // last use (the tile before's O) the TMA store has read by now.
+    int t_next = num_tiles;
+    Tile next{};
+    if constexpr (kOverlapTiles) {
+      t_next = nextTile(tileAfter(t_cur));
+      if (t_next < num_tiles) {
+        next = tileAt(t_next);
+        if (t == 0)
+          bulkWaitRead();
+        namedBarrierSync(sm90::qBarrier(Traits::kConsumerWarpgroups, consumer), 128);
+        loadQ(next, qBuffer(q_buffer ^ 1));
+      }
+    }
 
+    if (n_count > 0) {
       for (int step = 1; step < n_count; ++step) {
         const int g = g0 + step;
         const int stage = g % kStages, prev = (g - 1) % kStages;
@@ -699,7 +746,7 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
         pinRegisters(o_acc);
         pinRegisters(p_frag);
         wgmmaFence();
-        issueQK(stage);
+        issueQK(stage, q_buffer);
         issuePV(prev);
         namedBarrierArrive(next_turn, 256);
         wgmmaWait<1>(); // S_step is ready; P V of step - 1 still runs
@@ -732,17 +779,24 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
       g0 += n_count;
     }
 
-    // Every warp of this warpgroup is past its last Q K^T: the next tile's Q
-    // may overwrite the tile while this one's O is written.
-    t_cur = nextTile(tileAfter(t_cur));
-    if constexpr (kSeveralTiles) {
-      // (With TMA stores of O, also: the last tile's store has read its
-      // shared memory, which this tile's O overwrites.)
-      if (Traits::kStageO && t == 0)
-        bulkWaitRead();
-      namedBarrierSync(sm90::qBarrier(Traits::kConsumerWarpgroups, consumer), 128);
-      if (t_cur < num_tiles)
-        loadQ(tileAt(t_cur));
+    if constexpr (kOverlapTiles) {
+      // The next tile's step 0 now, under this tile's epilogue.
+      first_qk_issued = t_next < num_tiles && next.n_count > 0;
+      if (first_qk_issued) {
+        waitForQ();
+        issueFirstQK(q_buffer ^ 1);
+      }
+    } else {
+      t_next = nextTile(tileAfter(t_cur));
+      if constexpr (kSeveralTiles) {
+        // Every warp of this warpgroup is past its last Q K^T: the next
+        // tile's Q may overwrite the tile while this one's O is written.
+        namedBarrierSync(sm90::qBarrier(Traits::kConsumerWarpgroups, consumer), 128);
+        if (t_next < num_tiles) {
+          next = tileAt(t_next);
+          loadQ(next, qBuffer(0));
+        }
+      }
     }
 
     stamp(kPhaseNextQIssued);
@@ -769,7 +823,10 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
     // Uniform over the warpgroup: TMA stores whole boxes, so a tile with
     // rows past its sequence (another sequence's rows) stores directly.
     if (Traits::kStageO && params.o_by_tma && wm0 + WM <= done.q_len) {
-      T *smem_wo = smem_o + consumer * WM * D;
+      // Into this tile's Q buffer: every warp of the warpgroup is past its
+      // last Q K^T (its last P V waited for), and the buffer's next Q loads
+      // only after the store has read it.
+      T *smem_wo = qBuffer(q_buffer);
       const unsigned wo_addr = smemAddress(smem_wo);
 #pragma unroll
       for (int j = 0; j < kOTiles; j += 2) {
@@ -805,6 +862,10 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
       }
     }
     stamp(kPhaseEpilogue);
+    tile = next;
+    t_cur = t_next;
+    if constexpr (kOverlapTiles)
+      q_buffer ^= 1;
   }
   if (Traits::kStageO && t == 0)
     bulkWaitAll(); // no TMA store outlives the shared memory it reads

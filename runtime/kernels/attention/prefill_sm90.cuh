@@ -644,21 +644,44 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
 
   // With two Q buffers a CTA that walks several tiles overlaps them: the
   // next tile's Q loads into the other buffer after this tile's first step,
-  // and its first Q K^T goes out before this tile's epilogue (which stages
-  // O in this tile's Q buffer, read by then), so that wgmma runs under the
-  // epilogue. The turn order of each consumer's GEMMs stays the same.
-  constexpr bool kOverlapTiles = kSeveralTiles && Traits::kQBuffers == 2;
+  // and its step 0 (Q K^T, then the softmax) runs at this tile's end: the
+  // Q K^T goes out before this tile's epilogue, which runs under it and
+  // stages O in this tile's Q buffer (read by then). Each wgmma is waited
+  // for in the branch that issued it (one left in flight across the loop's
+  // branches made ptxas serialize every wgmma of the kernel, C7518), and
+  // each consumer's turn order is unchanged. Two consumers only: d64's three
+  // at 160 registers spilled in the step loop with it (ptxas), so they
+  // keep Q in buffer 0 and stage O in buffer 1.
+  constexpr bool kOverlapTiles = kSeveralTiles && Traits::kQBuffers == 2 && Traits::kConsumerWarpgroups == 2;
   int g0 = 0; // ring position of this tile's step 0 (the producer's count)
-  int q_buffer = 0;             // the buffer holding this tile's Q
-  bool first_qk_issued = false; // this tile's step-0 Q K^T went out under the last epilogue
+  int q_buffer = 0;        // the buffer holding this tile's Q
+  bool step0_done = false; // this tile's step 0 ran at the end of the tile before
   int t_cur = nextTile(first_tile);
   Tile tile{};
   if (t_cur < num_tiles) {
     tile = tileAt(t_cur);
     loadQ(tile, qBuffer(0));
   }
-  // Step 0's Q K^T (key block n_end - 1, ring position g0) of a tile whose Q
-  // is in buffer qb.
+  auto waitForQ = [&]() {
+    cpAsyncWait<0>();
+    fenceProxyAsyncShared(); // wgmma reads what cp.async wrote
+    namedBarrierSync(sm90::qBarrier(Traits::kConsumerWarpgroups, consumer), 128);
+  };
+  auto resetState = [&]() {
+#pragma unroll
+    for (int j = 0; j < kOTiles; ++j)
+#pragma unroll
+      for (int e = 0; e < 4; ++e)
+        o_acc[j][e] = 0.f;
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      row_max[r] = -INFINITY; // in raw-score units when !kSoftCap
+      row_sum[r] = 0.f;       // per-thread partial; quad-reduced at the end
+      rescale[r] = 1.f;
+    }
+  };
+  // Step 0's Q K^T (key block n_end - 1, ring position g0) of a tile whose
+  // Q is in buffer qb.
   auto issueFirstQK = [&](int qb) {
     const int stage0 = g0 % kStages;
     mbarrierWait(&full_k[stage0], (g0 / kStages) & 1);
@@ -669,11 +692,76 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
     issueQK(stage0, qb);
     namedBarrierArrive(next_turn, 256);
   };
-  auto waitForQ = [&]() {
-    cpAsyncWait<0>();
-    fenceProxyAsyncShared(); // wgmma reads what cp.async wrote
-    namedBarrierSync(sm90::qBarrier(Traits::kConsumerWarpgroups, consumer), 128);
+  // Step 0 after its Q K^T was issued: S of the highest key block alone.
+  auto finishFirstStep = [&](const Tile &of) {
+    wgmmaWait<0>();
+    pinRegisters(s_acc);
+    releaseStage(&empty_k[g0 % kStages]);
+    softmax(of, of.n_end - 1);
+    rescaleOAndPackP();
   };
+  // Normalize, write O (and the natural-log LSE) of `done`, staged (kStageO)
+  // in Q buffer qb. The tile's fields stay in registers through the main loop:
+  // looked up again, its loads (L2 round trips beside ~200 KB of shared
+  // memory) were the epilogue's critical path.
+  auto epilogue = [&](const Tile &done, int qb) {
+    const int wm0 = done.m0 + consumer * WM; // this warpgroup's first query row
+    T *o_base = static_cast<T *>(params.o) + done.head * params.o_head_stride;
+    float inv[2];
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      float sum = row_sum[r];
+      sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+      sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+      inv[r] = sum > 0.f ? 1.f / sum : 0.f;
+      const int row = wm0 + warp * 16 + group + r * 8;
+      if (params.maybe_lse != nullptr && quad == 0 && row < done.q_len)
+        params.maybe_lse[(long long)(done.q_start + row) * params.num_qo_heads + done.head] =
+            sum > 0.f ? (row_max[r] * score_scale + log2f(sum)) * kLn2 : -INFINITY;
+    }
+    // Uniform over the warpgroup: TMA stores whole boxes, so a tile with
+    // rows past its sequence (another sequence's rows) stores directly.
+    if (Traits::kStageO && params.o_by_tma && wm0 + WM <= done.q_len) {
+      // With the tiles overlapped, into the tile's own Q buffer: every warp
+      // of the warpgroup is past its last Q K^T (its last P V waited for),
+      // and the buffer's next Q loads only after the store has read it.
+      T *smem_wo = qBuffer(qb);
+      const unsigned wo_addr = smemAddress(smem_wo);
+#pragma unroll
+      for (int j = 0; j < kOTiles; j += 2) {
+        const unsigned frag[4] = {Ops::fromFloat2(o_acc[j][0] * inv[0], o_acc[j][1] * inv[0]),
+                                  Ops::fromFloat2(o_acc[j][2] * inv[1], o_acc[j][3] * inv[1]),
+                                  Ops::fromFloat2(o_acc[j + 1][0] * inv[0], o_acc[j + 1][1] * inv[0]),
+                                  Ops::fromFloat2(o_acc[j + 1][2] * inv[1], o_acc[j + 1][3] * inv[1])};
+        // Matrix lane / 8: n8 tile j + lane / 16, rows 8 ((lane / 8) % 2) on.
+        const int row = warp * 16 + ((lane / 8) % 2) * 8 + lane % 8;
+        stmatrixX4(wo_addr + 2 * wgmmaTileOffset(WM, row, j + lane / 16), frag);
+      }
+      fenceProxyAsyncShared(); // TMA (the async proxy) reads what stmatrix wrote
+      namedBarrierSync(sm90::qBarrier(Traits::kConsumerWarpgroups, consumer), 128);
+      if (t == 0) {
+#pragma unroll
+        for (int blk = 0; blk < D / 64; ++blk)
+          tmaStore4d(&params.tma_o, smem_wo + blk * WM * 64, blk * 64, done.q_start + wm0, done.head, 0);
+        bulkCommit();
+      }
+    } else {
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        const int row = wm0 + warp * 16 + group + r * 8;
+        if (row >= done.q_len)
+          continue;
+        T *o_row = o_base + (long long)(done.q_start + row) * params.o_token_stride;
+        // (Transposing four n8 tiles across the quad for 16-byte stores
+        // measured even, device run 63.)
+#pragma unroll
+        for (int j = 0; j < kOTiles; ++j)
+          *reinterpret_cast<unsigned *>(o_row + j * 8 + quad * 2) =
+              Ops::fromFloat2(o_acc[j][2 * r] * inv[r], o_acc[j][2 * r + 1] * inv[r]);
+      }
+    }
+  };
+
   while (t_cur < num_tiles) {
     const int n_count = tile.n_count, n_end = tile.n_end;
     if constexpr (Traits::kPhaseTrace) {
@@ -687,18 +775,8 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
       ++traced_tiles;
     }
     stamp(kPhaseTileStart);
-#pragma unroll
-    for (int j = 0; j < kOTiles; ++j)
-#pragma unroll
-      for (int e = 0; e < 4; ++e)
-        o_acc[j][e] = 0.f;
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      row_max[r] = -INFINITY; // in raw-score units when !kSoftCap
-      row_sum[r] = 0.f;       // per-thread partial; quad-reduced at the end
-      rescale[r] = 1.f;
-    }
-    if (!first_qk_issued) {
+    if (!step0_done) {
+      resetState();
 #pragma unroll
       for (int j = 0; j < kSTiles; ++j)
 #pragma unroll
@@ -707,18 +785,12 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
       waitForQ();
     }
     stamp(kPhaseQReady);
-
-    if (n_count > 0) {
-      // Step 0: S of the highest key block alone.
-      if (!first_qk_issued)
-        issueFirstQK(q_buffer);
-      wgmmaWait<0>();
-      pinRegisters(s_acc);
-      releaseStage(&empty_k[g0 % kStages]);
-      softmax(tile, n_end - 1);
-      rescaleOAndPackP();
-      stamp(kPhaseFirstStep);
+    if (!step0_done && n_count > 0) {
+      issueFirstQK(q_buffer);
+      finishFirstStep(tile);
     }
+    stamp(kPhaseFirstStep);
+
     // The next tile, and with two Q buffers its Q into the other one, whose
     // last use (the tile before's O) the TMA store has read by now.
     int t_next = num_tiles;
@@ -779,16 +851,28 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
       g0 += n_count;
     }
 
+    step0_done = false;
     if constexpr (kOverlapTiles) {
-      // The next tile's step 0 now, under this tile's epilogue.
-      first_qk_issued = t_next < num_tiles && next.n_count > 0;
-      if (first_qk_issued) {
+      if (t_next < num_tiles && next.n_count > 0) {
+        // The next tile's step 0: its Q K^T under this tile's epilogue.
         waitForQ();
         issueFirstQK(q_buffer ^ 1);
+        stamp(kPhaseNextQIssued);
+        epilogue(tile, q_buffer);
+        resetState();
+        finishFirstStep(next);
+        step0_done = true;
+      } else {
+        stamp(kPhaseNextQIssued);
+        epilogue(tile, q_buffer);
       }
     } else {
       t_next = nextTile(tileAfter(t_cur));
       if constexpr (kSeveralTiles) {
+        // (With O staged: the last tile's TMA store has read buffer 1, which
+        // this tile's O overwrites.)
+        if (Traits::kStageO && t == 0)
+          bulkWaitRead();
         // Every warp of this warpgroup is past its last Q K^T: the next
         // tile's Q may overwrite the tile while this one's O is written.
         namedBarrierSync(sm90::qBarrier(Traits::kConsumerWarpgroups, consumer), 128);
@@ -797,69 +881,8 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
           loadQ(next, qBuffer(0));
         }
       }
-    }
-
-    stamp(kPhaseNextQIssued);
-
-    // Epilogue: normalize, write O (and the natural-log LSE). The tile's
-    // fields stay in registers through the main loop: looked up again, its
-    // loads (L2 round trips beside ~200 KB of shared memory) were the
-    // epilogue's critical path.
-    const Tile &done = tile;
-    const int wm0 = done.m0 + consumer * WM; // this warpgroup's first query row
-    T *o_base = static_cast<T *>(params.o) + done.head * params.o_head_stride;
-    float inv[2];
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      float sum = row_sum[r];
-      sum += __shfl_xor_sync(0xffffffffu, sum, 1);
-      sum += __shfl_xor_sync(0xffffffffu, sum, 2);
-      inv[r] = sum > 0.f ? 1.f / sum : 0.f;
-      const int row = wm0 + warp * 16 + group + r * 8;
-      if (params.maybe_lse != nullptr && quad == 0 && row < done.q_len)
-        params.maybe_lse[(long long)(done.q_start + row) * params.num_qo_heads + done.head] =
-            sum > 0.f ? (row_max[r] * score_scale + log2f(sum)) * kLn2 : -INFINITY;
-    }
-    // Uniform over the warpgroup: TMA stores whole boxes, so a tile with
-    // rows past its sequence (another sequence's rows) stores directly.
-    if (Traits::kStageO && params.o_by_tma && wm0 + WM <= done.q_len) {
-      // Into this tile's Q buffer: every warp of the warpgroup is past its
-      // last Q K^T (its last P V waited for), and the buffer's next Q loads
-      // only after the store has read it.
-      T *smem_wo = qBuffer(q_buffer);
-      const unsigned wo_addr = smemAddress(smem_wo);
-#pragma unroll
-      for (int j = 0; j < kOTiles; j += 2) {
-        const unsigned frag[4] = {Ops::fromFloat2(o_acc[j][0] * inv[0], o_acc[j][1] * inv[0]),
-                                  Ops::fromFloat2(o_acc[j][2] * inv[1], o_acc[j][3] * inv[1]),
-                                  Ops::fromFloat2(o_acc[j + 1][0] * inv[0], o_acc[j + 1][1] * inv[0]),
-                                  Ops::fromFloat2(o_acc[j + 1][2] * inv[1], o_acc[j + 1][3] * inv[1])};
-        // Matrix lane / 8: n8 tile j + lane / 16, rows 8 ((lane / 8) % 2) on.
-        const int row = warp * 16 + ((lane / 8) % 2) * 8 + lane % 8;
-        stmatrixX4(wo_addr + 2 * wgmmaTileOffset(WM, row, j + lane / 16), frag);
-      }
-      fenceProxyAsyncShared(); // TMA (the async proxy) reads what stmatrix wrote
-      namedBarrierSync(sm90::qBarrier(Traits::kConsumerWarpgroups, consumer), 128);
-      if (t == 0) {
-#pragma unroll
-        for (int blk = 0; blk < D / 64; ++blk)
-          tmaStore4d(&params.tma_o, smem_wo + blk * WM * 64, blk * 64, done.q_start + wm0, done.head, 0);
-        bulkCommit();
-      }
-    } else {
-#pragma unroll
-      for (int r = 0; r < 2; ++r) {
-        const int row = wm0 + warp * 16 + group + r * 8;
-        if (row >= done.q_len)
-          continue;
-        T *o_row = o_base + (long long)(done.q_start + row) * params.o_token_stride;
-        // (Transposing four n8 tiles across the quad for 16-byte stores
-        // measured even, device run 63.)
-#pragma unroll
-        for (int j = 0; j < kOTiles; ++j)
-          *reinterpret_cast<unsigned *>(o_row + j * 8 + quad * 2) =
-              Ops::fromFloat2(o_acc[j][2 * r] * inv[r], o_acc[j][2 * r + 1] * inv[r]);
-      }
+      stamp(kPhaseNextQIssued);
+      epilogue(tile, 1);
     }
     stamp(kPhaseEpilogue);
     tile = next;

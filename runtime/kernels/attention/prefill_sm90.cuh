@@ -260,6 +260,11 @@ __device__ __forceinline__ void walkKVRing(int first_tile, int num_tiles, TileAt
 
 } // namespace sm90
 
+/// A Q buffer's index as a type (prefillSm90Body's runTile).
+template <int kIndex_> struct QBufferIndex {
+  static constexpr int kIndex = kIndex_;
+};
+
 /// Kernel body; launched as prefillKernel<PrefillSm90Traits<...>, Variant>
 /// (prefill.cuh) with kThreads threads and kSmemBytes of dynamic shared memory.
 template <class Traits, class Variant> __device__ __forceinline__ void prefillSm90Body(const PrefillParams &params) {
@@ -654,7 +659,6 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
   // keep Q in buffer 0 and stage O in buffer 1.
   constexpr bool kOverlapTiles = kSeveralTiles && Traits::kQBuffers == 2 && Traits::kConsumerWarpgroups == 2;
   int g0 = 0; // ring position of this tile's step 0 (the producer's count)
-  int q_buffer = 0;        // the buffer holding this tile's Q
   bool step0_done = false; // this tile's step 0 ran at the end of the tile before
   int t_cur = nextTile(first_tile);
   Tile tile{};
@@ -762,7 +766,12 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
     }
   };
 
-  while (t_cur < num_tiles) {
+  // One tile whose Q is in buffer kBuffer: a compile-time index, so the Q
+  // descriptors stay loop-invariant offsets of q_desc (a run-time buffer
+  // index put every wgmma's descriptors through general registers, ~8 more
+  // instructions an HGMMA on the consumers' turn, run 139).
+  auto runTile = [&](auto buffer_tag) {
+    constexpr int q_buffer = decltype(buffer_tag)::kIndex;
     const int n_count = tile.n_count, n_end = tile.n_end;
     if constexpr (Traits::kPhaseTrace) {
       trace_row = params.maybe_phase_trace != nullptr && t == 0 && traced_tiles < params.phase_trace_tiles
@@ -887,8 +896,16 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
     stamp(kPhaseEpilogue);
     tile = next;
     t_cur = t_next;
-    if constexpr (kOverlapTiles)
-      q_buffer ^= 1;
+  };
+  if constexpr (kOverlapTiles) {
+    while (t_cur < num_tiles) {
+      runTile(QBufferIndex<0>{});
+      if (t_cur < num_tiles)
+        runTile(QBufferIndex<1>{});
+    }
+  } else {
+    while (t_cur < num_tiles)
+      runTile(QBufferIndex<0>{});
   }
   if (Traits::kStageO && t == 0)
     bulkWaitAll(); // no TMA store outlives the shared memory it reads

@@ -260,11 +260,6 @@ __device__ __forceinline__ void walkKVRing(int first_tile, int num_tiles, TileAt
 
 } // namespace sm90
 
-/// A Q buffer's index as a type (prefillSm90Body's runTile).
-template <int kIndex_> struct QBufferIndex {
-  static constexpr int kIndex = kIndex_;
-};
-
 /// Kernel body; launched as prefillKernel<PrefillSm90Traits<...>, Variant>
 /// (prefill.cuh) with kThreads threads and kSmemBytes of dynamic shared memory.
 template <class Traits, class Variant> __device__ __forceinline__ void prefillSm90Body(const PrefillParams &params) {
@@ -766,12 +761,11 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
     }
   };
 
-  // One tile whose Q is in buffer kBuffer: a compile-time index, so the Q
-  // descriptors stay loop-invariant offsets of q_desc (a run-time buffer
-  // index put every wgmma's descriptors through general registers, ~8 more
-  // instructions an HGMMA on the consumers' turn, run 139).
-  auto runTile = [&](auto buffer_tag) {
-    constexpr int q_buffer = decltype(buffer_tag)::kIndex;
+  // One tile whose Q is in buffer q_buffer, called with a constant (the
+  // lambda inlines at each call, so the Q descriptors are loop-invariant
+  // offsets of q_desc). Not a generic lambda: NVRTC takes those for host
+  // functions.
+  auto runTile = [&](const int q_buffer) {
     const int n_count = tile.n_count, n_end = tile.n_end;
     if constexpr (Traits::kPhaseTrace) {
       trace_row = params.maybe_phase_trace != nullptr && t == 0 && traced_tiles < params.phase_trace_tiles
@@ -799,48 +793,75 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
       finishFirstStep(tile);
     }
     stamp(kPhaseFirstStep);
-
-    // The next tile, and with two Q buffers its Q into the other one, whose
-    // last use (the tile before's O) the TMA store has read by now.
+    // The next tile: here with two Q buffers (its Q loads during this tile),
+    // at this tile's end otherwise (held through the step loop, d64's three
+    // consumers spilled more).
     int t_next = num_tiles;
     Tile next{};
-    if constexpr (kOverlapTiles) {
+    auto lookUpNext = [&]() {
       t_next = nextTile(tileAfter(t_cur));
-      if (t_next < num_tiles) {
+      if (t_next < num_tiles)
         next = tileAt(t_next);
+    };
+    if constexpr (kOverlapTiles)
+      lookUpNext();
+
+    // With two Q buffers, the next tile's Q into the other one, whose last
+    // use (the tile before's O) the TMA store has read by now: under the
+    // GEMMs of this tile's last step, a copy of the step peeled off the
+    // loop (after the first step, with the lookup, it took ~1.2K cycles of
+    // the consumer's turn, run 140; inside the loop it put the loop's wgmma
+    // descriptors in general registers, as did the lookup moved there), or
+    // here in a tile of one step.
+    auto loadNextQ = [&]() {
+      if (t_next < num_tiles) {
         if (t == 0)
           bulkWaitRead();
         namedBarrierSync(sm90::qBarrier(Traits::kConsumerWarpgroups, consumer), 128);
         loadQ(next, qBuffer(q_buffer ^ 1));
       }
-    }
+    };
+    if constexpr (kOverlapTiles)
+      if (n_count < 2)
+        loadNextQ();
+
+    // Step `step` (Q K^T of its key block, P V of the one before); with
+    // loads_next_q (a constant at each call), the next tile's Q goes out
+    // under its GEMMs.
+    auto runStep = [&](int step, const bool loads_next_q) {
+      const int g = g0 + step;
+      const int stage = g % kStages, prev = (g - 1) % kStages;
+      mbarrierWait(&full_k[stage], (g / kStages) & 1);
+      mbarrierWait(&full_v[prev], ((g - 1) / kStages) & 1);
+      fenceProxyAsyncShared();
+      namedBarrierSync(my_turn, 256);
+      pinRegisters(s_acc);
+      pinRegisters(o_acc);
+      pinRegisters(p_frag);
+      wgmmaFence();
+      issueQK(stage, q_buffer);
+      issuePV(prev);
+      namedBarrierArrive(next_turn, 256);
+      if (loads_next_q)
+        loadNextQ();
+      wgmmaWait<1>(); // S_step is ready; P V of step - 1 still runs
+      pinRegisters(s_acc);
+      releaseStage(&empty_k[stage]);
+      softmax(tile, n_end - 1 - step);
+      pinRegisters(s_acc); // the softmax stays ahead of the wait for P V
+      wgmmaWait<0>();
+      pinRegisters(o_acc);
+      pinRegisters(p_frag);
+      releaseStage(&empty_v[prev]);
+      rescaleOAndPackP();
+    };
 
     if (n_count > 0) {
-      for (int step = 1; step < n_count; ++step) {
-        const int g = g0 + step;
-        const int stage = g % kStages, prev = (g - 1) % kStages;
-        mbarrierWait(&full_k[stage], (g / kStages) & 1);
-        mbarrierWait(&full_v[prev], ((g - 1) / kStages) & 1);
-        fenceProxyAsyncShared();
-        namedBarrierSync(my_turn, 256);
-        pinRegisters(s_acc);
-        pinRegisters(o_acc);
-        pinRegisters(p_frag);
-        wgmmaFence();
-        issueQK(stage, q_buffer);
-        issuePV(prev);
-        namedBarrierArrive(next_turn, 256);
-        wgmmaWait<1>(); // S_step is ready; P V of step - 1 still runs
-        pinRegisters(s_acc);
-        releaseStage(&empty_k[stage]);
-        softmax(tile, n_end - 1 - step);
-        pinRegisters(s_acc); // the softmax stays ahead of the wait for P V
-        wgmmaWait<0>();
-        pinRegisters(o_acc);
-        pinRegisters(p_frag);
-        releaseStage(&empty_v[prev]);
-        rescaleOAndPackP();
-      }
+      const int loop_end = kOverlapTiles && n_count >= 2 ? n_count - 1 : n_count;
+      for (int step = 1; step < loop_end; ++step)
+        runStep(step, false);
+      if (kOverlapTiles && n_count >= 2)
+        runStep(n_count - 1, true);
 
       stamp(kPhaseMainLoop);
       const int g_last = g0 + n_count - 1;
@@ -860,23 +881,36 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
       g0 += n_count;
     }
 
-    step0_done = false;
     if constexpr (kOverlapTiles) {
-      if (t_next < num_tiles && next.n_count > 0) {
-        // The next tile's step 0: its Q K^T under this tile's epilogue.
+      // The next tile's step 0: its Q K^T under this tile's epilogue. Issued
+      // (its turn taken) even where no next tile has keys, on whatever the
+      // other Q buffer and the K stage hold then, and discarded: issued and
+      // waited for in a branch, it took every wgmma descriptor of the step
+      // loop out of ptxas's uniform registers (~80 cycles a step, run 140).
+      const bool next_has_keys = t_next < num_tiles && next.n_count > 0;
+      if (next_has_keys) {
         waitForQ();
-        issueFirstQK(q_buffer ^ 1);
-        stamp(kPhaseNextQIssued);
-        epilogue(tile, q_buffer);
+        mbarrierWait(&full_k[g0 % kStages], (g0 / kStages) & 1);
+      }
+      fenceProxyAsyncShared();
+      namedBarrierSync(my_turn, 256);
+      pinRegisters(s_acc);
+      wgmmaFence();
+      issueQK(g0 % kStages, q_buffer ^ 1);
+      namedBarrierArrive(next_turn, 256);
+      stamp(kPhaseNextQIssued);
+      epilogue(tile, q_buffer);
+      wgmmaWait<0>();
+      pinRegisters(s_acc);
+      step0_done = next_has_keys;
+      if (next_has_keys) {
+        releaseStage(&empty_k[g0 % kStages]);
         resetState();
-        finishFirstStep(next);
-        step0_done = true;
-      } else {
-        stamp(kPhaseNextQIssued);
-        epilogue(tile, q_buffer);
+        softmax(next, next.n_end - 1);
+        rescaleOAndPackP();
       }
     } else {
-      t_next = nextTile(tileAfter(t_cur));
+      lookUpNext();
       if constexpr (kSeveralTiles) {
         // (With O staged: the last tile's TMA store has read buffer 1, which
         // this tile's O overwrites.)
@@ -885,10 +919,8 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
         // Every warp of this warpgroup is past its last Q K^T: the next
         // tile's Q may overwrite the tile while this one's O is written.
         namedBarrierSync(sm90::qBarrier(Traits::kConsumerWarpgroups, consumer), 128);
-        if (t_next < num_tiles) {
-          next = tileAt(t_next);
+        if (t_next < num_tiles)
           loadQ(next, qBuffer(0));
-        }
       }
       stamp(kPhaseNextQIssued);
       epilogue(tile, 1);
@@ -899,13 +931,13 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
   };
   if constexpr (kOverlapTiles) {
     while (t_cur < num_tiles) {
-      runTile(QBufferIndex<0>{});
+      runTile(0);
       if (t_cur < num_tiles)
-        runTile(QBufferIndex<1>{});
+        runTile(1);
     }
   } else {
     while (t_cur < num_tiles)
-      runTile(QBufferIndex<0>{});
+      runTile(0);
   }
   if (Traits::kStageO && t == 0)
     bulkWaitAll(); // no TMA store outlives the shared memory it reads

@@ -31,11 +31,14 @@
 // The epilogue (d64, d128) writes O to shared memory with stmatrix and one
 // thread stores it with TMA, so the warpgroup's next tile does not wait for
 // the global stores (device run 67: direct stores held it ~3K cycles a tile).
+// With two Q buffers (d128) consecutive tiles of a CTA overlap: the next
+// tile's Q loads under this tile's last step, and its first Q K^T goes out
+// right after this tile's last P V, under this tile's epilogue.
 //
 // Tiles: (query block, query head, sequence), each head's longest blocks
 // first. Full masks run persistent (prefillWalk): one CTA per SM
 // walks the tiles on a fixed stride, the producer's ring running on into the
-// next tile and the next Q loading under the epilogue. Causal masks walk
+// next tile. Causal masks walk
 // pairs of a query block and its mirror, persistent too (queries of 8192 and
 // more: one tile per CTA, launch_templates.cuh); windowed masks run one CTA
 // per tile. Either way a grid with more CTAs than tiles
@@ -94,17 +97,18 @@ struct PrefillSm90Traits {
   static constexpr int kOffsetSlots = 3;
   static constexpr int kBookkeepingBytes = kBarriers * 8 + kOffsetSlots * kBlockN * 8;
   // Two Q tiles where they fit beside the K/V stages (d64, d128; not
-  // d256's 224 KB of stages and one Q): a CTA that walks several tiles
-  // loads the next tile's Q into the other one during this tile and issues
-  // the next tile's first Q K^T before this tile's epilogue, so the tensor
-  // cores work under it (device run 134's phase trace: at d128 L1024 the
-  // epilogue and the next Q took ~3.3K of a tile's ~25.5K cycles, with both
-  // consumers there at once). O leaves through the finished tile's Q
-  // buffer: the warpgroup writes its 64 rows there with stmatrix in the
-  // TMA's 128-byte-swizzled layout and one thread stores them with TMA, so
-  // the warpgroup goes on to its next tile while O drains to global memory
-  // (PrefillParams::o_by_tma; rows past a sequence, which TMA cannot skip,
-  // take the direct stores).
+  // d256's 224 KB of stages and one Q). At d128 a CTA that walks several
+  // tiles loads the next tile's Q into the other one during this tile and
+  // issues the next tile's first Q K^T before this tile's epilogue, so the
+  // tensor cores work under it (device run 134's phase trace: at d128
+  // L1024 the ~5.7K cycles from a tile's last P V to the next tile's second
+  // step kept them idle, both consumers there at once; ~4.0K since, run
+  // 141). O leaves through shared memory, the finished tile's Q buffer
+  // (d64: the second buffer): the warpgroup writes its 64 rows there with
+  // stmatrix in the TMA's 128-byte-swizzled layout and one thread stores
+  // them with TMA, so the warpgroup goes on to its next tile while O drains
+  // to global memory (PrefillParams::o_by_tma; rows past a sequence, which
+  // TMA cannot skip, take the direct stores).
   static constexpr int kQBuffers =
       (2 * kQElems + 2 * kStages * kKVElems) * (int)sizeof(DType) + kBookkeepingBytes <= 227 * 1024 ? 2 : 1;
   static constexpr bool kStageO = kQBuffers == 2;

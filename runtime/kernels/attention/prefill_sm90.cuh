@@ -509,11 +509,13 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
     cpAsyncCommit();
   };
   // This CTA's tiles that have query rows (the producer skips the others
-  // too, and those without keys).
-  auto nextTile = [&](int from) {
+  // too, and those without keys): the first from `from` on, and its fields
+  // into `found` (looked up once: its index arithmetic and loads are on a
+  // consumer's path between its GEMMs).
+  auto nextTile = [&](int from, Tile &found) {
     for (int t_next = from; t_next < num_tiles; t_next = tileAfter(t_next)) {
-      const Tile tile = tileAt(t_next);
-      if (tile.m0 < tile.q_len)
+      found = tileAt(t_next);
+      if (found.m0 < found.q_len)
         return t_next;
     }
     return num_tiles;
@@ -659,12 +661,10 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
   constexpr bool kOverlapTiles = kSeveralTiles && Traits::kQBuffers == 2 && Traits::kConsumerWarpgroups == 2;
   int g0 = 0; // ring position of this tile's step 0 (the producer's count)
   bool step0_done = false; // this tile's step 0 ran at the end of the tile before
-  int t_cur = nextTile(first_tile);
   Tile tile{};
-  if (t_cur < num_tiles) {
-    tile = tileAt(t_cur);
+  int t_cur = nextTile(first_tile, tile);
+  if (t_cur < num_tiles)
     loadQ(tile, qBuffer(0));
-  }
   auto waitForQ = [&]() {
     cpAsyncWait<0>();
     fenceProxyAsyncShared(); // wgmma reads what cp.async wrote
@@ -802,11 +802,7 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
     // consumers spilled more).
     int t_next = num_tiles;
     Tile next{};
-    auto lookUpNext = [&]() {
-      t_next = nextTile(tileAfter(t_cur));
-      if (t_next < num_tiles)
-        next = tileAt(t_next);
-    };
+    auto lookUpNext = [&]() { t_next = nextTile(tileAfter(t_cur), next); };
     if constexpr (kOverlapTiles)
       lookUpNext();
 

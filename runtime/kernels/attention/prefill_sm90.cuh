@@ -657,8 +657,12 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
   // branches made ptxas serialize every wgmma of the kernel, C7518), and
   // each consumer's turn order is unchanged. Two consumers only: d64's three
   // at 160 registers spilled in the step loop with it (ptxas), so they
-  // keep Q in buffer 0 and stage O in buffer 1.
-  constexpr bool kOverlapTiles = kSeveralTiles && Traits::kQBuffers == 2 && Traits::kConsumerWarpgroups == 2;
+  // keep Q in buffer 0 and stage O in buffer 1. Full masks only (the
+  // persistent walk): the overlap's code (65 -> 91 KB at d128) runs cold in
+  // a CTA of one causal pair, as in the decode step's prefill of a 2048-token
+  // prompt, whose attention it made 10% slower (device run 144).
+  constexpr bool kOverlapTiles = kWalk == PrefillWalk::kPersistent && Traits::kQBuffers == 2 &&
+                                 Traits::kConsumerWarpgroups == 2;
   int g0 = 0; // ring position of this tile's step 0 (the producer's count)
   bool step0_done = false; // this tile's step 0 ran at the end of the tile before
   Tile tile{};

@@ -31,9 +31,9 @@
 // The epilogue (d64, d128) writes O to shared memory with stmatrix and one
 // thread stores it with TMA, so the warpgroup's next tile does not wait for
 // the global stores (device run 67: direct stores held it ~3K cycles a tile).
-// With two Q buffers (d128) consecutive tiles of a CTA overlap: the next
-// tile's Q loads under this tile's last step, and its first Q K^T goes out
-// right after this tile's last P V, under this tile's epilogue.
+// With two Q buffers (d128) consecutive tiles of a full-mask walk overlap:
+// the next tile's Q loads under this tile's last step, and its first Q K^T
+// goes out right after this tile's last P V, under this tile's epilogue.
 //
 // Tiles: (query block, query head, sequence), each head's longest blocks
 // first. Full masks run persistent (prefillWalk): one CTA per SM
@@ -98,7 +98,7 @@ struct PrefillSm90Traits {
   static constexpr int kBookkeepingBytes = kBarriers * 8 + kOffsetSlots * kBlockN * 8;
   // Two Q tiles where they fit beside the K/V stages (d64, d128; not
   // d256's 224 KB of stages and one Q). At d128 a CTA that walks several
-  // tiles loads the next tile's Q into the other one during this tile and
+  // tiles of a full mask loads the next tile's Q into the other one during this tile and
   // issues the next tile's first Q K^T before this tile's epilogue, so the
   // tensor cores work under it (device run 134's phase trace: at d128
   // L1024 the ~5.7K cycles from a tile's last P V to the next tile's second

@@ -648,14 +648,14 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
         trace_row[slot] = clock64();
   };
 
-  // With two Q buffers a CTA that walks several tiles overlaps them: the
-  // next tile's Q loads into the other buffer after this tile's first step,
-  // and its step 0 (Q K^T, then the softmax) runs at this tile's end: the
-  // Q K^T goes out before this tile's epilogue, which runs under it and
-  // stages O in this tile's Q buffer (read by then). Each wgmma is waited
-  // for in the branch that issued it (one left in flight across the loop's
-  // branches made ptxas serialize every wgmma of the kernel, C7518), and
-  // each consumer's turn order is unchanged. Two consumers only: d64's three
+  // With two Q buffers a CTA that walks several tiles overlaps them
+  // (kOverlapTiles): the next tile's Q loads into the other buffer under
+  // this tile's last step, and its step 0 (Q K^T, then the softmax) runs
+  // at this tile's end: the Q K^T goes out before this tile's epilogue,
+  // which runs under it and stages O in this tile's Q buffer (read by
+  // then). Each wgmma is waited for in the branch that issued it (one left
+  // in flight across the loop's branches made ptxas serialize every wgmma
+  // of the kernel, C7518), and each consumer's turn order is unchanged. Two consumers only: d64's three
   // at 160 registers spilled in the step loop with it (ptxas), so they
   // keep Q in buffer 0 and stage O in buffer 1. Full masks only (the
   // persistent walk): the overlap's code (65 -> 91 KB at d128) runs cold in
@@ -803,7 +803,7 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
       finishFirstStep(tile);
     }
     stamp(kPhaseFirstStep);
-    // The next tile: here with two Q buffers (its Q loads during this tile),
+    // The next tile: here with the overlap (its Q loads during this tile),
     // at this tile's end otherwise (held through the step loop, d64's three
     // consumers spilled more).
     int t_next = num_tiles;
@@ -812,7 +812,7 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
     if constexpr (kOverlapTiles)
       lookUpNext();
 
-    // With two Q buffers, the next tile's Q into the other one, whose last
+    // With the overlap, the next tile's Q into the other buffer, whose last
     // use (the tile before's O) the TMA store has read by now: under the
     // GEMMs of this tile's last step, a copy of the step peeled off the
     // loop (after the first step, with the lookup, it took ~1.2K cycles of

@@ -98,9 +98,10 @@ struct PrefillSm90Traits {
   static constexpr int kBookkeepingBytes = kBarriers * 8 + kOffsetSlots * kBlockN * 8;
   // Two Q tiles where they fit beside the K/V stages (d64, d128; not
   // d256's 224 KB of stages and one Q). At d128 a CTA that walks several
-  // tiles of a full mask loads the next tile's Q into the other one during this tile and
-  // issues the next tile's first Q K^T before this tile's epilogue, so the
-  // tensor cores work under it (device run 134's phase trace: at d128
+  // tiles of a full mask loads the next tile's Q into the other one during
+  // this tile and issues the next tile's first Q K^T before this tile's
+  // epilogue, so the tensor cores work under it (device run 134's phase
+  // trace: at d128
   // L1024 the ~5.7K cycles from a tile's last P V to the next tile's second
   // step kept them idle, both consumers there at once; ~4.0K since, run
   // 141). O leaves through shared memory, the finished tile's Q buffer
@@ -495,8 +496,8 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
   // This warpgroup's rows of Q buffer b (Traits::kQBuffers).
   auto qBuffer = [&](int b) { return smem_q + (b * BM + consumer * WM) * D; };
   // Q tile of this warpgroup into `dst`: rows past the sequence are
-  // zero-filled. With two Q buffers, issued for the next tile after this
-  // one's first step; with one, before this one's epilogue.
+  // zero-filled. With the tiles overlapped, issued for the next tile under
+  // this one's last step; otherwise before this one's epilogue.
   auto loadQ = [&](const Tile &tile, T *dst) {
     const int wm0 = tile.m0 + consumer * WM;
     const T *q_base = static_cast<const T *>(params.q) + tile.head * params.q_head_stride;

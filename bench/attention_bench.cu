@@ -971,6 +971,16 @@ int main(int argc, char **argv) {
     PrefillCase paged{"causal d128 L4096 paged p16", 16, 16, 128, std::vector<int>(4, 4096), {}, true, 16};
     paged.timed = true;
     runPrefillKernels<__nv_bfloat16>(paged, bf16, rng);
+    // The decode step's prefill of a 2048-token prompt (Qwen3-0.6B's heads,
+    // GQA 16/8, the cache's 16-token pages): 128 causal pairs, one a CTA,
+    // each running the kernel's code once, cold. The batched shapes above
+    // run several tiles a CTA and warm it up; this one showed the tile
+    // overlap's code growing the attention 41.0 -> 47.7 us a launch (device
+    // runs 143-144).
+    PrefillCase prompt{"diag causal d128 L2048 b1 h16/8 paged p16 (a prompt's prefill)", 16, 8, 128, {2048}, {},
+                       true, 16};
+    prompt.timed = true;
+    runPrefill<__nv_bfloat16>(prompt, bf16, rng);
     // What the persistent walk's last round costs at 1k: 16 sequences make
     // 2048 tiles (1024 causal pairs), 15.5 (7.8) rounds on 132 SMs; 33 make
     // 4224 tiles (2112 pairs), whole rounds. The default kernel only.

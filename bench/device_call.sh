@@ -21,6 +21,14 @@
 #                                 with the modes file MODES (random weights);
 #                                 ARGS, space-separated, go to ab_decode.py
 #                                 (e.g. "--prompt 2000 --new 32" or "--batch 8")
+#   prefill:MODEL[:PROMPT[:ROUNDS]]
+#                                 the prefill of a PROMPT-token prompt (default 2048;
+#                                 random weights) by BUNDLE/tx-run and each carried
+#                                 BUNDLE/tx-run-*, in turn, ROUNDS times (default 3):
+#                                 the prefill step (--timing) and the attention's time a
+#                                 launch (--profile-ops); prefill-MODEL-PROMPT.txt
+#                                 (session 24's runs 143-144: a change the kernel bench
+#                                 missed showed here)
 # e.g. bench/device_call.sh build-cuda/gpu abc1234 unit \
 #        ab:llama-3-8b:bench/modes/decode-attention-carveout-llama.txt:1:240 check
 set -u
@@ -66,6 +74,28 @@ for step in "$@"; do
       # Two files a step: the summary, and the progress log with every whole trace.
       (cd "$OUT" && tar czf "$dir.tgz" "$dir" && rm -rf "$dir")
       cat "$OUT/$dir.txt";;
+    prefill:*)
+      IFS=: read -r _ model prompt rounds <<< "$step"
+      prompt=${prompt:-2048} rounds=${rounds:-3}
+      file="$OUT/prefill-$model-$prompt.txt"
+      ids=$(python3 -c "import random; r = random.Random(0); print(','.join(str(r.randrange(1000, 30000)) for _ in range($prompt)))")
+      rc=0
+      {
+        echo "# the prefill of a $prompt-token prompt, $model, random weights: the prefill step" \
+             "(tx-run --timing) and the attention a launch (--profile-ops, no CUDA graphs), $rounds rounds"
+        for round in $(seq "$rounds"); do
+          for bin in "$B"/tx-run "$B"/tx-run-*; do
+            [ -x "$bin" ] || continue
+            run=("$bin" "$B/$model.txm" --random-weights 1 --device cuda --max-new-tokens 1 --ignore-eos
+                 --prompt-ids "$ids")
+            timing=$(timeout 60 "${run[@]}" --timing 2>&1 |
+                     grep -o "[0-9]* prefill steps, median [0-9.]* ms wall, [0-9.]* ms GPU stream") || rc=1
+            ops=$(timeout 60 "${run[@]}" --profile-ops 2>&1 | grep -o "prefill txk.attention .*") || rc=1
+            echo "$(basename "$bin") round $round: ${timing:-FAILED}; ${ops:-FAILED}"
+          done
+        done
+      } > "$file"
+      cat "$file";;
     *)
       echo "device_call: unknown step '$step'" >&2
       rc=2;;

@@ -92,6 +92,7 @@ Status KernelCompiler::compile(const std::string &source, const std::string &nam
                                const NvrtcOptions &options, CompiledKernel *out) const {
   out->cache_key = cacheKey(source, name_expression, options);
   out->from_cache = false;
+  out->log.clear();
   std::filesystem::path cubin_path, name_path;
   if (!cache_dir_.empty()) {
     cubin_path = std::filesystem::path(cache_dir_) / (out->cache_key + ".cubin");
@@ -118,16 +119,16 @@ Status KernelCompiler::compile(const std::string &source, const std::string &nam
   for (const auto &a : args)
     arg_ptrs.push_back(a.c_str());
   nvrtcResult result = nvrtcCompileProgram(*program, (int)arg_ptrs.size(), arg_ptrs.data());
-  if (result != NVRTC_SUCCESS) {
-    size_t log_size = 0;
-    nvrtcGetProgramLogSize(*program, &log_size);
-    std::string log(log_size, '\0');
-    nvrtcGetProgramLog(*program, log.data());
-    while (!log.empty() && log.back() == '\0')
-      log.pop_back();
+  size_t log_size = 0;
+  nvrtcGetProgramLogSize(*program, &log_size);
+  std::string log(log_size, '\0');
+  nvrtcGetProgramLog(*program, log.data());
+  while (!log.empty() && log.back() == '\0')
+    log.pop_back();
+  if (result != NVRTC_SUCCESS)
     return Status(kernels::StatusCode::kCompileError,
                   std::string("codegen: NVRTC failed (") + nvrtcGetErrorString(result) + "):\n" + log);
-  }
+  out->log = std::move(log);
   const char *lowered = nullptr;
   TXC_NVRTC_CHECK(nvrtcGetLoweredName(*program, name_expression.c_str(), &lowered));
   out->lowered_name = lowered;

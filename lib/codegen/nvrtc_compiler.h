@@ -30,6 +30,10 @@ struct CompiledKernel {
   std::string lowered_name;
   std::string cache_key;
   bool from_cache = false;
+  /// NVRTC's program log of a fresh compile (empty from the cache): its
+  /// warnings, and with --ptxas-options=-v ptxas's register and performance
+  /// notes, e.g. C7518 (wgmma serialized).
+  std::string log;
 };
 
 class KernelCompiler {

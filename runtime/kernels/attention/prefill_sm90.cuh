@@ -689,10 +689,12 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
     }
   };
   // Step 0's Q K^T (key block n_end - 1, ring position g0) of a tile whose
-  // Q is in buffer qb.
-  auto issueFirstQK = [&](int qb) {
+  // Q is in buffer qb. `real` false: issued and discarded, with no K stage
+  // waited for or released (the overlapped tiles' boundary, below).
+  auto issueFirstQK = [&](int qb, bool real = true) {
     const int stage0 = g0 % kStages;
-    mbarrierWait(&full_k[stage0], (g0 / kStages) & 1);
+    if (real)
+      mbarrierWait(&full_k[stage0], (g0 / kStages) & 1);
     fenceProxyAsyncShared();
     namedBarrierSync(my_turn, 256);
     pinRegisters(s_acc);
@@ -701,12 +703,14 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
     namedBarrierArrive(next_turn, 256);
   };
   // Step 0 after its Q K^T was issued: S of the highest key block alone.
-  auto finishFirstStep = [&](const Tile &of) {
+  auto finishFirstStep = [&](const Tile &of, bool real = true) {
     wgmmaWait<0>();
     pinRegisters(s_acc);
-    releaseStage(&empty_k[g0 % kStages]);
-    softmax(of, of.n_end - 1);
-    rescaleOAndPackP();
+    if (real) {
+      releaseStage(&empty_k[g0 % kStages]);
+      softmax(of, of.n_end - 1);
+      rescaleOAndPackP();
+    }
   };
   // Normalize, write O (and the natural-log LSE) of `done`, staged (kStageO)
   // in Q buffer qb. The tile's fields stay in registers through the main loop:
@@ -895,27 +899,14 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
       // waited for in a branch, it took every wgmma descriptor of the step
       // loop out of ptxas's uniform registers (~80 cycles a step, run 140).
       const bool next_has_keys = t_next < num_tiles && next.n_count > 0;
-      if (next_has_keys) {
+      if (next_has_keys)
         waitForQ();
-        mbarrierWait(&full_k[g0 % kStages], (g0 / kStages) & 1);
-      }
-      fenceProxyAsyncShared();
-      namedBarrierSync(my_turn, 256);
-      pinRegisters(s_acc);
-      wgmmaFence();
-      issueQK(g0 % kStages, q_buffer ^ 1);
-      namedBarrierArrive(next_turn, 256);
+      issueFirstQK(q_buffer ^ 1, next_has_keys);
       stamp(kPhaseNextQIssued);
       epilogue(tile, q_buffer);
-      wgmmaWait<0>();
-      pinRegisters(s_acc);
+      resetState();
+      finishFirstStep(next, next_has_keys);
       step0_done = next_has_keys;
-      if (next_has_keys) {
-        releaseStage(&empty_k[g0 % kStages]);
-        resetState();
-        softmax(next, next.n_end - 1);
-        rescaleOAndPackP();
-      }
     } else {
       lookUpNext();
       if constexpr (kSeveralTiles) {

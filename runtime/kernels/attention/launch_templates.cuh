@@ -282,17 +282,6 @@ template <typename T> Status launchPrefillTyped(const AttentionConfig &config, c
               TXC_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
               grid = dim3((unsigned)std::min<long long>(ctas, sms));
             }
-            // Stream-K tail: a last partial round of at most 3/4 of the CTAs
-            // (a fuller one gains little against the merge; 16 x 1k at d128
-            // leaves 68 tiles on 132), after at least one whole round, with
-            // the caller's buffers sized for `sms`.
-            kp.tail_tiles = 0;
-            if constexpr (kWalk == PrefillWalk::kPersistent) {
-              const long long rest = tiles % grid.x;
-              if (p.maybe_tail_workspace != nullptr && p.maybe_tail_counters != nullptr && tiles >= 2 * grid.x &&
-                  rest > 0 && 4 * rest <= 3 * (long long)grid.x)
-                kp.tail_tiles = (int)rest;
-            }
           }
         }
         kernel<<<grid, Traits::kThreads, Traits::kSmemBytes, stream>>>(kp);

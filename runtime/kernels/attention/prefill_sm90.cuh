@@ -289,27 +289,13 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
 
   // The tiles this CTA runs and their order: attention/tile_order.h.
   const int m_blocks = ceilDiv(params.max_seqlen_q, BM);
-  const int grid_tiles = m_blocks * params.num_qo_heads * params.batch;
+  const int num_tiles = m_blocks * params.num_qo_heads * params.batch;
   const int cta = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
   const int ctas = gridDim.x * gridDim.y * gridDim.z;
   constexpr PrefillWalk kWalk = prefillWalk<Traits, Variant>();
   constexpr bool kSeveralTiles = kWalk != PrefillWalk::kOneTile;
-  // Stream-K tail (PrefillParams::tail_tiles, persistent walk only): the
-  // whole tiles walk as usual, then each CTA takes up to two parts (walk
-  // indices whole_tiles + 2 cta and + 1) of the tail's key-block steps.
-  constexpr bool kTail = kWalk == PrefillWalk::kPersistent;
-  const int tail_tiles = kTail ? params.tail_tiles : 0;
-  const int whole_tiles = grid_tiles - tail_tiles;
-  const int num_tiles = tail_tiles > 0 ? whole_tiles + 2 * ctas : grid_tiles; // the walk's index space
   const int first_tile = prefillFirstTile(kWalk, cta);
-  auto tileAfter = [&](int t) {
-    if (kTail && tail_tiles > 0) {
-      if (t < whole_tiles)
-        return t + ctas < whole_tiles ? t + ctas : whole_tiles + 2 * cta;
-      return t == whole_tiles + 2 * cta ? t + 1 : num_tiles;
-    }
-    return prefillTileAfter(kWalk, t, ctas, num_tiles);
-  };
+  auto tileAfter = [&](int t) { return prefillTileAfter(kWalk, t, ctas, num_tiles); };
   const KVCacheView &kv = params.kv;
   const int group_size = params.num_qo_heads / params.num_kv_heads;
   struct Tile {
@@ -317,7 +303,7 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
   };
   // n_count = 0 both for tiles past their sequence's queries (skipped) and
   // for rows that see no key (which still write zeros).
-  auto gridTileAt = [&](int t) {
+  auto tileAt = [&](int t) {
     Tile tile;
     const int m_block = prefillQueryBlock(kWalk, t, m_blocks);
     const int rest = t / m_blocks;
@@ -337,44 +323,6 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
     tile.n_end = key_hi > key_lo ? ceilDiv(key_hi, BN) : n_first;
     tile.n_count = tile.m0 < tile.q_len ? tile.n_end - n_first : 0; // step i: key block n_end - 1 - i
     return tile;
-  };
-  // Tail part `part` (0, 1) of this CTA: its share [a, b) of the tail's
-  // steps (tile j's step s is tail step j * N + s; every tile has N).
-  // `split`: 64 * tail tile + 32 * (it holds the tile's first step, so it
-  // merges) + the parts it merges, written by the CTAs after it. (Not a
-  // Tile field: two more registers held through the step loop spilled.)
-  auto tailPartAt = [&](int part, int &split) {
-    Tile tile = gridTileAt(whole_tiles);
-    const int n = tile.n_count;
-    const long long total = (long long)tail_tiles * n;
-    auto rangeStart = [&](int c) { return (int)(c * total / ctas); };
-    const int a = rangeStart(cta), b = rangeStart(cta + 1);
-    int j = a / n, s_begin = a % n;
-    if (part == 1 || a == b) {
-      if (a == b || b <= (j + 1) * n) { // no such part
-        tile.m0 = tile.q_len;
-        tile.n_count = 0;
-        return tile;
-      }
-      ++j;
-      s_begin = 0;
-    }
-    const int s_end = min(b, (j + 1) * n) - j * n;
-    tile = gridTileAt(whole_tiles + j);
-    tile.n_end -= s_begin;
-    tile.n_count = s_end - s_begin;
-    int merged = 0;
-    if (s_begin == 0)
-      for (int c = cta + 1; c < ctas && rangeStart(c) < (j + 1) * n; ++c)
-        merged += rangeStart(c + 1) > rangeStart(c); // an empty range has no part
-    split = 64 * j + (s_begin == 0 ? 32 + merged : 0);
-    return tile;
-  };
-  auto tileAt = [&](int t) {
-    int split;
-    if (kTail && t >= whole_tiles)
-      return tailPartAt(t - whole_tiles - 2 * cta, split);
-    return gridTileAt(t);
   };
 
   const int tid = threadIdx.x;
@@ -764,80 +712,11 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
       rescaleOAndPackP();
     }
   };
-  // A stream-K tail part at its end (PrefillParams::tail_tiles): a part
-  // without the tile's first step stores its state (O unnormalized, row
-  // maxima and sums, thread-major so the stores coalesce) in its CTA's slot
-  // and counts itself done (returns false: nothing to write); the part with
-  // the first step waits for the others (the CTAs after it, whose first
-  // parts they are, so no wait is circular), merges them into its own state
-  // and zeroes the counter for the next launch (returns true).
-  constexpr int kTailFloats = kOTiles * 4 + 4;
-  auto tailSlot = [&](int c) {
-    return params.maybe_tail_workspace + (long long)(c * Traits::kConsumerWarpgroups + consumer) * kTailFloats * 128 + t;
-  };
-  auto finishTailPart = [&](int split) -> bool {
-    const int j = split / 64, merges = split % 64;
-    unsigned *counter = params.maybe_tail_counters + j * Traits::kConsumerWarpgroups + consumer;
-    if (merges < 32) {
-      float *slot = tailSlot(cta);
-#pragma unroll
-      for (int i = 0; i < kOTiles; ++i)
-#pragma unroll
-        for (int e = 0; e < 4; ++e)
-          __stcg(slot + (i * 4 + e) * 128, o_acc[i][e]);
-#pragma unroll
-      for (int r = 0; r < 2; ++r) {
-        __stcg(slot + (kOTiles * 4 + r) * 128, row_max[r]);
-        __stcg(slot + (kOTiles * 4 + 2 + r) * 128, row_sum[r]);
-      }
-      __threadfence();
-      namedBarrierSync(sm90::qBarrier(Traits::kConsumerWarpgroups, consumer), 128);
-      if (t == 0)
-        atomicAdd(counter, 1u);
-      return false;
-    }
-    const unsigned expected = (unsigned)(merges - 32);
-    if (t == 0) {
-      while (atomicAdd(counter, 0u) < expected)
-        __nanosleep(64);
-      *counter = 0;
-    }
-    namedBarrierSync(sm90::qBarrier(Traits::kConsumerWarpgroups, consumer), 128);
-    __threadfence();
-    for (int k = 1; k <= (int)expected; ++k) {
-      const float *slot = tailSlot(cta + k);
-      float scale_mine[2], scale_theirs[2];
-#pragma unroll
-      for (int r = 0; r < 2; ++r) {
-        const float their_max = __ldcg(slot + (kOTiles * 4 + r) * 128);
-        const float their_sum = __ldcg(slot + (kOTiles * 4 + 2 + r) * 128);
-        const float m = fmaxf(row_max[r], their_max);
-        const float safe_max = m == -INFINITY ? 0.f : m;
-        scale_mine[r] = exp2Approx((row_max[r] - safe_max) * score_scale);
-        scale_theirs[r] = exp2Approx((their_max - safe_max) * score_scale);
-        row_max[r] = m;
-        row_sum[r] = row_sum[r] * scale_mine[r] + their_sum * scale_theirs[r];
-      }
-#pragma unroll
-      for (int i = 0; i < kOTiles; ++i)
-#pragma unroll
-        for (int e = 0; e < 4; ++e)
-          o_acc[i][e] = o_acc[i][e] * scale_mine[e / 2] + __ldcg(slot + (i * 4 + e) * 128) * scale_theirs[e / 2];
-    }
-    return true;
-  };
   // Normalize, write O (and the natural-log LSE) of `done`, staged (kStageO)
   // in Q buffer qb. The tile's fields stay in registers through the main loop:
   // looked up again, its loads (L2 round trips beside ~200 KB of shared
   // memory) were the epilogue's critical path.
   auto epilogue = [&](const Tile &done, int qb) {
-    if constexpr (kTail)
-      if (t_cur >= whole_tiles) { // a tail part (t_cur is still done's walk index)
-        int split;
-        tailPartAt(t_cur - whole_tiles - 2 * cta, split);
-        if (!finishTailPart(split))
-          return;
-      }
     const int wm0 = done.m0 + consumer * WM; // this warpgroup's first query row
     T *o_base = static_cast<T *>(params.o) + done.head * params.o_head_stride;
     float inv[2];

@@ -38,21 +38,21 @@ def time_ms(fn, reps=25):
 
 
 def prefill(results):
-    # (d, seqlen, batch, name suffix): the issue's shapes at 16k tokens a
-    # batch, then attention_bench's whole-round diagnostic (33 sequences of
-    # 1k: 4224 tiles of 128 rows, 32 on each of 132 SMs), so the 1k rows'
-    # last partial round can be told apart from the per-tile rate.
-    shapes = [(d, seqlen, 16384 // seqlen, "")
+    # (d, seqlen, batch, name prefix, name suffix), named as attention_bench
+    # names its rows: the issue's shapes at 16k tokens a batch, then the
+    # whole-round diagnostic (33 sequences of 1k: 4224 tiles of 128 rows, 32
+    # on each of 132 SMs), so the 1k rows' last partial round can be told
+    # apart from the per-tile rate.
+    shapes = [(d, seqlen, 16384 // seqlen, "", "")
               for d, seqlen in [(128, 1024), (128, 4096), (128, 16384), (64, 4096), (256, 4096)]]
-    shapes.append((128, 1024, 33, " b33 (whole rounds)"))
-    for d, seqlen, batch, suffix in shapes:
+    shapes.append((128, 1024, 33, "diag ", " b33 (whole rounds)"))
+    for d, seqlen, batch, prefix, suffix in shapes:
         heads = 2048 // d
         q, k, v = (torch.randn(batch, heads, seqlen, d, device="cuda", dtype=torch.bfloat16) for _ in range(3))
         for causal in (True, False):
             flops = 4 * batch * heads * seqlen * seqlen * d / (2 if causal else 1)
             for name, backend in (("flash", SDPBackend.FLASH_ATTENTION), ("cudnn", SDPBackend.CUDNN_ATTENTION)):
-                mask = 'causal' if causal else 'full'
-                key = f"{'diag ' if suffix else ''}{mask} d{d} L{seqlen}{suffix} {name}"
+                key = f"{prefix}{'causal' if causal else 'full'} d{d} L{seqlen}{suffix} {name}"
                 try:
                     with sdpa_kernel(backend):
                         ms = time_ms(lambda _: F.scaled_dot_product_attention(q, k, v, is_causal=causal))

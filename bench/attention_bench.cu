@@ -513,7 +513,7 @@ void printPhaseTrace(const std::string &name, const std::vector<long long> &trac
 
 template <typename T>
 void runPrefill(const PrefillCase &c, ElementType dtype, std::mt19937 &rng, PrefillKernel kernel = PrefillKernel::kAuto,
-                const std::string &suffix = "", bool kv_tma = true) {
+                const std::string &suffix = "", bool kv_tma = true, bool stream_k_tail = false) {
   const std::vector<int> &q_lens = c.q_lens;
   const std::vector<int> kv_lens = c.kv_lens.empty() ? c.q_lens : c.kv_lens;
   const int batch = (int)q_lens.size();
@@ -550,6 +550,19 @@ void runPrefill(const PrefillCase &c, ElementType dtype, std::mt19937 &rng, Pref
   p.variant.sm_scale_log2 = p.variant.sm_scale * 1.4426950408889634f;
   p.variant.softcap = c.softcap;
   p.variant.window_left = c.window_left;
+  // The stream-K tail's buffers (PrefillParams::maybe_tail_workspace): the
+  // caller vouches that every tile has the same key blocks.
+  DeviceBuffer tail_workspace, tail_counters;
+  if (stream_k_tail) {
+    int device = 0, sms = 0;
+    BENCH_CHECK_CUDA(cudaGetDevice(&device));
+    BENCH_CHECK_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+    tail_workspace = DeviceBuffer(prefillTailWorkspaceFloats(sms) * sizeof(float));
+    tail_counters = DeviceBuffer(prefillTailCounters(sms) * sizeof(unsigned));
+    BENCH_CHECK_CUDA(cudaMemset(tail_counters.ptr, 0, prefillTailCounters(sms) * sizeof(unsigned)));
+    p.maybe_tail_workspace = tail_workspace.as<float>();
+    p.maybe_tail_counters = tail_counters.as<unsigned>();
+  }
 
   BENCH_CHECK_CUDA(cudaMemset(o.ptr, 0xFF, q_elems * sizeof(T)));
   BENCH_CHECK_STATUS(launchPrefill(config, p, 0));
@@ -646,6 +659,12 @@ bool g_prefill_compare = false;
 /// K/V gathered with cp.async (the default loads contiguous K/V with TMA).
 template <typename T> void runPrefillKernels(const PrefillCase &c, ElementType dtype, std::mt19937 &rng) {
   runPrefill<T>(c, dtype, rng);
+  // The persistent full-mask walk with its last partial round shared out
+  // (stream-K): shapes whose sequences all have one length.
+  const bool uniform = c.kv_lens.empty() && std::adjacent_find(c.q_lens.begin(), c.q_lens.end(),
+                                                               std::not_equal_to<int>()) == c.q_lens.end();
+  if (!c.causal && c.window_left < 0 && uniform)
+    runPrefill<T>(c, dtype, rng, PrefillKernel::kAuto, " [stream-k tail]", true, true);
   if (!g_prefill_compare)
     return;
   const bool ws_default = defaultPrefillKernel() == PrefillKernel::kWarpSpecialized;

@@ -282,6 +282,17 @@ template <typename T> Status launchPrefillTyped(const AttentionConfig &config, c
               TXC_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
               grid = dim3((unsigned)std::min<long long>(ctas, sms));
             }
+            // Stream-K tail: a last partial round of 1/4 to 3/4 of the CTAs
+            // (a fuller one gains little against the merge, a thinner one
+            // splits a tile more than four ways; 16 x 1k at d128 leaves 68
+            // tiles on 132), with the caller's buffers sized for `sms`.
+            kp.tail_tiles = 0;
+            if constexpr (prefillHasStreamKTail<Traits, Variant>()) {
+              const long long rest = tiles % grid.x;
+              if (p.maybe_tail_workspace != nullptr && p.maybe_tail_counters != nullptr && 4 * rest >= grid.x &&
+                  4 * rest <= 3 * (long long)grid.x)
+                kp.tail_tiles = (int)rest;
+            }
           }
         }
         kernel<<<grid, Traits::kThreads, Traits::kSmemBytes, stream>>>(kp);

@@ -216,6 +216,18 @@ struct PrefillParams {
   bool o_by_tma = false;
   TmaDescriptor tma_o;
 
+  // Stream-K tail (the warp-specialized kernel's persistent full-mask walk):
+  // where the tiles leave a last partial round, its key blocks are shared
+  // out evenly over the CTAs, a split tile's parts merged by the CTA that
+  // holds its first step. Set by the caller only where every tile has the
+  // same key blocks (equal q and kv lengths); the workspace holds
+  // prefillTailWorkspaceFloats(sms) floats, the counters
+  // prefillTailCounters(sms) zeroed unsigneds, left zeroed. Null: off.
+  float *maybe_tail_workspace = nullptr;
+  unsigned *maybe_tail_counters = nullptr;
+  // Filled by launchPrefill: the tiles of the last partial round (0: none).
+  int tail_tiles = 0;
+
   // Diagnostics (attention_bench's phase rows): with maybe_phase_trace set,
   // thread 0 of each consumer warpgroup of the warp-specialized kernel
   // records, for each of its CTA's first phase_trace_tiles tiles, clock64
@@ -225,6 +237,21 @@ struct PrefillParams {
   long long *maybe_phase_trace = nullptr;
   int phase_trace_tiles = 0;
 };
+
+/// Sizes of PrefillParams' stream-K tail buffers for a device of `sms` SMs:
+/// a partial state a CTA and consumer (O's fp32 accumulators, two row maxima
+/// and two row sums a thread, thread-major), and a counter a tail tile and
+/// consumer. kPrefillTailFloatsPerThread: the kernels with a tail (d128's
+/// two consumers of 64 + 4 floats a thread, d64's three of 32 + 4).
+constexpr int kPrefillTailFloatsPerThread = 2 * (128 / 2 + 4);
+#if defined(__CUDACC__) || defined(__CUDACC_RTC__)
+#define TXC_TAIL_SIZE_FN __host__ __device__ constexpr
+#else
+#define TXC_TAIL_SIZE_FN constexpr
+#endif
+TXC_TAIL_SIZE_FN long long prefillTailWorkspaceFloats(int sms) { return (long long)sms * kPrefillTailFloatsPerThread * 128; }
+TXC_TAIL_SIZE_FN long long prefillTailCounters(int sms) { return (long long)sms * 3; }
+#undef TXC_TAIL_SIZE_FN
 
 /// The points of a consumer's tile that maybe_phase_trace stamps: the top of
 /// the tile, its Q in shared memory, the first step's softmax done, the

@@ -95,7 +95,12 @@ struct PrefillSm90Traits {
   // being issued, and the next one being resolved): one page-table lookup per
   // key per block, shared by the producer threads.
   static constexpr int kOffsetSlots = 3;
-  static constexpr int kBookkeepingBytes = kBarriers * 8 + kOffsetSlots * kBlockN * 8;
+  // The persistent walk's stream-K tail (PrefillParams::tail_tiles): this
+  // CTA's two parts (PrefillTailPart), computed once at the start. (Looked
+  // up through the walk instead, they made ptxas spill in the step loop:
+  // device run 148.)
+  static constexpr int kTailPlanBytes = 2 * sizeof(PrefillTailPart);
+  static constexpr int kBookkeepingBytes = kBarriers * 8 + kOffsetSlots * kBlockN * 8 + kTailPlanBytes;
   // Two Q tiles where they fit beside the K/V stages (d64, d128; not
   // d256's 224 KB of stages and one Q). At d128 a CTA that walks several
   // tiles of a full mask loads the next tile's Q into the other one during
@@ -165,6 +170,14 @@ template <class Traits, class Variant> __host__ __device__ constexpr PrefillWalk
     return PrefillWalk::kMirroredPair;
   else
     return PrefillWalk::kOneTile;
+}
+
+/// Whether the kernel shares out the persistent walk's last partial round
+/// (stream-K, PrefillParams::tail_tiles). Not at d256 (one Q buffer): its
+/// merge code made ptxas spill more in the step loop (52 -> 64 bytes) and
+/// its tail gained nothing (device run 148).
+template <class Traits, class Variant> __host__ __device__ constexpr bool prefillHasStreamKTail() {
+  return prefillWalk<Traits, Variant>() == PrefillWalk::kPersistent && Traits::kQBuffers == 2;
 }
 
 namespace sm90 {
@@ -286,14 +299,26 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
   unsigned long long *empty_k = full_v + kStages;
   unsigned long long *empty_v = empty_k + kStages;
   long long *row_offsets = reinterpret_cast<long long *>(empty_v + kStages); // [kOffsetSlots][BN]
+  // This CTA's two stream-K tail parts (attention/tile_order.h).
+  PrefillTailPart *tail_plan = reinterpret_cast<PrefillTailPart *>(row_offsets + Traits::kOffsetSlots * BN);
 
   // The tiles this CTA runs and their order: attention/tile_order.h.
   const int m_blocks = ceilDiv(params.max_seqlen_q, BM);
-  const int num_tiles = m_blocks * params.num_qo_heads * params.batch;
+  const int grid_tiles = m_blocks * params.num_qo_heads * params.batch;
   const int cta = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
   const int ctas = gridDim.x * gridDim.y * gridDim.z;
   constexpr PrefillWalk kWalk = prefillWalk<Traits, Variant>();
   constexpr bool kSeveralTiles = kWalk != PrefillWalk::kOneTile;
+  // Stream-K tail (PrefillParams::tail_tiles, the persistent walk only): the
+  // whole rounds walk as usual; the last partial round's key-block steps
+  // are shared out evenly, in contiguous ranges, so a CTA runs at most two
+  // parts of tiles. They sit at walk indices whole_tiles + cta and
+  // whole_tiles + ctas + cta (whole_tiles is a multiple of ctas), so the
+  // walk's stride is unchanged and only tileAt and the epilogue look at them.
+  constexpr bool kTail = prefillHasStreamKTail<Traits, Variant>();
+  const int tail_tiles = kTail ? params.tail_tiles : 0;
+  const int whole_tiles = grid_tiles - tail_tiles;
+  const int num_tiles = tail_tiles > 0 ? whole_tiles + 2 * ctas : grid_tiles; // the walk's index space
   const int first_tile = prefillFirstTile(kWalk, cta);
   auto tileAfter = [&](int t) { return prefillTileAfter(kWalk, t, ctas, num_tiles); };
   const KVCacheView &kv = params.kv;
@@ -303,7 +328,7 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
   };
   // n_count = 0 both for tiles past their sequence's queries (skipped) and
   // for rows that see no key (which still write zeros).
-  auto tileAt = [&](int t) {
+  auto gridTileAt = [&](int t) {
     Tile tile;
     const int m_block = prefillQueryBlock(kWalk, t, m_blocks);
     const int rest = t / m_blocks;
@@ -324,7 +349,23 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
     tile.n_count = tile.m0 < tile.q_len ? tile.n_end - n_first : 0; // step i: key block n_end - 1 - i
     return tile;
   };
-
+  // A tail part is its tile with fewer steps, starting s_begin steps below
+  // the top; one without a tile has no query rows (skipped).
+  auto tileAt = [&](int t) {
+    PrefillTailPart part{0, 0, -1, 0};
+    if (kTail && t >= whole_tiles) {
+      part = tail_plan[t >= whole_tiles + ctas ? 1 : 0];
+      t = whole_tiles + max(part.tile, 0);
+    }
+    Tile tile = gridTileAt(t);
+    if (kTail && part.count >= 0) {
+      tile.n_end -= part.s_begin;
+      tile.n_count = part.count;
+      if (part.tile < 0)
+        tile.m0 = tile.q_len;
+    }
+    return tile;
+  };
   const int tid = threadIdx.x;
   const int warpgroup = tid / 128;
   if (tid == 0) {
@@ -339,6 +380,11 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
       mbarrierInit(&empty_v[s], Traits::kConsumerWarps);
     }
     mbarrierInitFence();
+    if (tail_tiles > 0) {
+      const int steps = gridTileAt(whole_tiles).n_count; // every tail tile's
+      tail_plan[0] = prefillTailPart(cta, 0, ctas, tail_tiles, steps);
+      tail_plan[1] = prefillTailPart(cta, 1, ctas, tail_tiles, steps);
+    }
   }
   __syncthreads();
 
@@ -712,11 +758,78 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
       rescaleOAndPackP();
     }
   };
+  // A stream-K tail part at its end: a part without its tile's first step
+  // stores its state (O unnormalized, row maxima and sums; thread-major, so
+  // the stores coalesce) in its CTA's slot and counts itself done (returns
+  // false: nothing to write). The part with the first step waits for the
+  // others (first parts of the CTAs after it, which wait for nothing, so no
+  // wait is circular; every CTA is resident, one an SM), merges them into
+  // its own state and zeroes the counter for the next launch.
+  constexpr int kTailFloats = kOTiles * 4 + 4;
+  static_assert(!kTail || Traits::kConsumerWarpgroups * kTailFloats <= kPrefillTailFloatsPerThread,
+                "the stream-K tail's slot outgrows prefillTailWorkspaceFloats");
+  auto tailSlot = [&](int c) {
+    return params.maybe_tail_workspace + (long long)(c * Traits::kConsumerWarpgroups + consumer) * kTailFloats * 128 + t;
+  };
+  auto finishTailPart = [&](const PrefillTailPart part) -> bool {
+    unsigned *counter = params.maybe_tail_counters + part.tile * Traits::kConsumerWarpgroups + consumer;
+    if (part.s_begin > 0) {
+      float *slot = tailSlot(cta);
+#pragma unroll
+      for (int i = 0; i < kOTiles; ++i)
+#pragma unroll
+        for (int e = 0; e < 4; ++e)
+          __stcg(slot + (i * 4 + e) * 128, o_acc[i][e]);
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        __stcg(slot + (kOTiles * 4 + r) * 128, row_max[r]);
+        __stcg(slot + (kOTiles * 4 + 2 + r) * 128, row_sum[r]);
+      }
+      __threadfence();
+      namedBarrierSync(sm90::qBarrier(Traits::kConsumerWarpgroups, consumer), 128);
+      if (t == 0)
+        atomicAdd(counter, 1u);
+      return false;
+    }
+    if (part.merges == 0)
+      return true;
+    if (t == 0) {
+      while (atomicAdd(counter, 0u) < (unsigned)part.merges)
+        __nanosleep(64);
+      *counter = 0;
+    }
+    namedBarrierSync(sm90::qBarrier(Traits::kConsumerWarpgroups, consumer), 128);
+    __threadfence();
+    for (int k = 1; k <= part.merges; ++k) {
+      const float *slot = tailSlot(cta + k);
+      float scale_mine[2], scale_theirs[2];
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        const float their_max = __ldcg(slot + (kOTiles * 4 + r) * 128);
+        const float their_sum = __ldcg(slot + (kOTiles * 4 + 2 + r) * 128);
+        const float m = fmaxf(row_max[r], their_max);
+        const float safe_max = m == -INFINITY ? 0.f : m;
+        scale_mine[r] = exp2Approx((row_max[r] - safe_max) * score_scale);
+        scale_theirs[r] = exp2Approx((their_max - safe_max) * score_scale);
+        row_max[r] = m;
+        row_sum[r] = row_sum[r] * scale_mine[r] + their_sum * scale_theirs[r];
+      }
+#pragma unroll
+      for (int i = 0; i < kOTiles; ++i)
+#pragma unroll
+        for (int e = 0; e < 4; ++e)
+          o_acc[i][e] = o_acc[i][e] * scale_mine[e / 2] + __ldcg(slot + (i * 4 + e) * 128) * scale_theirs[e / 2];
+    }
+    return true;
+  };
   // Normalize, write O (and the natural-log LSE) of `done`, staged (kStageO)
   // in Q buffer qb. The tile's fields stay in registers through the main loop:
   // looked up again, its loads (L2 round trips beside ~200 KB of shared
   // memory) were the epilogue's critical path.
   auto epilogue = [&](const Tile &done, int qb) {
+    if constexpr (kTail)
+      if (t_cur >= whole_tiles && !finishTailPart(tail_plan[t_cur >= whole_tiles + ctas ? 1 : 0]))
+        return; // (t_cur is still done's walk index)
     const int wm0 = done.m0 + consumer * WM; // this warpgroup's first query row
     T *o_base = static_cast<T *>(params.o) + done.head * params.o_head_stride;
     float inv[2];

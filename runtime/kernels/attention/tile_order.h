@@ -65,6 +65,41 @@ TXC_TILE_ORDER_FN int prefillCtasFor(PrefillWalk walk, int num_tiles) {
   return walk == PrefillWalk::kMirroredPair ? (num_tiles + 1) / 2 : num_tiles;
 }
 
+/// A CTA's part of the persistent walk's stream-K tail: the last partial
+/// round's `tail_tiles` tiles of `steps` key-block steps each (tile j's step
+/// s is tail step j * steps + s) are shared out as contiguous ranges,
+/// CTA c's [c * total / ctas, (c + 1) * total / ctas), so a range covers at
+/// most two tiles: part 0 from the range's start, part 1 (if any) from the
+/// next tile's step 0. A part runs tail tile `tile` (-1: no such part),
+/// steps [s_begin, s_begin + count). The part holding a tile's step 0 owns
+/// it: it merges `merges` parts, one each of the CTAs after it, all of them
+/// their CTA's part 0 and none an owner, so no owner waits on a waiter.
+/// Those are CTAs cta + 1 ... cta + merges: with fewer steps than CTAs
+/// (where a range could be empty) each of the first tail_tiles CTAs runs a
+/// whole tile instead.
+struct PrefillTailPart {
+  int tile, s_begin, count, merges;
+};
+
+TXC_TILE_ORDER_FN PrefillTailPart prefillTailPart(int cta, int index, int ctas, int tail_tiles, int steps) {
+  const PrefillTailPart none{-1, 0, 0, 0};
+  const long long total = (long long)tail_tiles * steps;
+  if (total < ctas)
+    return index == 0 && cta < tail_tiles ? PrefillTailPart{cta, 0, steps, 0} : none;
+  auto rangeStart = [&](int c) { return (long long)c * total / ctas; };
+  const long long a = rangeStart(cta), b = rangeStart(cta + 1);
+  const long long from = index == 0 ? a : (a / steps + 1) * steps;
+  if (from >= b)
+    return none;
+  const int j = (int)(from / steps);
+  const long long tile_end = (long long)(j + 1) * steps;
+  PrefillTailPart part{j, (int)(from - (long long)j * steps), (int)((b < tile_end ? b : tile_end) - from), 0};
+  if (part.s_begin == 0)
+    for (int c = cta + 1; c < ctas && rangeStart(c) < tile_end; ++c)
+      ++part.merges;
+  return part;
+}
+
 } // namespace txc::kernels
 
 #undef TXC_TILE_ORDER_FN

@@ -3,7 +3,9 @@
 // Host-only: for query-block counts from 1 to 64 and several head counts,
 // every walk must visit each tile exactly once, keep each (head, sequence)'s
 // tiles consecutive, put each head's longest query block first, and (the
-// mirrored pairs) give every CTA of a head the same causal work.
+// mirrored pairs) give every CTA of a head the same causal work; the
+// stream-K tail must run every step of its tiles once, with each owner
+// merging exactly the parts of its tile, which wait for nothing.
 //
 //===----------------------------------------------------------------------===//
 #include "attention/tile_order.h"
@@ -78,6 +80,48 @@ TEST(PrefillTileOrderTest, MirroredPairsCarryEqualCausalWork) {
           << "m_blocks " << m_blocks << " cta " << c;
       EXPECT_GT(first, second) << "the longer tile first";
     }
+}
+
+TEST(PrefillTileOrderTest, StreamKTailRunsEachStepOnceAndMergesItsParts) {
+  for (int ctas : {1, 7, 132})
+    for (int tail_tiles = 1; tail_tiles <= ctas; tail_tiles += (ctas > 8 ? 5 : 1))
+      for (int steps : {0, 1, 2, 3, 5, 8, 32, 129}) {
+        const std::string shape = "ctas " + std::to_string(ctas) + " tail " + std::to_string(tail_tiles) +
+                                  " steps " + std::to_string(steps);
+        std::vector<int> runs(tail_tiles * steps, 0), owners(tail_tiles, 0), waiters(tail_tiles, 0);
+        std::vector<int> owner_cta(tail_tiles, -1), merges(tail_tiles, 0);
+        std::vector<std::vector<int>> waiting_ctas(tail_tiles);
+        for (int cta = 0; cta < ctas; ++cta)
+          for (int index = 0; index < 2; ++index) {
+            const PrefillTailPart part = prefillTailPart(cta, index, ctas, tail_tiles, steps);
+            if (part.tile < 0)
+              continue;
+            ASSERT_LT(part.tile, tail_tiles) << shape;
+            ASSERT_GE(part.s_begin, 0) << shape;
+            ASSERT_LE(part.s_begin + part.count, steps) << shape;
+            ASSERT_TRUE(part.count > 0 || steps == 0) << shape << " cta " << cta;
+            for (int s = part.s_begin; s < part.s_begin + part.count; ++s)
+              ++runs[part.tile * steps + s];
+            if (part.s_begin == 0) {
+              ++owners[part.tile];
+              owner_cta[part.tile] = cta;
+              merges[part.tile] = part.merges;
+            } else {
+              ASSERT_EQ(index, 0) << shape << " cta " << cta << ": a waiter is its CTA's first part";
+              ASSERT_EQ(part.merges, 0) << shape;
+              waiting_ctas[part.tile].push_back(cta);
+            }
+          }
+        for (int i = 0; i < tail_tiles * steps; ++i)
+          ASSERT_EQ(runs[i], 1) << shape << " step " << i;
+        for (int j = 0; j < tail_tiles; ++j) {
+          ASSERT_EQ(owners[j], 1) << shape << " tile " << j;
+          // The owner reads the slots of CTAs owner + 1 ... owner + merges.
+          ASSERT_EQ(merges[j], (int)waiting_ctas[j].size()) << shape << " tile " << j;
+          for (int k = 0; k < merges[j]; ++k)
+            ASSERT_EQ(waiting_ctas[j][k], owner_cta[j] + 1 + k) << shape << " tile " << j;
+        }
+      }
 }
 
 } // namespace

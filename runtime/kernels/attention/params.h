@@ -257,7 +257,10 @@ TXC_TAIL_SIZE_FN long long prefillTailCounters(int sms) { return (long long)sms 
 /// the tile, its Q in shared memory, the first step's softmax done, the
 /// main loop done (every Q K^T issued), the last P V done, the next tile
 /// found and its Q load issued, the epilogue done (O stored); then the
-/// tile's key-block count.
+/// tile's key-block count; for a stream-K tail part, the point its state was
+/// stored and counted (a part without step 0) or the others' merged (the
+/// owner), and its role: 1 a part without step 0, 2 + merges the owner (0: a
+/// whole tile).
 enum PrefillPhase {
   kPhaseTileStart = 0,
   kPhaseQReady,
@@ -267,6 +270,8 @@ enum PrefillPhase {
   kPhaseNextQIssued,
   kPhaseEpilogue,
   kPhaseKeyBlocks,
+  kPhaseTailMerged,
+  kPhaseTailRole,
   kPrefillTraceSlots
 };
 constexpr int kMaxPrefillConsumers = 3;

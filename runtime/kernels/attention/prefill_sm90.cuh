@@ -828,8 +828,16 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
   // memory) were the epilogue's critical path.
   auto epilogue = [&](const Tile &done, int qb) {
     if constexpr (kTail)
-      if (t_cur >= whole_tiles && !finishTailPart(tail_plan[t_cur >= whole_tiles + ctas ? 1 : 0]))
-        return; // (t_cur is still done's walk index)
+      if (t_cur >= whole_tiles) { // (t_cur is still done's walk index)
+        const PrefillTailPart part = tail_plan[t_cur >= whole_tiles + ctas ? 1 : 0];
+        if constexpr (Traits::kPhaseTrace)
+          if (trace_row != nullptr)
+            trace_row[kPhaseTailRole] = part.s_begin > 0 ? 1 : 2 + part.merges;
+        const bool owner = finishTailPart(part);
+        stamp(kPhaseTailMerged);
+        if (!owner)
+          return;
+      }
     const int wm0 = done.m0 + consumer * WM; // this warpgroup's first query row
     T *o_base = static_cast<T *>(params.o) + done.head * params.o_head_stride;
     float inv[2];

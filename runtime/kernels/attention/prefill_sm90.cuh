@@ -310,22 +310,15 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
   constexpr PrefillWalk kWalk = prefillWalk<Traits, Variant>();
   constexpr bool kSeveralTiles = kWalk != PrefillWalk::kOneTile;
   // Stream-K tail (PrefillParams::tail_tiles, the persistent walk only): the
-  // last partial round's key-block steps are shared out evenly, in
-  // contiguous ranges, so a CTA runs at most two parts of tiles
-  // (PrefillTailPart). A part without its tile's first step runs before the
-  // CTA's whole tiles, so its state waits in the workspace long before the
-  // owner, which runs after them, merges it (at the end, the owners waited
-  // ~5.6K cycles for it and merged: device run 152). The walk's index
-  // space: [0, ctas) the early parts, then the whole tiles, then ctas
-  // owners' first parts and ctas second parts (whole_tiles is a multiple of
-  // ctas), so the walk's stride is unchanged and only tileAt and the
-  // epilogue look at the parts. Without a tail the whole tiles start at 0.
+  // whole rounds walk as usual; the last partial round's key-block steps
+  // are shared out evenly, in contiguous ranges, so a CTA runs at most two
+  // parts of tiles. They sit at walk indices whole_tiles + cta and
+  // whole_tiles + ctas + cta (whole_tiles is a multiple of ctas), so the
+  // walk's stride is unchanged and only tileAt and the epilogue look at them.
   constexpr bool kTail = prefillHasStreamKTail<Traits, Variant>();
   const int tail_tiles = kTail ? params.tail_tiles : 0;
   const int whole_tiles = grid_tiles - tail_tiles;
-  const int whole_begin = tail_tiles > 0 ? ctas : 0;
-  const int whole_end = whole_begin + whole_tiles;
-  const int num_tiles = tail_tiles > 0 ? whole_end + 2 * ctas : grid_tiles; // the walk's index space
+  const int num_tiles = tail_tiles > 0 ? whole_tiles + 2 * ctas : grid_tiles; // the walk's index space
   const int first_tile = prefillFirstTile(kWalk, cta);
   auto tileAfter = [&](int t) { return prefillTileAfter(kWalk, t, ctas, num_tiles); };
   const KVCacheView &kv = params.kv;
@@ -356,24 +349,16 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
     tile.n_count = tile.m0 < tile.q_len ? tile.n_end - n_first : 0; // step i: key block n_end - 1 - i
     return tile;
   };
-  // The tail part at walk index t (a tail index: t < whole_begin or t >=
-  // whole_end), or none (tile -1) where this CTA's part sits elsewhere.
-  auto tailPartAt = [&](int t) {
-    const bool second = t >= whole_end + ctas;
-    PrefillTailPart part = tail_plan[second ? 1 : 0];
-    if (!second && (t < whole_begin) != (part.s_begin > 0)) // early: parts without step 0 only
-      part = {-1, 0, 0, 0};
-    return part;
-  };
   // A tail part is its tile with fewer steps, starting s_begin steps below
-  // the top; none has no query rows (skipped).
+  // the top; one without a tile has no query rows (skipped).
   auto tileAt = [&](int t) {
-    const bool in_tail = kTail && (t < whole_begin || t >= whole_end);
-    PrefillTailPart part{};
-    if (in_tail)
-      part = tailPartAt(t);
-    Tile tile = gridTileAt(in_tail ? whole_tiles + max(part.tile, 0) : t - whole_begin);
-    if (in_tail) {
+    PrefillTailPart part{0, 0, -1, 0};
+    if (kTail && t >= whole_tiles) {
+      part = tail_plan[t >= whole_tiles + ctas ? 1 : 0];
+      t = whole_tiles + max(part.tile, 0);
+    }
+    Tile tile = gridTileAt(t);
+    if (kTail && part.count >= 0) {
       tile.n_end -= part.s_begin;
       tile.n_count = part.count;
       if (part.tile < 0)
@@ -843,8 +828,8 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
   // memory) were the epilogue's critical path.
   auto epilogue = [&](const Tile &done, int qb) {
     if constexpr (kTail)
-      if (t_cur < whole_begin || t_cur >= whole_end) { // (t_cur is still done's walk index)
-        const PrefillTailPart part = tailPartAt(t_cur);
+      if (t_cur >= whole_tiles) { // (t_cur is still done's walk index)
+        const PrefillTailPart part = tail_plan[t_cur >= whole_tiles + ctas ? 1 : 0];
         if constexpr (Traits::kPhaseTrace)
           if (trace_row != nullptr)
             trace_row[kPhaseTailRole] = part.s_begin > 0 ? 1 : 2 + part.merges;

@@ -470,8 +470,8 @@ struct PrefillCase {
 void printTailTrace(const std::string &name, const std::vector<long long> &trace, int ctas, int tiles, int consumer);
 void printPhaseTrace(const std::string &name, const std::vector<long long> &trace, int ctas, int tiles) {
   for (int consumer = 0; consumer < kMaxPrefillConsumers; ++consumer) {
-    double sum[7] = {}, gap = 0, first = 0;
-    long long count = 0, steps = 0, gaps = 0, firsts = 0;
+    double sum[7] = {}, gap = 0, first = 0, lookup = 0, middle = 0, last_step = 0;
+    long long count = 0, steps = 0, gaps = 0, firsts = 0, split = 0, middle_steps = 0;
     for (int cta = 0; cta < ctas; ++cta)
       for (int tile = 0; tile < tiles; ++tile) {
         const long long *row = &trace[((size_t(cta) * tiles + tile) * kMaxPrefillConsumers + consumer) * kPrefillTraceSlots];
@@ -500,6 +500,13 @@ void printPhaseTrace(const std::string &name, const std::vector<long long> &trac
         sum[6] += row[kPhaseNextQIssued] - row[kPhaseLastPV];
         steps += blocks - 1;
         ++count;
+        if (row[kPhaseNextFound] != 0 && row[kPhaseLastStep] != 0 && blocks > 2) {
+          lookup += row[kPhaseNextFound] - row[kPhaseFirstStep];
+          middle += row[kPhaseLastStep] - row[kPhaseNextFound];
+          last_step += row[kPhaseMainLoop] - row[kPhaseLastStep];
+          middle_steps += blocks - 2;
+          ++split;
+        }
       }
     if (count == 0)
       continue;
@@ -510,6 +517,10 @@ void printPhaseTrace(const std::string &name, const std::vector<long long> &trac
                 steps ? sum[2] / steps : 0.0, sum[3] / count, sum[4] / count, sum[6] / count,
                 (sum[4] - sum[6]) / count, sum[5] / count,
                 gaps ? gap / gaps : 0.0, firsts ? first / firsts : 0.0);
+    if (split > 0)
+      std::printf("  phases %s consumer %d later steps: the next tile's lookup %.0f, steps 1 to n-2 %.0f a step, "
+                  "the last step (the next Q loaded under it) %.0f\n",
+                  name.c_str(), consumer, lookup / split, middle / middle_steps, last_step / split);
     printTailTrace(name, trace, ctas, tiles, consumer);
   }
 }

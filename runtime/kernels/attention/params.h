@@ -260,7 +260,8 @@ TXC_TAIL_SIZE_FN long long prefillTailCounters(int sms) { return (long long)sms 
 /// tile's key-block count; for a stream-K tail part, the point its state was
 /// stored and counted (a part without step 0) or the others' merged (the
 /// owner), and its role: 1 a part without step 0, 2 + merges the owner (0: a
-/// whole tile).
+/// whole tile); with the tiles overlapped, the next tile found (after the
+/// first step) and the last step's start.
 enum PrefillPhase {
   kPhaseTileStart = 0,
   kPhaseQReady,
@@ -272,6 +273,8 @@ enum PrefillPhase {
   kPhaseKeyBlocks,
   kPhaseTailMerged,
   kPhaseTailRole,
+  kPhaseNextFound,
+  kPhaseLastStep,
   kPrefillTraceSlots
 };
 constexpr int kMaxPrefillConsumers = 3;

@@ -935,8 +935,10 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
     int t_next = num_tiles;
     Tile next{};
     auto lookUpNext = [&]() { t_next = nextTile(tileAfter(t_cur), next); };
-    if constexpr (kOverlapTiles)
+    if constexpr (kOverlapTiles) {
       lookUpNext();
+      stamp(kPhaseNextFound);
+    }
 
     // With the overlap, the next tile's Q into the other buffer, whose last
     // use (the tile before's O) the TMA store has read by now: under the
@@ -992,8 +994,10 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
       const int loop_end = kOverlapTiles && n_count >= 2 ? n_count - 1 : n_count;
       for (int step = 1; step < loop_end; ++step)
         runStep(step, false);
-      if (kOverlapTiles && n_count >= 2)
+      if (kOverlapTiles && n_count >= 2) {
+        stamp(kPhaseLastStep);
         runStep(n_count - 1, true);
+      }
 
       stamp(kPhaseMainLoop);
       const int g_last = g0 + n_count - 1;

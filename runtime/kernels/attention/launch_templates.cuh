@@ -226,6 +226,7 @@ template <typename T> Status launchPrefillTyped(const AttentionConfig &config, c
         PrefillParams kp = p;
         kp.kv_by_tma = false;
         kp.o_by_tma = false;
+        kp.q_by_tma = false;
         if constexpr (Traits::kWarpSpecialized) {
           const bool paged = p.kv.page_table != nullptr;
           // A box is a key block's rows: TMA where a page holds whole blocks.
@@ -262,6 +263,14 @@ template <typename T> Status launchPrefillTyped(const AttentionConfig &config, c
             o.head_stride = p.o_head_stride;
             TXC_RETURN_IF_ERROR(encodeTileDescriptor(&kp.tma_o, o, Traits::kWarpgroupRows, "O"));
             kp.o_by_tma = true;
+            // Q likewise, read only in boxes inside one sequence (so never
+            // past the packed rows, which o_rows only bounds).
+            TileTensorShape q = o;
+            q.base = p.q;
+            q.row_stride = p.q_token_stride;
+            q.head_stride = p.q_head_stride;
+            TXC_RETURN_IF_ERROR(encodeTileDescriptor(&kp.tma_q, q, Traits::kWarpgroupRows, "Q"));
+            kp.q_by_tma = true;
           }
         }
         TXC_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,

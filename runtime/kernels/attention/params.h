@@ -215,6 +215,11 @@ struct PrefillParams {
   // specialized kernel's epilogue at d64 and d128.
   bool o_by_tma = false;
   TmaDescriptor tma_o;
+  // And Q, the same boxes: with the tiles overlapped (d128), the next
+  // tile's Q loads by TMA where a warpgroup's 64 rows lie inside its
+  // sequence (cp.async, which zero-fills, elsewhere).
+  bool q_by_tma = false;
+  TmaDescriptor tma_q;
 
   // Stream-K tail (the warp-specialized kernel's persistent full-mask walk):
   // where the tiles leave a last partial round, its key blocks are shared

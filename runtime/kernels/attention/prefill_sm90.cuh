@@ -100,7 +100,10 @@ struct PrefillSm90Traits {
   // up through the walk instead, they made ptxas spill in the step loop:
   // device run 148.)
   static constexpr int kTailPlanBytes = 2 * sizeof(PrefillTailPart);
-  static constexpr int kBookkeepingBytes = kBarriers * 8 + kOffsetSlots * kBlockN * 8 + kTailPlanBytes;
+  // A barrier a Q buffer and consumer for Q loaded by TMA (q_by_tma).
+  static constexpr int kQBarriers = 2 * kConsumerWarpgroups;
+  static constexpr int kBookkeepingBytes =
+      kBarriers * 8 + kOffsetSlots * kBlockN * 8 + kTailPlanBytes + kQBarriers * 8;
   // Two Q tiles where they fit beside the K/V stages (d64, d128; not
   // d256's 224 KB of stages and one Q). At d128 a CTA that walks several
   // tiles of a full mask loads the next tile's Q into the other one during
@@ -301,6 +304,7 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
   long long *row_offsets = reinterpret_cast<long long *>(empty_v + kStages); // [kOffsetSlots][BN]
   // This CTA's two stream-K tail parts (attention/tile_order.h).
   PrefillTailPart *tail_plan = reinterpret_cast<PrefillTailPart *>(row_offsets + Traits::kOffsetSlots * BN);
+  unsigned long long *q_full = reinterpret_cast<unsigned long long *>(tail_plan + 2); // [buffer][consumer]
 
   // The tiles this CTA runs and their order: attention/tile_order.h.
   const int m_blocks = ceilDiv(params.max_seqlen_q, BM);
@@ -379,6 +383,9 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
       mbarrierInit(&empty_k[s], Traits::kConsumerWarps);
       mbarrierInit(&empty_v[s], Traits::kConsumerWarps);
     }
+#pragma unroll
+    for (int b = 0; b < Traits::kQBarriers; ++b)
+      mbarrierInit(&q_full[b], 1);
     mbarrierInitFence();
     if (tail_tiles > 0) {
       const int steps = gridTileAt(whole_tiles).n_count; // every tail tile's
@@ -716,7 +723,17 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
   int t_cur = nextTile(first_tile, tile);
   if (t_cur < num_tiles)
     loadQ(tile, qBuffer(0));
-  auto waitForQ = [&]() {
+  // The Q load issued last (for the tile that runs next) went by TMA
+  // (loadNextQ); q_tma_phase: bit b, the parity of buffer b's next wait.
+  bool q_by_tma_pending = false;
+  unsigned q_tma_phase = 0;
+  auto waitForQ = [&](int b) {
+    if (q_by_tma_pending) {
+      mbarrierWait(&q_full[b * Traits::kConsumerWarpgroups + consumer], (q_tma_phase >> b) & 1);
+      q_tma_phase ^= 1u << b;
+      q_by_tma_pending = false;
+      return;
+    }
     cpAsyncWait<0>();
     fenceProxyAsyncShared(); // wgmma reads what cp.async wrote
     namedBarrierSync(sm90::qBarrier(Traits::kConsumerWarpgroups, consumer), 128);
@@ -921,7 +938,7 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
 #pragma unroll
         for (int e = 0; e < 4; ++e)
           s_acc[j][e] = 0.f;
-      waitForQ();
+      waitForQ(q_buffer);
     }
     stamp(kPhaseQReady);
     if (!step0_done && n_count > 0) {
@@ -947,12 +964,31 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
     // the consumer's turn, run 140; inside the loop it put the loop's wgmma
     // descriptors in general registers, as did the lookup moved there), or
     // here in a tile of one step.
+    // By TMA where the warpgroup's rows lie inside the sequence: one thread
+    // issues it, where the cp.async copy held the whole warpgroup ~1K
+    // cycles in the last step (device run 154's trace: 3708 cycles against
+    // 2760 for the steps before). The buffer is free once the TMA store
+    // that thread issued has read it (its O stores and older Q reads came
+    // before that store).
     auto loadNextQ = [&]() {
       if (t_next < num_tiles) {
-        if (t == 0)
-          bulkWaitRead();
-        namedBarrierSync(sm90::qBarrier(Traits::kConsumerWarpgroups, consumer), 128);
-        loadQ(next, qBuffer(q_buffer ^ 1));
+        const int b = q_buffer ^ 1, wm0 = next.m0 + consumer * WM;
+        if (params.q_by_tma && wm0 + WM <= next.q_len) {
+          if (t == 0) {
+            bulkWaitRead();
+            unsigned long long *bar = &q_full[b * Traits::kConsumerWarpgroups + consumer];
+            mbarrierArriveExpectTx(bar, WM * D * sizeof(T));
+#pragma unroll
+            for (int blk = 0; blk < D / 64; ++blk)
+              tmaLoad4d(qBuffer(b) + blk * WM * 64, &params.tma_q, blk * 64, next.q_start + wm0, next.head, 0, bar);
+          }
+          q_by_tma_pending = true;
+        } else {
+          if (t == 0)
+            bulkWaitRead();
+          namedBarrierSync(sm90::qBarrier(Traits::kConsumerWarpgroups, consumer), 128);
+          loadQ(next, qBuffer(b));
+        }
       }
     };
     if constexpr (kOverlapTiles)
@@ -1025,7 +1061,7 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
       // loop out of ptxas's uniform registers (~80 cycles a step, run 140).
       const bool next_has_keys = t_next < num_tiles && next.n_count > 0;
       if (next_has_keys)
-        waitForQ();
+        waitForQ(q_buffer ^ 1);
       issueFirstQK(q_buffer ^ 1, next_has_keys);
       stamp(kPhaseNextQIssued);
       epilogue(tile, q_buffer);

@@ -720,18 +720,33 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
   int g0 = 0; // ring position of this tile's step 0 (the producer's count)
   bool step0_done = false; // this tile's step 0 ran at the end of the tile before
   Tile tile{};
-  int t_cur = nextTile(first_tile, tile);
-  if (t_cur < num_tiles)
-    loadQ(tile, qBuffer(0));
-  // The Q load issued last (for the tile that runs next) went by TMA
-  // (loadNextQ); q_tma_phase: bit b, the parity of buffer b's next wait.
-  bool q_by_tma_pending = false;
+  // With the tiles overlapped and Q's rows known (PrefillParams::q_by_tma),
+  // every Q tile loads by TMA: one thread issues the warpgroup's box on the
+  // buffer's barrier, where the cp.async copy held the whole warpgroup ~1K
+  // cycles in the last step of a tile (device run 154's trace: 3708 cycles
+  // against 2760 for the steps before). q_tma_phase: bit b, the parity of
+  // buffer b's next wait.
+  const bool q_tma = kOverlapTiles && params.q_by_tma;
   unsigned q_tma_phase = 0;
+  auto loadQByTma = [&](const Tile &of, int b) {
+    unsigned long long *bar = &q_full[b * Traits::kConsumerWarpgroups + consumer];
+    mbarrierArriveExpectTx(bar, WM * D * sizeof(T));
+#pragma unroll
+    for (int blk = 0; blk < D / 64; ++blk)
+      tmaLoad4d(qBuffer(b) + blk * WM * 64, &params.tma_q, blk * 64, of.q_start + of.m0 + consumer * WM, of.head, 0,
+                bar);
+  };
+  int t_cur = nextTile(first_tile, tile);
+  if (t_cur < num_tiles) {
+    if (!q_tma)
+      loadQ(tile, qBuffer(0));
+    else if (t == 0)
+      loadQByTma(tile, 0);
+  }
   auto waitForQ = [&](int b) {
-    if (q_by_tma_pending) {
+    if (q_tma) {
       mbarrierWait(&q_full[b * Traits::kConsumerWarpgroups + consumer], (q_tma_phase >> b) & 1);
       q_tma_phase ^= 1u << b;
-      q_by_tma_pending = false;
       return;
     }
     cpAsyncWait<0>();
@@ -964,30 +979,21 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
     // the consumer's turn, run 140; inside the loop it put the loop's wgmma
     // descriptors in general registers, as did the lookup moved there), or
     // here in a tile of one step.
-    // By TMA where the warpgroup's rows lie inside the sequence: one thread
-    // issues it, where the cp.async copy held the whole warpgroup ~1K
-    // cycles in the last step (device run 154's trace: 3708 cycles against
-    // 2760 for the steps before). The buffer is free once the TMA store
-    // that thread issued has read it (its O stores and older Q reads came
-    // before that store).
+    // (By TMA, the thread that issued the buffer's TMA store issues the
+    // load once the store has read it; the warpgroup's O stores and older
+    // Q reads came before that store.)
     auto loadNextQ = [&]() {
       if (t_next < num_tiles) {
-        const int b = q_buffer ^ 1, wm0 = next.m0 + consumer * WM;
-        if (params.q_by_tma && wm0 + WM <= next.q_len) {
+        if (q_tma) {
           if (t == 0) {
             bulkWaitRead();
-            unsigned long long *bar = &q_full[b * Traits::kConsumerWarpgroups + consumer];
-            mbarrierArriveExpectTx(bar, WM * D * sizeof(T));
-#pragma unroll
-            for (int blk = 0; blk < D / 64; ++blk)
-              tmaLoad4d(qBuffer(b) + blk * WM * 64, &params.tma_q, blk * 64, next.q_start + wm0, next.head, 0, bar);
+            loadQByTma(next, q_buffer ^ 1);
           }
-          q_by_tma_pending = true;
         } else {
           if (t == 0)
             bulkWaitRead();
           namedBarrierSync(sm90::qBarrier(Traits::kConsumerWarpgroups, consumer), 128);
-          loadQ(next, qBuffer(b));
+          loadQ(next, qBuffer(q_buffer ^ 1));
         }
       }
     };

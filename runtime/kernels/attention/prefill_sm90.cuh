@@ -100,10 +100,7 @@ struct PrefillSm90Traits {
   // up through the walk instead, they made ptxas spill in the step loop:
   // device run 148.)
   static constexpr int kTailPlanBytes = 2 * sizeof(PrefillTailPart);
-  // A barrier a Q buffer and consumer for Q loaded by TMA (q_by_tma).
-  static constexpr int kQBarriers = 2 * kConsumerWarpgroups;
-  static constexpr int kBookkeepingBytes =
-      kBarriers * 8 + kOffsetSlots * kBlockN * 8 + kTailPlanBytes + kQBarriers * 8;
+  static constexpr int kBookkeepingBytes = kBarriers * 8 + kOffsetSlots * kBlockN * 8 + kTailPlanBytes;
   // Two Q tiles where they fit beside the K/V stages (d64, d128; not
   // d256's 224 KB of stages and one Q). At d128 a CTA that walks several
   // tiles of a full mask loads the next tile's Q into the other one during
@@ -304,7 +301,6 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
   long long *row_offsets = reinterpret_cast<long long *>(empty_v + kStages); // [kOffsetSlots][BN]
   // This CTA's two stream-K tail parts (attention/tile_order.h).
   PrefillTailPart *tail_plan = reinterpret_cast<PrefillTailPart *>(row_offsets + Traits::kOffsetSlots * BN);
-  unsigned long long *q_full = reinterpret_cast<unsigned long long *>(tail_plan + 2); // [buffer][consumer]
 
   // The tiles this CTA runs and their order: attention/tile_order.h.
   const int m_blocks = ceilDiv(params.max_seqlen_q, BM);
@@ -383,9 +379,6 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
       mbarrierInit(&empty_k[s], Traits::kConsumerWarps);
       mbarrierInit(&empty_v[s], Traits::kConsumerWarps);
     }
-#pragma unroll
-    for (int b = 0; b < Traits::kQBarriers; ++b)
-      mbarrierInit(&q_full[b], 1);
     mbarrierInitFence();
     if (tail_tiles > 0) {
       const int steps = gridTileAt(whole_tiles).n_count; // every tail tile's
@@ -720,35 +713,10 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
   int g0 = 0; // ring position of this tile's step 0 (the producer's count)
   bool step0_done = false; // this tile's step 0 ran at the end of the tile before
   Tile tile{};
-  // With the tiles overlapped and Q's rows known (PrefillParams::q_by_tma),
-  // every Q tile loads by TMA: one thread issues the warpgroup's box on the
-  // buffer's barrier, where the cp.async copy held the whole warpgroup ~1K
-  // cycles in the last step of a tile (device run 154's trace: 3708 cycles
-  // against 2760 for the steps before). q_tma_phase: bit b, the parity of
-  // buffer b's next wait.
-  const bool q_tma = kOverlapTiles && params.q_by_tma;
-  unsigned q_tma_phase = 0;
-  auto loadQByTma = [&](const Tile &of, int b) {
-    unsigned long long *bar = &q_full[b * Traits::kConsumerWarpgroups + consumer];
-    mbarrierArriveExpectTx(bar, WM * D * sizeof(T));
-#pragma unroll
-    for (int blk = 0; blk < D / 64; ++blk)
-      tmaLoad4d(qBuffer(b) + blk * WM * 64, &params.tma_q, blk * 64, of.q_start + of.m0 + consumer * WM, of.head, 0,
-                bar);
-  };
   int t_cur = nextTile(first_tile, tile);
-  if (t_cur < num_tiles) {
-    if (!q_tma)
-      loadQ(tile, qBuffer(0));
-    else if (t == 0)
-      loadQByTma(tile, 0);
-  }
-  auto waitForQ = [&](int b) {
-    if (q_tma) {
-      mbarrierWait(&q_full[b * Traits::kConsumerWarpgroups + consumer], (q_tma_phase >> b) & 1);
-      q_tma_phase ^= 1u << b;
-      return;
-    }
+  if (t_cur < num_tiles)
+    loadQ(tile, qBuffer(0));
+  auto waitForQ = [&]() {
     cpAsyncWait<0>();
     fenceProxyAsyncShared(); // wgmma reads what cp.async wrote
     namedBarrierSync(sm90::qBarrier(Traits::kConsumerWarpgroups, consumer), 128);
@@ -953,7 +921,7 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
 #pragma unroll
         for (int e = 0; e < 4; ++e)
           s_acc[j][e] = 0.f;
-      waitForQ(q_buffer);
+      waitForQ();
     }
     stamp(kPhaseQReady);
     if (!step0_done && n_count > 0) {
@@ -979,22 +947,12 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
     // the consumer's turn, run 140; inside the loop it put the loop's wgmma
     // descriptors in general registers, as did the lookup moved there), or
     // here in a tile of one step.
-    // (By TMA, the thread that issued the buffer's TMA store issues the
-    // load once the store has read it; the warpgroup's O stores and older
-    // Q reads came before that store.)
     auto loadNextQ = [&]() {
       if (t_next < num_tiles) {
-        if (q_tma) {
-          if (t == 0) {
-            bulkWaitRead();
-            loadQByTma(next, q_buffer ^ 1);
-          }
-        } else {
-          if (t == 0)
-            bulkWaitRead();
-          namedBarrierSync(sm90::qBarrier(Traits::kConsumerWarpgroups, consumer), 128);
-          loadQ(next, qBuffer(q_buffer ^ 1));
-        }
+        if (t == 0)
+          bulkWaitRead();
+        namedBarrierSync(sm90::qBarrier(Traits::kConsumerWarpgroups, consumer), 128);
+        loadQ(next, qBuffer(q_buffer ^ 1));
       }
     };
     if constexpr (kOverlapTiles)
@@ -1067,7 +1025,7 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
       // loop out of ptxas's uniform registers (~80 cycles a step, run 140).
       const bool next_has_keys = t_next < num_tiles && next.n_count > 0;
       if (next_has_keys)
-        waitForQ(q_buffer ^ 1);
+        waitForQ();
       issueFirstQK(q_buffer ^ 1, next_has_keys);
       stamp(kPhaseNextQIssued);
       epilogue(tile, q_buffer);

@@ -604,6 +604,7 @@ void runPrefill(const PrefillCase &c, ElementType dtype, std::mt19937 &rng, Pref
   p.q = q.ptr;
   p.q_token_stride = (long long)c.qo_heads * c.head_dim;
   p.q_head_stride = c.head_dim;
+  p.num_q_tokens = total_q;
   p.o = o.ptr;
   p.o_token_stride = p.q_token_stride;
   p.o_head_stride = c.head_dim;

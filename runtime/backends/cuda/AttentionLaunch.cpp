@@ -172,6 +172,7 @@ Status CudaExecutor::State::attention(const LaunchAttributes &attributes, const 
       p.q = query.data;
       p.q_token_stride = query.cols;
       p.q_head_stride = head_dim;
+      p.num_q_tokens = query.rows;
       p.o = out.data;
       p.o_token_stride = out.cols;
       p.o_head_stride = head_dim;

@@ -226,6 +226,7 @@ template <typename T> Status launchPrefillTyped(const AttentionConfig &config, c
         PrefillParams kp = p;
         kp.kv_by_tma = false;
         kp.o_by_tma = false;
+        kp.q_by_tma = false;
         if constexpr (Traits::kWarpSpecialized) {
           const bool paged = p.kv.page_table != nullptr;
           // A box is a key block's rows: TMA where a page holds whole blocks.
@@ -262,6 +263,20 @@ template <typename T> Status launchPrefillTyped(const AttentionConfig &config, c
             o.head_stride = p.o_head_stride;
             TXC_RETURN_IF_ERROR(encodeTileDescriptor(&kp.tma_o, o, Traits::kWarpgroupRows, "O"));
             kp.o_by_tma = true;
+          }
+          // Q likewise, over its real rows: a box may run past its sequence
+          // (rows of the next one, whose outputs are never written) or past
+          // the tensor (zeros).
+          if (Traits::kStageO && p.num_q_tokens > 0) {
+            TileTensorShape q;
+            q.base = p.q;
+            q.head_dim = Traits::kHeadDim;
+            q.heads = p.num_qo_heads;
+            q.rows = p.num_q_tokens;
+            q.row_stride = p.q_token_stride;
+            q.head_stride = p.q_head_stride;
+            TXC_RETURN_IF_ERROR(encodeTileDescriptor(&kp.tma_q, q, Traits::kWarpgroupRows, "Q"));
+            kp.q_by_tma = true;
           }
         }
         TXC_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,

@@ -197,6 +197,10 @@ struct DecodeParams {
 struct PrefillParams {
   const void *q = nullptr; // [total_q, qo_heads, head_dim]
   long long q_token_stride = 0, q_head_stride = 0;
+  // Q's rows (its packed tokens, cu_seqlens_q[batch]), where the caller
+  // knows them: the warp-specialized kernel may then read Q by TMA, rows
+  // past the tensor as zeros. 0: unknown (Q by cp.async).
+  long long num_q_tokens = 0;
   void *o = nullptr; // [total_q, qo_heads, head_dim]
   long long o_token_stride = 0, o_head_stride = 0;
   KVCacheView kv;
@@ -215,6 +219,10 @@ struct PrefillParams {
   // specialized kernel's epilogue at d64 and d128.
   bool o_by_tma = false;
   TmaDescriptor tma_o;
+  // And Q, the same boxes over num_q_tokens rows: with the tiles overlapped
+  // (d128, TMA K/V) the producer loads each tile's Q with its first K block.
+  bool q_by_tma = false;
+  TmaDescriptor tma_q;
 
   // Stream-K tail (the warp-specialized kernel's persistent full-mask walk):
   // where the tiles leave a last partial round, its key blocks are shared

@@ -100,7 +100,11 @@ struct PrefillSm90Traits {
   // up through the walk instead, they made ptxas spill in the step loop:
   // device run 148.)
   static constexpr int kTailPlanBytes = 2 * sizeof(PrefillTailPart);
-  static constexpr int kBookkeepingBytes = kBarriers * 8 + kOffsetSlots * kBlockN * 8 + kTailPlanBytes;
+  // Two barriers (a Q buffer each) on which the consumers free a buffer
+  // for the producer's next Q (PrefillParams::q_by_tma).
+  static constexpr int kQEmptyBarriers = 2;
+  static constexpr int kBookkeepingBytes =
+      kBarriers * 8 + kOffsetSlots * kBlockN * 8 + kTailPlanBytes + kQEmptyBarriers * 8;
   // Two Q tiles where they fit beside the K/V stages (d64, d128; not
   // d256's 224 KB of stages and one Q). At d128 a CTA that walks several
   // tiles of a full mask loads the next tile's Q into the other one during
@@ -236,7 +240,7 @@ __device__ __forceinline__ void wgmmaPV(float (&o)[kD / 8][4], const unsigned (&
 }
 
 /// The producer's walk of the K/V ring, shared by its TMA and cp.async
-/// loaders. Per tile with keys (beginTile first), per step: K of the step's
+/// loaders. Per tile onTile; per tile with keys (beginTile first), per step: K of the step's
 /// key block into its stage once the consumers released it, then V of the
 /// block before (the consumers read V one step behind K), then afterStep;
 /// the tile's last V after its last step. beforeK runs before the wait for
@@ -245,15 +249,16 @@ __device__ __forceinline__ void wgmmaPV(float (&o)[kD / 8][4], const unsigned (&
 /// the next tile's K/V stream in while the consumers finish the current one.
 /// (A function template, not a generic lambda: NVRTC takes those for host
 /// code.)
-template <int kStages, class TileAt, class TileAfter, class BeginTile, class BeforeK, class LoadK, class LoadV,
-          class AfterStep>
+template <int kStages, class TileAt, class TileAfter, class OnTile, class BeginTile, class BeforeK, class LoadK,
+          class LoadV, class AfterStep>
 __device__ __forceinline__ void walkKVRing(int first_tile, int num_tiles, TileAt tileAt, TileAfter tileAfter,
-                                           unsigned long long *empty_k, unsigned long long *empty_v,
+                                           unsigned long long *empty_k, unsigned long long *empty_v, OnTile onTile,
                                            BeginTile beginTile, BeforeK beforeK, LoadK loadK, LoadV loadV,
                                            AfterStep afterStep) {
   int g0 = 0; // ring position of this tile's step 0
   for (int t = first_tile; t < num_tiles; t = tileAfter(t)) {
     const auto tile = tileAt(t);
+    onTile(tile); // every tile, with keys or not
     if (tile.n_count == 0)
       continue;
     beginTile(tile, g0);
@@ -301,6 +306,7 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
   long long *row_offsets = reinterpret_cast<long long *>(empty_v + kStages); // [kOffsetSlots][BN]
   // This CTA's two stream-K tail parts (attention/tile_order.h).
   PrefillTailPart *tail_plan = reinterpret_cast<PrefillTailPart *>(row_offsets + Traits::kOffsetSlots * BN);
+  unsigned long long *q_empty = reinterpret_cast<unsigned long long *>(tail_plan + 2); // [Q buffer]
 
   // The tiles this CTA runs and their order: attention/tile_order.h.
   const int m_blocks = ceilDiv(params.max_seqlen_q, BM);
@@ -366,6 +372,17 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
     }
     return tile;
   };
+  // Tiles overlapped (below, at the consumers); with them and Q's rows
+  // known the producer loads each tile's Q (q_by_producer, below).
+  constexpr bool kOverlapTiles = kWalk == PrefillWalk::kPersistent && Traits::kQBuffers == 2 &&
+                                 Traits::kConsumerWarpgroups == 2;
+  // Each tile's Q by TMA from the producer, on the barrier of its first K
+  // block, which the consumers wait for anyway (their own Q copy held the
+  // warpgroup ~1K cycles in a tile's last step, device run 154; a wait of
+  // their own for a TMA Q, inside the tile boundary's branch, put the step
+  // loop's wgmma descriptors in general registers, run 156). The consumers
+  // free a buffer on q_empty once its O's TMA store has read it.
+  const bool q_by_producer = kOverlapTiles && params.q_by_tma && params.kv_by_tma;
   const int tid = threadIdx.x;
   const int warpgroup = tid / 128;
   if (tid == 0) {
@@ -379,6 +396,8 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
       mbarrierInit(&empty_k[s], Traits::kConsumerWarps);
       mbarrierInit(&empty_v[s], Traits::kConsumerWarps);
     }
+    mbarrierInit(&q_empty[0], Traits::kConsumerWarpgroups);
+    mbarrierInit(&q_empty[1], Traits::kConsumerWarpgroups);
     mbarrierInitFence();
     if (tail_tiles > 0) {
       const int steps = gridTileAt(whole_tiles).n_count; // every tail tile's
@@ -426,10 +445,37 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
           tmaLoad4d(tile_smem + blk * BN * 64, &desc, blk * 64, box.row, kv_head, box.page, full);
       };
       Box box{}, box_before{}; // this step's K block, and the block whose V follows it
+      // Q (q_by_producer): the consumers' k-th tile with query rows runs on
+      // Q buffer k % 2, which they free in tile k - 1 (the first is free).
+      int q_tiles = 0;
+      if (q_by_producer)
+        tmaPrefetchDescriptor(&params.tma_q);
       sm90::walkKVRing<kStages>(
-          first_tile, num_tiles, tileAt, tileAfter, empty_k, empty_v, [](const Tile &, int) {},
-          [&](const Tile &tile, int step) { box = boxOf(tile, step); },
-          [&](const Tile &tile, int, int stage, int) {
+          first_tile, num_tiles, tileAt, tileAfter, empty_k, empty_v,
+          [&](const Tile &tile) {
+            if (q_by_producer && tile.m0 < tile.q_len) {
+              if (q_tiles >= 1)
+                mbarrierWait(&q_empty[q_tiles & 1], ((q_tiles - 1) >> 1) & 1);
+              ++q_tiles;
+            }
+          },
+          [](const Tile &, int) {}, [&](const Tile &tile, int step) { box = boxOf(tile, step); },
+          [&](const Tile &tile, int step, int stage, int) {
+            if (q_by_producer && step == 0) {
+              const int b = (q_tiles - 1) & 1;
+              mbarrierArriveExpectTx(&full_k[stage], (Traits::kKVElems + Traits::kQElems) * sizeof(T));
+#pragma unroll
+              for (int c = 0; c < Traits::kConsumerWarpgroups; ++c)
+#pragma unroll
+                for (int blk = 0; blk < D / 64; ++blk)
+                  tmaLoad4d(smem_q + (b * BM + c * WM) * D + blk * WM * 64, &params.tma_q, blk * 64,
+                            tile.q_start + tile.m0 + c * WM, tile.head, 0, &full_k[stage]);
+#pragma unroll
+              for (int blk = 0; blk < D / 64; ++blk)
+                tmaLoad4d(smem_k + stage * Traits::kKVElems + blk * BN * 64, &params.tma_k, blk * 64, box.row,
+                          tile.kv_head, box.page, &full_k[stage]);
+              return;
+            }
             loadBlock(params.tma_k, smem_k + stage * Traits::kKVElems, &full_k[stage], box, tile.kv_head);
           },
           [&](const Tile &tile, int stage, int) {
@@ -495,7 +541,7 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
     };
     long long next[kResolves]; // the next step's rows, resolved between its K and V copies
     sm90::walkKVRing<kStages>(
-        first_tile, num_tiles, tileAt, tileAfter, empty_k, empty_v,
+        first_tile, num_tiles, tileAt, tileAfter, empty_k, empty_v, [](const Tile &) {},
         [&](const Tile &tile, int g0) {
           // Slot g0 was last read for V of step g0 - 3, which every thread is past.
 #pragma unroll
@@ -708,13 +754,11 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
   // persistent walk): the overlap's code (65 -> 91 KB at d128) runs cold in
   // a CTA of one causal pair, as in the decode step's prefill of a 2048-token
   // prompt, whose attention it made 10% slower (device run 144).
-  constexpr bool kOverlapTiles = kWalk == PrefillWalk::kPersistent && Traits::kQBuffers == 2 &&
-                                 Traits::kConsumerWarpgroups == 2;
   int g0 = 0; // ring position of this tile's step 0 (the producer's count)
   bool step0_done = false; // this tile's step 0 ran at the end of the tile before
   Tile tile{};
   int t_cur = nextTile(first_tile, tile);
-  if (t_cur < num_tiles)
+  if (t_cur < num_tiles && !q_by_producer)
     loadQ(tile, qBuffer(0));
   auto waitForQ = [&]() {
     cpAsyncWait<0>();
@@ -921,7 +965,8 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
 #pragma unroll
         for (int e = 0; e < 4; ++e)
           s_acc[j][e] = 0.f;
-      waitForQ();
+      if (!q_by_producer) // (else it came with the first K block)
+        waitForQ();
     }
     stamp(kPhaseQReady);
     if (!step0_done && n_count > 0) {
@@ -947,12 +992,20 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
     // the consumer's turn, run 140; inside the loop it put the loop's wgmma
     // descriptors in general registers, as did the lookup moved there), or
     // here in a tile of one step.
+    // (With q_by_producer, the thread that issued the buffer's TMA store
+    // frees it once the store has read it; the warpgroup's O stores and
+    // older Q reads came before that store.)
     auto loadNextQ = [&]() {
       if (t_next < num_tiles) {
         if (t == 0)
           bulkWaitRead();
-        namedBarrierSync(sm90::qBarrier(Traits::kConsumerWarpgroups, consumer), 128);
-        loadQ(next, qBuffer(q_buffer ^ 1));
+        if (q_by_producer) {
+          if (t == 0)
+            mbarrierArrive(&q_empty[q_buffer ^ 1]);
+        } else {
+          namedBarrierSync(sm90::qBarrier(Traits::kConsumerWarpgroups, consumer), 128);
+          loadQ(next, qBuffer(q_buffer ^ 1));
+        }
       }
     };
     if constexpr (kOverlapTiles)
@@ -1024,7 +1077,7 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
       // waited for in a branch, it took every wgmma descriptor of the step
       // loop out of ptxas's uniform registers (~80 cycles a step, run 140).
       const bool next_has_keys = t_next < num_tiles && next.n_count > 0;
-      if (next_has_keys)
+      if (next_has_keys && !q_by_producer)
         waitForQ();
       issueFirstQK(q_buffer ^ 1, next_has_keys);
       stamp(kPhaseNextQIssued);

@@ -446,34 +446,32 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
       };
       Box box{}, box_before{}; // this step's K block, and the block whose V follows it
       // Q (q_by_producer): the consumers' k-th tile with query rows runs on
-      // Q buffer k % 2, which they free in tile k - 1 (the first is free).
+      // Q buffer k % 2, which they free in tile k - 1's last step (the
+      // first two are free). Its first K block goes out before the wait
+      // (ahead, as every K block), its Q after it, on the same barrier.
       int q_tiles = 0;
       if (q_by_producer)
         tmaPrefetchDescriptor(&params.tma_q);
       sm90::walkKVRing<kStages>(
           first_tile, num_tiles, tileAt, tileAfter, empty_k, empty_v,
-          [&](const Tile &tile) {
-            if (q_by_producer && tile.m0 < tile.q_len) {
-              if (q_tiles >= 1)
-                mbarrierWait(&q_empty[q_tiles & 1], ((q_tiles - 1) >> 1) & 1);
-              ++q_tiles;
-            }
-          },
+          [&](const Tile &tile) { q_tiles += q_by_producer && tile.m0 < tile.q_len; },
           [](const Tile &, int) {}, [&](const Tile &tile, int step) { box = boxOf(tile, step); },
           [&](const Tile &tile, int step, int stage, int) {
             if (q_by_producer && step == 0) {
-              const int b = (q_tiles - 1) & 1;
+              const int k = q_tiles - 1, b = k & 1;
               mbarrierArriveExpectTx(&full_k[stage], (Traits::kKVElems + Traits::kQElems) * sizeof(T));
+#pragma unroll
+              for (int blk = 0; blk < D / 64; ++blk)
+                tmaLoad4d(smem_k + stage * Traits::kKVElems + blk * BN * 64, &params.tma_k, blk * 64, box.row,
+                          tile.kv_head, box.page, &full_k[stage]);
+              if (k >= 1)
+                mbarrierWait(&q_empty[b], ((k - 1) >> 1) & 1);
 #pragma unroll
               for (int c = 0; c < Traits::kConsumerWarpgroups; ++c)
 #pragma unroll
                 for (int blk = 0; blk < D / 64; ++blk)
                   tmaLoad4d(smem_q + (b * BM + c * WM) * D + blk * WM * 64, &params.tma_q, blk * 64,
                             tile.q_start + tile.m0 + c * WM, tile.head, 0, &full_k[stage]);
-#pragma unroll
-              for (int blk = 0; blk < D / 64; ++blk)
-                tmaLoad4d(smem_k + stage * Traits::kKVElems + blk * BN * 64, &params.tma_k, blk * 64, box.row,
-                          tile.kv_head, box.page, &full_k[stage]);
               return;
             }
             loadBlock(params.tma_k, smem_k + stage * Traits::kKVElems, &full_k[stage], box, tile.kv_head);

@@ -264,10 +264,11 @@ template <typename T> Status launchPrefillTyped(const AttentionConfig &config, c
             TXC_RETURN_IF_ERROR(encodeTileDescriptor(&kp.tma_o, o, Traits::kWarpgroupRows, "O"));
             kp.o_by_tma = true;
           }
-          // Q likewise, over its real rows: a box may run past its sequence
-          // (rows of the next one, whose outputs are never written) or past
-          // the tensor (zeros).
-          if (Traits::kStageO && p.num_q_tokens > 0) {
+          // Q likewise, over its real rows, for the kernels that overlap
+          // their tiles (the producer loads Q there): a box may run past its
+          // sequence (rows of the next one, whose outputs are never
+          // written) or past the tensor (zeros).
+          if (prefillOverlapsTiles<Traits, Variant>() && p.num_q_tokens >= Traits::kWarpgroupRows) {
             TileTensorShape q;
             q.base = p.q;
             q.head_dim = Traits::kHeadDim;

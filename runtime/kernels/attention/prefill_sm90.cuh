@@ -184,6 +184,14 @@ template <class Traits, class Variant> __host__ __device__ constexpr bool prefil
   return prefillWalk<Traits, Variant>() == PrefillWalk::kPersistent && Traits::kQBuffers == 2;
 }
 
+/// Whether a CTA overlaps its tiles (the next tile's Q in the other buffer,
+/// its first Q K^T under this tile's epilogue): the persistent walk with two
+/// Q buffers and two consumers (prefillSm90Body says why).
+template <class Traits, class Variant> __host__ __device__ constexpr bool prefillOverlapsTiles() {
+  return prefillWalk<Traits, Variant>() == PrefillWalk::kPersistent && Traits::kQBuffers == 2 &&
+         Traits::kConsumerWarpgroups == 2;
+}
+
 namespace sm90 {
 
 /// Named barrier ids (0 is __syncthreads): each of the `consumers` consumer
@@ -374,8 +382,7 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
   };
   // Tiles overlapped (below, at the consumers); with them and Q's rows
   // known the producer loads each tile's Q (q_by_producer, below).
-  constexpr bool kOverlapTiles = kWalk == PrefillWalk::kPersistent && Traits::kQBuffers == 2 &&
-                                 Traits::kConsumerWarpgroups == 2;
+  constexpr bool kOverlapTiles = prefillOverlapsTiles<Traits, Variant>();
   // Each tile's Q by TMA from the producer, on the barrier of its first K
   // block, which the consumers wait for anyway (their own Q copy held the
   // warpgroup ~1K cycles in a tile's last step, device run 154; a wait of

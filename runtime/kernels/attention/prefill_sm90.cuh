@@ -248,10 +248,10 @@ __device__ __forceinline__ void wgmmaPV(float (&o)[kD / 8][4], const unsigned (&
 }
 
 /// The producer's walk of the K/V ring, shared by its TMA and cp.async
-/// loaders. Per tile onTile; per tile with keys (beginTile first), per step: K of the step's
-/// key block into its stage once the consumers released it, then V of the
-/// block before (the consumers read V one step behind K), then afterStep;
-/// the tile's last V after its last step. beforeK runs before the wait for
+/// loaders. onTile for every tile; per tile with keys (beginTile first), per
+/// step: K of the step's key block into its stage once the consumers
+/// released it, then V of the block before (the consumers read V one step
+/// behind K), then afterStep; the tile's last V after its last step. beforeK runs before the wait for
 /// the K stage, so what it reads hides behind the wait. g counts ring
 /// positions over all of the CTA's tiles, so the ring runs on across tiles:
 /// the next tile's K/V stream in while the consumers finish the current one.

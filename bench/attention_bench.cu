@@ -907,6 +907,10 @@ int main(int argc, char **argv) {
       {"stream-k full gqa12/4 d64 odd", 12, 4, 64, {700, 700, 700, 700}, {}, false},
       {"stream-k full gqa33/11 d128 L256", 33, 11, 128, {256, 256, 256}, {}, false},
       {"stream-k full gqa33/3 d128 L128", 33, 3, 128, {128, 128, 128, 128, 128, 128}, {}, false},
+      // A sequence without keys amid the persistent walk's tiles (288 on
+      // 132 CTAs): its rows write zeros, and the tiles around it keep the
+      // producer's Q and next-tile hand-off in step.
+      {"full gqa32/8 d128 empty keys", 32, 8, 128, {300, 200, 129}, {300, 0, 129}, false},
   };
   for (const auto &c : prefill_checks)
     if (prefill)

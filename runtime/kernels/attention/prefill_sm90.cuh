@@ -103,8 +103,11 @@ struct PrefillSm90Traits {
   // Two barriers (a Q buffer each) on which the consumers free a buffer
   // for the producer's next Q (PrefillParams::q_by_tma).
   static constexpr int kQEmptyBarriers = 2;
-  static constexpr int kBookkeepingBytes =
-      kBarriers * 8 + kOffsetSlots * kBlockN * 8 + kTailPlanBytes + kQEmptyBarriers * 8;
+  // Two slots (a Q buffer each) where the producer publishes the consumers'
+  // next tile: its 10 fields and walk index.
+  static constexpr int kNextTileBytes = 2 * 12 * 4;
+  static constexpr int kBookkeepingBytes = kBarriers * 8 + kOffsetSlots * kBlockN * 8 + kTailPlanBytes +
+                                           kQEmptyBarriers * 8 + kNextTileBytes;
   // Two Q tiles where they fit beside the K/V stages (d64, d128; not
   // d256's 224 KB of stages and one Q). At d128 a CTA that walks several
   // tiles of a full mask loads the next tile's Q into the other one during
@@ -266,7 +269,7 @@ __device__ __forceinline__ void walkKVRing(int first_tile, int num_tiles, TileAt
   int g0 = 0; // ring position of this tile's step 0
   for (int t = first_tile; t < num_tiles; t = tileAfter(t)) {
     const auto tile = tileAt(t);
-    onTile(tile); // every tile, with keys or not
+    onTile(tile, t); // every tile, with keys or not
     if (tile.n_count == 0)
       continue;
     beginTile(tile, g0);
@@ -340,6 +343,13 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
   struct Tile {
     int head, seq, q_start, q_len, m0, kv_len, pos_offset, kv_head, n_end, n_count;
   };
+  // The consumers' next tile as the producer publishes it (q_by_producer):
+  // slot b holds the tile after the one on Q buffer b ^ 1.
+  struct NextTile {
+    Tile tile;
+    int index, pad;
+  };
+  NextTile *next_tiles = reinterpret_cast<NextTile *>(q_empty + Traits::kQEmptyBarriers); // [2]
   // n_count = 0 both for tiles past their sequence's queries (skipped) and
   // for rows that see no key (which still write zeros).
   auto gridTileAt = [&](int t) {
@@ -455,13 +465,33 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
       // Q (q_by_producer): the consumers' k-th tile with query rows runs on
       // Q buffer k % 2, which they free in tile k - 1's last step (the
       // first two are free). Its first K block goes out before the wait
-      // (ahead, as every K block), its Q after it, on the same barrier.
+      // (ahead, as every K block), its Q after it, on the same barrier. A
+      // tile without keys waits at once, so the producer is never more
+      // than a tile ahead of the consumers. Each tile also publishes the
+      // consumers' next one (after the wait for the tile before, so they
+      // have read the slot's last contents), which they read after the
+      // barrier of this tile's first K block: their own lookup, global
+      // loads and divisions, took ~520 cycles of a 1k tile (run 159).
       int q_tiles = 0;
       if (q_by_producer)
         tmaPrefetchDescriptor(&params.tma_q);
       sm90::walkKVRing<kStages>(
           first_tile, num_tiles, tileAt, tileAfter, empty_k, empty_v,
-          [&](const Tile &tile) { q_tiles += q_by_producer && tile.m0 < tile.q_len; },
+          [&](const Tile &tile, int t) {
+            if (!q_by_producer || tile.m0 >= tile.q_len)
+              return;
+            const int k = q_tiles++;
+            NextTile next{};
+            for (next.index = tileAfter(t); next.index < num_tiles; next.index = tileAfter(next.index)) {
+              next.tile = tileAt(next.index);
+              if (next.tile.m0 < next.tile.q_len)
+                break;
+            }
+            next.index = min(next.index, num_tiles);
+            next_tiles[(k + 1) & 1] = next;
+            if (tile.n_count == 0 && k >= 1)
+              mbarrierWait(&q_empty[k & 1], ((k - 1) >> 1) & 1);
+          },
           [](const Tile &, int) {}, [&](const Tile &tile, int step) { box = boxOf(tile, step); },
           [&](const Tile &tile, int step, int stage, int) {
             if (q_by_producer && step == 0) {
@@ -546,7 +576,7 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
     };
     long long next[kResolves]; // the next step's rows, resolved between its K and V copies
     sm90::walkKVRing<kStages>(
-        first_tile, num_tiles, tileAt, tileAfter, empty_k, empty_v, [](const Tile &) {},
+        first_tile, num_tiles, tileAt, tileAfter, empty_k, empty_v, [](const Tile &, int) {},
         [&](const Tile &tile, int g0) {
           // Slot g0 was last read for V of step g0 - 3, which every thread is past.
 #pragma unroll
@@ -984,7 +1014,16 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
     // consumers spilled more).
     int t_next = num_tiles;
     Tile next{};
-    auto lookUpNext = [&]() { t_next = nextTile(tileAfter(t_cur), next); };
+    // (Published by the producer where this tile has keys: q_by_producer.)
+    auto lookUpNext = [&]() {
+      if (q_by_producer && n_count > 0) {
+        const NextTile &published = next_tiles[q_buffer ^ 1];
+        next = published.tile;
+        t_next = published.index;
+      } else {
+        t_next = nextTile(tileAfter(t_cur), next);
+      }
+    };
     if constexpr (kOverlapTiles) {
       lookUpNext();
       stamp(kPhaseNextFound);

@@ -467,12 +467,29 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
       // first two are free). Its first K block goes out before the wait
       // (ahead, as every K block), its Q after it, on the same barrier. A
       // tile without keys waits at once, so the producer is never more
-      // than a tile ahead of the consumers. Each tile also publishes the
-      // consumers' next one (after the wait for the tile before, so they
-      // have read the slot's last contents), which they read after the
-      // barrier of this tile's first K block: their own lookup, global
-      // loads and divisions, took ~520 cycles of a 1k tile (run 159).
-      int q_tiles = 0;
+      // than a tile ahead of the consumers. The consumers' tile k + 1 is
+      // published in slot (k + 1) % 2 by the producer's tile k - 1 (its
+      // first, tile 1, by tile 0 first of all), after that tile's Q: the
+      // consumers read it in tile k after the barrier of its first K block,
+      // and their own lookup (global loads and divisions) took ~520 cycles
+      // of a 1k tile (run 159); done before tile k's K and Q, it held them
+      // back ~500 cycles (run 160). `ahead`: the walk index published last.
+      int q_tiles = 0, ahead = num_tiles;
+      auto publishAfter = [&](int from, int slot) {
+        NextTile next{};
+        for (next.index = tileAfter(from); next.index < num_tiles; next.index = tileAfter(next.index)) {
+          next.tile = tileAt(next.index);
+          if (next.tile.m0 < next.tile.q_len)
+            break;
+        }
+        next.index = min(next.index, num_tiles);
+        next_tiles[slot] = next;
+        ahead = next.index;
+      };
+      auto publishNext = [&](int k) { // tile k + 2, once the slot's tile k was read
+        if (ahead < num_tiles)
+          publishAfter(ahead, k & 1);
+      };
       if (q_by_producer)
         tmaPrefetchDescriptor(&params.tma_q);
       sm90::walkKVRing<kStages>(
@@ -481,16 +498,13 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
             if (!q_by_producer || tile.m0 >= tile.q_len)
               return;
             const int k = q_tiles++;
-            NextTile next{};
-            for (next.index = tileAfter(t); next.index < num_tiles; next.index = tileAfter(next.index)) {
-              next.tile = tileAt(next.index);
-              if (next.tile.m0 < next.tile.q_len)
-                break;
+            if (k == 0)
+              publishAfter(t, 1);
+            if (tile.n_count == 0) {
+              if (k >= 1)
+                mbarrierWait(&q_empty[k & 1], ((k - 1) >> 1) & 1);
+              publishNext(k);
             }
-            next.index = min(next.index, num_tiles);
-            next_tiles[(k + 1) & 1] = next;
-            if (tile.n_count == 0 && k >= 1)
-              mbarrierWait(&q_empty[k & 1], ((k - 1) >> 1) & 1);
           },
           [](const Tile &, int) {}, [&](const Tile &tile, int step) { box = boxOf(tile, step); },
           [&](const Tile &tile, int step, int stage, int) {
@@ -509,6 +523,7 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
                 for (int blk = 0; blk < D / 64; ++blk)
                   tmaLoad4d(smem_q + (b * BM + c * WM) * D + blk * WM * 64, &params.tma_q, blk * 64,
                             tile.q_start + tile.m0 + c * WM, tile.head, 0, &full_k[stage]);
+              publishNext(k);
               return;
             }
             loadBlock(params.tma_k, smem_k + stage * Traits::kKVElems, &full_k[stage], box, tile.kv_head);

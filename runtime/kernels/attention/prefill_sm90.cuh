@@ -792,15 +792,17 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
   };
 
   // With two Q buffers a CTA that walks several tiles overlaps them
-  // (kOverlapTiles): the next tile's Q loads into the other buffer under
-  // this tile's last step, and its step 0 (Q K^T, then the softmax) runs
-  // at this tile's end: the Q K^T goes out before this tile's epilogue,
-  // which runs under it and stages O in this tile's Q buffer (read by
-  // then). Each wgmma is waited for in the branch that issued it (one left
-  // in flight across the loop's branches made ptxas serialize every wgmma
-  // of the kernel, C7518), and each consumer's turn order is unchanged. Two consumers only: d64's three
-  // at 160 registers spilled in the step loop with it (ptxas), so they
-  // keep Q in buffer 0 and stage O in buffer 1. Full masks only (the
+  // (kOverlapTiles): the next tile's Q loads into the other buffer during
+  // this tile (by the producer with the tile's first K block where
+  // q_by_producer, else by the consumers under this tile's last step), and
+  // its step 0 (Q K^T, then the softmax) runs at this tile's end: the Q K^T
+  // goes out before this tile's epilogue, which runs under it and stages O
+  // in this tile's Q buffer (read by then). Each wgmma is waited for in the
+  // branch that issued it (one left in flight across the loop's branches
+  // made ptxas serialize every wgmma of the kernel, C7518), and each
+  // consumer's turn order is unchanged. Two consumers only: d64's three at
+  // 160 registers spilled in the step loop with it (ptxas), so they keep Q
+  // in buffer 0 and stage O in buffer 1. Full masks only (the
   // persistent walk): the overlap's code (65 -> 91 KB at d128) runs cold in
   // a CTA of one causal pair, as in the decode step's prefill of a 2048-token
   // prompt, whose attention it made 10% slower (device run 144).
@@ -1044,16 +1046,17 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
       stamp(kPhaseNextFound);
     }
 
-    // With the overlap, the next tile's Q into the other buffer, whose last
-    // use (the tile before's O) the TMA store has read by now: under the
+    // With the overlap, the other buffer, whose last use (the tile before's
+    // O) the TMA store has read by now, takes the next tile's Q: under the
     // GEMMs of this tile's last step, a copy of the step peeled off the
     // loop (after the first step, with the lookup, it took ~1.2K cycles of
     // the consumer's turn, run 140; inside the loop it put the loop's wgmma
     // descriptors in general registers, as did the lookup moved there), or
-    // here in a tile of one step.
-    // (With q_by_producer, the thread that issued the buffer's TMA store
-    // frees it once the store has read it; the warpgroup's O stores and
-    // older Q reads came before that store.)
+    // here in a tile of one step. With q_by_producer the thread that issued
+    // the buffer's TMA store only frees it for the producer once the store
+    // has read it (the warpgroup's O stores and older Q reads came before
+    // that store); the consumers' own copy cost that step ~1K cycles (run
+    // 154).
     auto loadNextQ = [&]() {
       if (t_next < num_tiles) {
         if (t == 0)

@@ -349,6 +349,7 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
     Tile tile;
     int index, pad;
   };
+  static_assert(2 * sizeof(NextTile) == Traits::kNextTileBytes, "the next-tile slots' bookkeeping size");
   NextTile *next_tiles = reinterpret_cast<NextTile *>(q_empty + Traits::kQEmptyBarriers); // [2]
   // n_count = 0 both for tiles past their sequence's queries (skipped) and
   // for rows that see no key (which still write zeros).

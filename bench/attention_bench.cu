@@ -457,6 +457,60 @@ struct PrefillCase {
   bool phase_trace = false; // also run PrefillKernel::kWarpSpecializedPhaseTrace (bf16 d128)
 };
 
+/// The stream-K tail's parts (PrefillParams::tail_tiles), in SM cycles: for
+/// parts without step 0, their key blocks and the time from their last P V
+/// to their state stored and counted; for owners, from the last P V to the
+/// others merged (the wait included) and on to the epilogue's end; and per
+/// CTA, the tail's span, from its last whole tile's end to its last
+/// epilogue's (against a whole tile: its last tile's own span).
+void printTailTrace(const std::string &name, const std::vector<long long> &trace, int ctas, int tiles, int consumer) {
+  double waiter_blocks = 0, waiter_store = 0, owner_blocks = 0, owner_merges = 0, owner_merge = 0, owner_finish = 0;
+  double span = 0, span_max = 0, whole = 0;
+  long long waiters = 0, owners = 0, spans = 0;
+  for (int cta = 0; cta < ctas; ++cta) {
+    long long last_whole_end = 0, last_whole_span = 0, tail_end = 0;
+    for (int tile = 0; tile < tiles; ++tile) {
+      const long long *row = &trace[((size_t(cta) * tiles + tile) * kMaxPrefillConsumers + consumer) * kPrefillTraceSlots];
+      if (row[kPhaseEpilogue] == 0)
+        continue;
+      const long long role = row[kPhaseTailRole];
+      if (role == 0) {
+        last_whole_end = row[kPhaseEpilogue];
+        last_whole_span = row[kPhaseEpilogue] - row[kPhaseTileStart];
+        continue;
+      }
+      tail_end = row[kPhaseEpilogue];
+      if (role == 1) {
+        waiter_blocks += row[kPhaseKeyBlocks];
+        waiter_store += row[kPhaseTailMerged] - row[kPhaseLastPV];
+        ++waiters;
+      } else {
+        owner_blocks += row[kPhaseKeyBlocks];
+        owner_merges += role - 2;
+        owner_merge += row[kPhaseTailMerged] - row[kPhaseLastPV];
+        owner_finish += row[kPhaseEpilogue] - row[kPhaseTailMerged];
+        ++owners;
+      }
+    }
+    if (tail_end != 0 && last_whole_end != 0) {
+      span += tail_end - last_whole_end;
+      span_max = std::max(span_max, double(tail_end - last_whole_end));
+      whole += last_whole_span;
+      ++spans;
+    }
+  }
+  if (waiters + owners == 0)
+    return;
+  std::printf("  phases %s consumer %d tail: %lld parts without step 0 (%.1f key blocks, last P V to stored and "
+              "counted %.0f); %lld owners (%.1f key blocks, %.2f merges, last P V to merged %.0f, then to the "
+              "epilogue's end %.0f); a CTA's tail %.0f (max %.0f) against its last whole tile's %.0f\n",
+              name.c_str(), consumer, waiters, waiters ? waiter_blocks / waiters : 0.0,
+              waiters ? waiter_store / waiters : 0.0, owners, owners ? owner_blocks / owners : 0.0,
+              owners ? owner_merges / owners : 0.0, owners ? owner_merge / owners : 0.0,
+              owners ? owner_finish / owners : 0.0, spans ? span / spans : 0.0, span_max,
+              spans ? whole / spans : 0.0);
+}
+
 /// Where a consumer's tile time goes (PrefillKernel::kWarpSpecializedPhaseTrace,
 /// one launch after the timed ones): SM cycles from the tile's start to its Q
 /// in shared memory, through the first step (Q K^T and softmax alone), each
@@ -467,7 +521,6 @@ struct PrefillCase {
 /// end to the next one's start; the first tile of a CTA apart (pipeline
 /// fill). Means over every stamped tile of every CTA, consumer by consumer.
 /// Stream-K tail parts apart (printTailTrace).
-void printTailTrace(const std::string &name, const std::vector<long long> &trace, int ctas, int tiles, int consumer);
 void printPhaseTrace(const std::string &name, const std::vector<long long> &trace, int ctas, int tiles) {
   for (int consumer = 0; consumer < kMaxPrefillConsumers; ++consumer) {
     double sum[7] = {}, gap = 0, first = 0, lookup = 0, middle = 0, last_step = 0;
@@ -525,59 +578,6 @@ void printPhaseTrace(const std::string &name, const std::vector<long long> &trac
   }
 }
 
-/// The stream-K tail's parts (PrefillParams::tail_tiles), in SM cycles: for
-/// parts without step 0, their key blocks and the time from their last P V
-/// to their state stored and counted; for owners, from the last P V to the
-/// others merged (the wait included) and on to the epilogue's end; and per
-/// CTA, the tail's span, from its last whole tile's end to its last
-/// epilogue's (against a whole tile: its last tile's own span).
-void printTailTrace(const std::string &name, const std::vector<long long> &trace, int ctas, int tiles, int consumer) {
-  double waiter_blocks = 0, waiter_store = 0, owner_blocks = 0, owner_merges = 0, owner_merge = 0, owner_finish = 0;
-  double span = 0, span_max = 0, whole = 0;
-  long long waiters = 0, owners = 0, spans = 0;
-  for (int cta = 0; cta < ctas; ++cta) {
-    long long last_whole_end = 0, last_whole_span = 0, tail_end = 0;
-    for (int tile = 0; tile < tiles; ++tile) {
-      const long long *row = &trace[((size_t(cta) * tiles + tile) * kMaxPrefillConsumers + consumer) * kPrefillTraceSlots];
-      if (row[kPhaseEpilogue] == 0)
-        continue;
-      const long long role = row[kPhaseTailRole];
-      if (role == 0) {
-        last_whole_end = row[kPhaseEpilogue];
-        last_whole_span = row[kPhaseEpilogue] - row[kPhaseTileStart];
-        continue;
-      }
-      tail_end = row[kPhaseEpilogue];
-      if (role == 1) {
-        waiter_blocks += row[kPhaseKeyBlocks];
-        waiter_store += row[kPhaseTailMerged] - row[kPhaseLastPV];
-        ++waiters;
-      } else {
-        owner_blocks += row[kPhaseKeyBlocks];
-        owner_merges += role - 2;
-        owner_merge += row[kPhaseTailMerged] - row[kPhaseLastPV];
-        owner_finish += row[kPhaseEpilogue] - row[kPhaseTailMerged];
-        ++owners;
-      }
-    }
-    if (tail_end != 0 && last_whole_end != 0) {
-      span += tail_end - last_whole_end;
-      span_max = std::max(span_max, double(tail_end - last_whole_end));
-      whole += last_whole_span;
-      ++spans;
-    }
-  }
-  if (waiters + owners == 0)
-    return;
-  std::printf("  phases %s consumer %d tail: %lld parts without step 0 (%.1f key blocks, last P V to stored and "
-              "counted %.0f); %lld owners (%.1f key blocks, %.2f merges, last P V to merged %.0f, then to the "
-              "epilogue's end %.0f); a CTA's tail %.0f (max %.0f) against its last whole tile's %.0f\n",
-              name.c_str(), consumer, waiters, waiters ? waiter_blocks / waiters : 0.0,
-              waiters ? waiter_store / waiters : 0.0, owners, owners ? owner_blocks / owners : 0.0,
-              owners ? owner_merges / owners : 0.0, owners ? owner_merge / owners : 0.0,
-              owners ? owner_finish / owners : 0.0, spans ? span / spans : 0.0, span_max,
-              spans ? whole / spans : 0.0);
-}
 
 template <typename T>
 void runPrefill(const PrefillCase &c, ElementType dtype, std::mt19937 &rng, PrefillKernel kernel = PrefillKernel::kAuto,

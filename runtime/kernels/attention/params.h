@@ -246,6 +246,9 @@ struct PrefillParams {
   int phase_trace_tiles = 0;
 };
 
+/// The most consumer warpgroups a prefill CTA has (d64's three).
+constexpr int kMaxPrefillConsumers = 3;
+
 /// Sizes of PrefillParams' stream-K tail buffers for a device of `sms` SMs:
 /// a partial state a CTA and consumer (O's fp32 accumulators, two row maxima
 /// and two row sums a thread, thread-major), and a counter a tail tile and
@@ -258,7 +261,7 @@ constexpr int kPrefillTailFloatsPerThread = 2 * (128 / 2 + 4);
 #define TXC_TAIL_SIZE_FN constexpr
 #endif
 TXC_TAIL_SIZE_FN long long prefillTailWorkspaceFloats(int sms) { return (long long)sms * kPrefillTailFloatsPerThread * 128; }
-TXC_TAIL_SIZE_FN long long prefillTailCounters(int sms) { return (long long)sms * 3; }
+TXC_TAIL_SIZE_FN long long prefillTailCounters(int sms) { return (long long)sms * kMaxPrefillConsumers; }
 #undef TXC_TAIL_SIZE_FN
 
 /// The points of a consumer's tile that maybe_phase_trace stamps: the top of
@@ -285,6 +288,5 @@ enum PrefillPhase {
   kPhaseLastStep,
   kPrefillTraceSlots
 };
-constexpr int kMaxPrefillConsumers = 3;
 
 } // namespace txc::kernels

@@ -391,6 +391,18 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
     }
     return tile;
   };
+  // This CTA's tiles that have query rows (the producer's walk skips the
+  // others too, and those without keys): the first from `from` on, and its fields
+  // into `found` (looked up once: its index arithmetic and loads are on a
+  // consumer's path between its GEMMs).
+  auto nextTile = [&](int from, Tile &found) {
+    for (int t_next = from; t_next < num_tiles; t_next = tileAfter(t_next)) {
+      found = tileAt(t_next);
+      if (found.m0 < found.q_len)
+        return t_next;
+    }
+    return num_tiles;
+  };
   // Tiles overlapped (below, at the consumers); with them and Q's rows
   // known the producer loads each tile's Q (q_by_producer, below).
   constexpr bool kOverlapTiles = prefillOverlapsTiles<Traits, Variant>();
@@ -478,14 +490,13 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
       int q_tiles = 0, ahead = num_tiles;
       auto publishAfter = [&](int from, int slot) {
         NextTile next{};
-        for (next.index = tileAfter(from); next.index < num_tiles; next.index = tileAfter(next.index)) {
-          next.tile = tileAt(next.index);
-          if (next.tile.m0 < next.tile.q_len)
-            break;
-        }
-        next.index = min(next.index, num_tiles);
+        next.index = nextTile(tileAfter(from), next.tile);
         next_tiles[slot] = next;
         ahead = next.index;
+      };
+      auto waitForQBuffer = [&](int k) { // the consumers' tile k's buffer, freed in tile k - 1
+        if (k >= 1)
+          mbarrierWait(&q_empty[k & 1], ((k - 1) >> 1) & 1);
       };
       auto publishNext = [&](int k) { // tile k + 2, once the slot's tile k was read
         if (ahead < num_tiles)
@@ -502,8 +513,7 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
             if (k == 0)
               publishAfter(t, 1);
             if (tile.n_count == 0) {
-              if (k >= 1)
-                mbarrierWait(&q_empty[k & 1], ((k - 1) >> 1) & 1);
+              waitForQBuffer(k);
               publishNext(k);
             }
           },
@@ -516,8 +526,7 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
               for (int blk = 0; blk < D / 64; ++blk)
                 tmaLoad4d(smem_k + stage * Traits::kKVElems + blk * BN * 64, &params.tma_k, blk * 64, box.row,
                           tile.kv_head, box.page, &full_k[stage]);
-              if (k >= 1)
-                mbarrierWait(&q_empty[b], ((k - 1) >> 1) & 1);
+              waitForQBuffer(k);
 #pragma unroll
               for (int c = 0; c < Traits::kConsumerWarpgroups; ++c)
 #pragma unroll
@@ -651,18 +660,6 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
       cpAsync16(dst + wgmmaTileOffset(WM, r, c), src, valid);
     }
     cpAsyncCommit();
-  };
-  // This CTA's tiles that have query rows (the producer skips the others
-  // too, and those without keys): the first from `from` on, and its fields
-  // into `found` (looked up once: its index arithmetic and loads are on a
-  // consumer's path between its GEMMs).
-  auto nextTile = [&](int from, Tile &found) {
-    for (int t_next = from; t_next < num_tiles; t_next = tileAfter(t_next)) {
-      found = tileAt(t_next);
-      if (found.m0 < found.q_len)
-        return t_next;
-    }
-    return num_tiles;
   };
   const unsigned q_addr = smemAddress(qBuffer(0));
   // Round robin: each consumer issues after the one before it, consumer 0

@@ -267,7 +267,9 @@ TXC_TAIL_SIZE_FN long long prefillTailCounters(int sms) { return (long long)sms 
 /// The points of a consumer's tile that maybe_phase_trace stamps: the top of
 /// the tile, its Q in shared memory, the first step's softmax done, the
 /// main loop done (every Q K^T issued), the last P V done, the next tile
-/// found and its Q load issued, the epilogue done (O stored); then the
+/// found and its Q load issued (with the tiles overlapped, its first Q K^T,
+/// issued with the last P V: stamped with it), the epilogue done (O stored,
+/// and with the tiles overlapped the next tile's first softmax); then the
 /// tile's key-block count; for a stream-K tail part, the point its state was
 /// stored and counted (a part without step 0) or the others' merged (the
 /// owner), and its role: 1 a part without step 0, 2 + merges the owner (0: a

@@ -32,6 +32,7 @@
 #include <cuda_runtime.h>
 
 #include "attention/attention.h"
+#include "attention/pdl_launch.h"
 #include "attention_reference.cuh"
 
 using namespace txc::kernels;
@@ -86,6 +87,36 @@ template <typename U> DeviceBuffer upload(const std::vector<U> &host) {
 unsigned long long g_seed = 0x5eed0001ull;
 
 __global__ void emptyKernel() {}
+
+/// The floor under batch-1 decode: only the reads. CTA (split, kv head)
+/// reads the K and V pages of its split (pages_per_split of the sequence's
+/// pages, through the page table, one head's 16-byte chunks of each) with 8
+/// pages' loads in flight a thread, and folds them into one word so they
+/// stay. Launched with attention's shared memory, so as many CTAs share an
+/// SM; with PDL each launch lets the next one's CTAs start at once.
+__global__ void __launch_bounds__(256) pagedReadFloorKernel(const uint4 *k, const uint4 *v, const int *page_table,
+                                                            int num_pages, int pages_per_split, int kv_heads,
+                                                            int chunks_per_page, unsigned *out) {
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+  const int p0 = blockIdx.x * pages_per_split, p1 = min(num_pages, p0 + pages_per_split);
+  const int head = blockIdx.y;
+  unsigned fold = 0;
+  for (int p = p0; p < p1; p += 8)
+    for (int c = threadIdx.x; c < chunks_per_page; c += blockDim.x) {
+      uint4 a[8], b[8];
+#pragma unroll
+      for (int i = 0; i < 8; ++i) {
+        const long long chunk = ((long long)page_table[min(p + i, p1 - 1)] * kv_heads + head) * chunks_per_page + c;
+        a[i] = __ldcs(k + chunk);
+        b[i] = __ldcs(v + chunk);
+      }
+#pragma unroll
+      for (int i = 0; i < 8; ++i)
+        fold ^= a[i].x ^ a[i].y ^ a[i].z ^ a[i].w ^ b[i].x ^ b[i].y ^ b[i].z ^ b[i].w;
+    }
+  if (fold == 0x9e3779b9u) // (practically never; the compiler cannot know)
+    out[blockIdx.y * gridDim.x + blockIdx.x] = fold;
+}
 
 template <typename T> void fillRandom(const DeviceBuffer &b, long long n, float scale) {
   g_seed = g_seed * 6364136223846793005ull + 1442695040888963407ull;
@@ -442,6 +473,61 @@ template <typename T> void runDecode(const DecodeCase &c, ElementType dtype, std
   g_timings.push_back(t);
 }
 
+/// Times pagedReadFloorKernel on batch 1's K/V at `context` (GQA 32/8's 8
+/// KV heads, d128, 16-token pages) in `splits` splits, replayed from a graph
+/// like the decode rows, over as many cache copies; `smem_bytes` of shared
+/// memory a CTA sets how many share an SM (the decode kernel's ~105 KB: two).
+void runReadFloor(int context, int splits, int smem_bytes, bool pdl, std::mt19937 &rng) {
+  constexpr int kKvHeads = 8, kHeadDim = 128, kPage = 16;
+  const KVCache first = makeKVCache<__nv_bfloat16>({context}, kKvHeads, kHeadDim, kPage, rng);
+  const int copies = (int)std::min<size_t>(16, std::max<size_t>(1, (size_t(400) << 20) / first.kv_bytes));
+  std::vector<KVCache> caches;
+  caches.push_back(first);
+  for (int i = 1; i < copies; ++i)
+    caches.push_back(makeKVCache<__nv_bfloat16>({context}, kKvHeads, kHeadDim, kPage, rng));
+  const int pages = (context + kPage - 1) / kPage, pages_per_split = (pages + splits - 1) / splits;
+  const int chunks_per_page = kPage * kHeadDim * 2 / 16;
+  DeviceBuffer out(sizeof(unsigned) * splits * kKvHeads);
+  BENCH_CHECK_CUDA(cudaFuncSetAttribute(pagedReadFloorKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes));
+  cudaStream_t stream;
+  BENCH_CHECK_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  cudaGraph_t graph;
+  cudaGraphExec_t exec;
+  BENCH_CHECK_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
+  for (int i = 0; i < kGraphLaunches; ++i) {
+    const KVCache &c = caches[i % copies];
+    BENCH_CHECK_CUDA(launchKernel(pagedReadFloorKernel, dim3(splits, kKvHeads), dim3(256), smem_bytes, stream, pdl,
+                                  static_cast<const uint4 *>(c.view.k), static_cast<const uint4 *>(c.view.v),
+                                  c.view.page_table, pages, pages_per_split, kKvHeads, chunks_per_page,
+                                  out.as<unsigned>()));
+  }
+  BENCH_CHECK_CUDA(cudaStreamEndCapture(stream, &graph));
+  BENCH_CHECK_CUDA(cudaGraphInstantiate(&exec, graph, 0));
+  const double ms = timeMedianMs([&](int) { BENCH_CHECK_CUDA(cudaGraphLaunch(exec, 0)); }) / kGraphLaunches;
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  cudaStreamDestroy(stream);
+  TimingResult t;
+  t.kind = "decode";
+  t.name = "diag b1 L" + std::to_string(context) + " read floor, " + std::to_string(smem_bytes / 1024) +
+           " KB a CTA" + (pdl ? ", graph+pdl" : ", graph");
+  t.diagnostic = true;
+  t.ms = ms;
+  t.splits = splits;
+  t.gbps = first.kv_bytes / (ms * 1e6);
+  t.pct_copy = 100.0 * t.gbps / g_copy_gbps;
+  t.check = "n/a";
+  char shape[192];
+  std::snprintf(shape, sizeof shape,
+                "{\"batch\": 1, \"context\": %d, \"kv_heads\": %d, \"head_dim\": %d, \"page_size\": %d, "
+                "\"kv_copies_rotated\": %d}",
+                context, kKvHeads, kHeadDim, kPage, copies);
+  t.shape_json = shape;
+  std::printf("  time  %-40s %9.4f ms %8.0f GB/s (%5.1f%% of copy) splits %d\n", t.name.c_str(), ms, t.gbps,
+              t.pct_copy, splits);
+  g_timings.push_back(t);
+}
+
 // --------------------------------------------------------------------------
 // Prefill
 // --------------------------------------------------------------------------
@@ -523,8 +609,8 @@ void printTailTrace(const std::string &name, const std::vector<long long> &trace
 /// Stream-K tail parts apart (printTailTrace).
 void printPhaseTrace(const std::string &name, const std::vector<long long> &trace, int ctas, int tiles) {
   for (int consumer = 0; consumer < kMaxPrefillConsumers; ++consumer) {
-    double sum[7] = {}, gap = 0, first = 0, lookup = 0, middle = 0, last_step = 0;
-    long long count = 0, steps = 0, gaps = 0, firsts = 0, split = 0, middle_steps = 0;
+    double sum[7] = {}, gap = 0, first = 0, lookup = 0, middle = 0, last_step = 0, o_store = 0;
+    long long count = 0, steps = 0, gaps = 0, firsts = 0, split = 0, middle_steps = 0, o_stores = 0;
     for (int cta = 0; cta < ctas; ++cta)
       for (int tile = 0; tile < tiles; ++tile) {
         const long long *row = &trace[((size_t(cta) * tiles + tile) * kMaxPrefillConsumers + consumer) * kPrefillTraceSlots];
@@ -553,6 +639,10 @@ void printPhaseTrace(const std::string &name, const std::vector<long long> &trac
         sum[6] += row[kPhaseNextQIssued] - row[kPhaseLastPV];
         steps += blocks - 1;
         ++count;
+        if (row[kPhaseOStored] != 0) {
+          o_store += row[kPhaseOStored] - row[kPhaseNextQIssued];
+          ++o_stores;
+        }
         if (row[kPhaseNextFound] != 0 && row[kPhaseLastStep] != 0 && blocks > 2) {
           lookup += row[kPhaseNextFound] - row[kPhaseFirstStep];
           middle += row[kPhaseLastStep] - row[kPhaseNextFound];
@@ -572,8 +662,12 @@ void printPhaseTrace(const std::string &name, const std::vector<long long> &trac
                 gaps ? gap / gaps : 0.0, firsts ? first / firsts : 0.0);
     if (split > 0)
       std::printf("  phases %s consumer %d later steps: the next tile's lookup %.0f, steps 1 to n-2 %.0f a step, "
-                  "the last step (the next Q loaded under it) %.0f\n",
+                  "the last step %.0f\n",
                   name.c_str(), consumer, lookup / split, middle / middle_steps, last_step / split);
+    if (o_stores > 0)
+      std::printf("  phases %s consumer %d epilogue: O's store issued %.0f after the next Q K^T, then the next "
+                  "tile's first softmax %.0f\n",
+                  name.c_str(), consumer, o_store / o_stores, (sum[4] - sum[6]) / count - o_store / o_stores);
     printTailTrace(name, trace, ctas, tiles, consumer);
   }
 }
@@ -1046,6 +1140,13 @@ int main(int argc, char **argv) {
       }
       runDecode<__nv_bfloat16>(c, bf16, rng);
     }
+    // What a launch that only reads batch 1's K/V takes, in the decode
+    // kernel's splits and at its residency (two CTAs an SM), and at four
+    // an SM: the floor under the b1 rows' % of copy.
+    for (auto [context, splits] : {std::pair{32768, 33}, std::pair{4096, 32}})
+      for (int smem_kb : {105, 50})
+        for (bool pdl : {false, true})
+          runReadFloor(context, splits, smem_kb * 1024, pdl, rng);
     {
       double ms = timeMedianMs([](int) { emptyKernel<<<1, 32>>>(); BENCH_CHECK_CUDA(cudaGetLastError()); });
       TimingResult t;

@@ -267,14 +267,13 @@ TXC_TAIL_SIZE_FN long long prefillTailCounters(int sms) { return (long long)sms 
 /// The points of a consumer's tile that maybe_phase_trace stamps: the top of
 /// the tile, its Q in shared memory, the first step's softmax done, the
 /// main loop done (every Q K^T issued), the last P V done, the next tile
-/// found and its Q load issued (with the tiles overlapped, its first Q K^T,
-/// issued with the last P V: stamped with it), the epilogue done (O stored,
-/// and with the tiles overlapped the next tile's first softmax); then the
+/// found and its Q load issued, the epilogue done (O stored); then the
 /// tile's key-block count; for a stream-K tail part, the point its state was
 /// stored and counted (a part without step 0) or the others' merged (the
 /// owner), and its role: 1 a part without step 0, 2 + merges the owner (0: a
 /// whole tile); with the tiles overlapped, the next tile found (after the
-/// first step) and the last step's start.
+/// first step), the last step's start, and O's store issued (before the
+/// next tile's first softmax, which the epilogue point includes).
 enum PrefillPhase {
   kPhaseTileStart = 0,
   kPhaseQReady,
@@ -288,6 +287,7 @@ enum PrefillPhase {
   kPhaseTailRole,
   kPhaseNextFound,
   kPhaseLastStep,
+  kPhaseOStored,
   kPrefillTraceSlots
 };
 

@@ -829,11 +829,12 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
     }
   };
   // Step 0's Q K^T (key block n_end - 1, ring position g0) of a tile whose
-  // Q is in buffer qb (a CTA's first tile; with the tiles overlapped the
-  // others' go out with the tile before's last P V, below).
-  auto issueFirstQK = [&](int qb) {
+  // Q is in buffer qb. `real` false: issued and discarded, with no K stage
+  // waited for or released (the overlapped tiles' boundary, below).
+  auto issueFirstQK = [&](int qb, bool real = true) {
     const int stage0 = g0 % kStages;
-    mbarrierWait(&full_k[stage0], (g0 / kStages) & 1);
+    if (real)
+      mbarrierWait(&full_k[stage0], (g0 / kStages) & 1);
     fenceProxyAsyncShared();
     namedBarrierSync(my_turn, 256);
     pinRegisters(s_acc);
@@ -1044,16 +1045,17 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
     }
 
     // With the overlap, the other buffer, whose last use (the tile before's
-    // O) the TMA store has read by now, takes the next tile's Q: under the
-    // GEMMs of this tile's last step, a copy of the step peeled off the
-    // loop (after the first step, with the lookup, it took ~1.2K cycles of
-    // the consumer's turn, run 140; inside the loop it put the loop's wgmma
-    // descriptors in general registers, as did the lookup moved there), or
-    // here in a tile of one step. With q_by_producer the thread that issued
-    // the buffer's TMA store only frees it for the producer once the store
-    // has read it (the warpgroup's O stores and older Q reads came before
-    // that store); the consumers' own copy cost that step ~1K cycles (run
-    // 154).
+    // O) the TMA store has read by now, takes the next tile's Q. With
+    // q_by_producer the thread that issued the buffer's TMA store frees it
+    // for the producer here, at the tile's start, once the store has read
+    // it (the warpgroup's O stores and older Q reads came before that
+    // store), so the next Q lands long before the boundary (freed in the
+    // last step, it still loaded there: run 164). The consumers' own copy
+    // goes out under the GEMMs of this tile's last step, a copy of the
+    // step peeled off the loop (after the first step, with the lookup, it
+    // took ~1.2K cycles of the consumer's turn, run 140; inside the loop it
+    // put the loop's wgmma descriptors in general registers, as did the
+    // lookup moved there), or here in a tile of one step.
     auto loadNextQ = [&]() {
       if (t_next < num_tiles) {
         if (t == 0)
@@ -1068,7 +1070,7 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
       }
     };
     if constexpr (kOverlapTiles)
-      if (n_count < 2)
+      if (q_by_producer || n_count < 2)
         loadNextQ();
 
     // Step `step` (Q K^T of its key block, P V of the one before); with
@@ -1088,7 +1090,7 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
       issueQK(stage, q_buffer);
       issuePV(prev);
       namedBarrierArrive(next_turn, 256);
-      if (loads_next_q)
+      if (loads_next_q && !q_by_producer)
         loadNextQ();
       wgmmaWait<1>(); // S_step is ready; P V of step - 1 still runs
       pinRegisters(s_acc);
@@ -1112,73 +1114,40 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
       }
 
       stamp(kPhaseMainLoop);
-    }
-
-    if constexpr (kOverlapTiles) {
-      // The boundary in one turn: this tile's last P V, then the next tile's
-      // step-0 Q K^T, so the tensor cores hold both consumers' last P V and
-      // next Q K^T back to back while each consumer waits for its P V and
-      // writes O (apart, the Q K^T waited for the other consumer's turn
-      // after the P V: ~900 cycles a tile idle, run 163's trace). The Q K^T
-      // is issued even where no next tile has keys, on whatever the other Q
-      // buffer and the K stage hold then, and discarded; the P V of a tile
-      // without keys likewise (on a stage no longer ours: O is zeroed after
-      // it). Issued and waited for in a branch, a wgmma took every
-      // descriptor of the step loop out of ptxas's uniform registers (~80
-      // cycles a step, run 140).
-      const bool next_has_keys = t_next < num_tiles && next.n_count > 0;
-      if (next_has_keys && !q_by_producer)
-        waitForQ();
-      const int g_last = g0 + n_count - 1, g_next = g0 + n_count;
-      const int last = (g_last + kStages) % kStages, next0 = g_next % kStages;
-      if (n_count > 0)
-        mbarrierWait(&full_v[last], (g_last / kStages) & 1);
-      if (next_has_keys)
-        mbarrierWait(&full_k[next0], (g_next / kStages) & 1);
+      const int g_last = g0 + n_count - 1;
+      const int last = g_last % kStages;
+      mbarrierWait(&full_v[last], (g_last / kStages) & 1);
       fenceProxyAsyncShared();
       namedBarrierSync(my_turn, 256);
       pinRegisters(o_acc);
       pinRegisters(p_frag);
-      pinRegisters(s_acc);
       wgmmaFence();
       issuePV(last);
-      issueQK(next0, q_buffer ^ 1);
       namedBarrierArrive(next_turn, 256);
-      wgmmaWait<1>(); // the P V; the next Q K^T still runs
+      wgmmaWait<0>();
       pinRegisters(o_acc);
-      if (n_count > 0)
-        releaseStage(&empty_v[last]);
-      // (A select: zeroed in a branch, with the Q K^T in flight, O spilled.)
-#pragma unroll
-      for (int j = 0; j < kOTiles; ++j)
-#pragma unroll
-        for (int e = 0; e < 4; ++e)
-          o_acc[j][e] = n_count > 0 ? o_acc[j][e] : 0.f;
+      releaseStage(&empty_v[last]);
       stamp(kPhaseLastPV);
-      stamp(kPhaseNextQIssued); // (issued with the P V)
-      g0 = g_next;
+      g0 += n_count;
+    }
+
+    if constexpr (kOverlapTiles) {
+      // The next tile's step 0: its Q K^T under this tile's epilogue. Issued
+      // (its turn taken) even where no next tile has keys, on whatever the
+      // other Q buffer and the K stage hold then, and discarded: issued and
+      // waited for in a branch, it took every wgmma descriptor of the step
+      // loop out of ptxas's uniform registers (~80 cycles a step, run 140).
+      const bool next_has_keys = t_next < num_tiles && next.n_count > 0;
+      if (next_has_keys && !q_by_producer)
+        waitForQ();
+      issueFirstQK(q_buffer ^ 1, next_has_keys);
+      stamp(kPhaseNextQIssued);
       epilogue(tile, q_buffer);
+      stamp(kPhaseOStored);
       resetState();
       finishFirstStep(next, next_has_keys);
       step0_done = next_has_keys;
     } else {
-      if (n_count > 0) {
-        const int g_last = g0 + n_count - 1;
-        const int last = g_last % kStages;
-        mbarrierWait(&full_v[last], (g_last / kStages) & 1);
-        fenceProxyAsyncShared();
-        namedBarrierSync(my_turn, 256);
-        pinRegisters(o_acc);
-        pinRegisters(p_frag);
-        wgmmaFence();
-        issuePV(last);
-        namedBarrierArrive(next_turn, 256);
-        wgmmaWait<0>();
-        pinRegisters(o_acc);
-        releaseStage(&empty_v[last]);
-        stamp(kPhaseLastPV);
-        g0 += n_count;
-      }
       lookUpNext();
       if constexpr (kSeveralTiles) {
         // (With O staged: the last tile's TMA store has read buffer 1, which

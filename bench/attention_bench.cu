@@ -1090,6 +1090,16 @@ int main(int argc, char **argv) {
       c.forced_splits = splits;
       runDecode<__nv_bfloat16>(c, bf16, rng);
     }
+    // Batch 1 at 16 splits, 128 CTAs at one an SM: the next launch's CTAs
+    // fit beside this one's and start their K/V under its tail (the read
+    // floor below reads at copy speed with room for the next launch, and
+    // 8-15 points below it without).
+    for (int context : {32768, 4096}) {
+      DecodeCase c = asInTheStep(
+          {"diag b1 L" + std::to_string(context) + " graph+pdl+early-kv splits=16", 1, 32, 8, 128, 16, {}, context});
+      c.forced_splits = 16;
+      runDecode<__nv_bfloat16>(c, bf16, rng);
+    }
     // One K/V stage at the carveout of one CTA, as the step launches it at
     // short contexts (Llama-3-8B's 16 splits, Qwen3-0.6B's 4 of 64 tokens),
     // and at 4k, where each chunk is two tiles run one after the other.
@@ -1147,6 +1157,8 @@ int main(int argc, char **argv) {
       for (int smem_kb : {105, 50})
         for (bool pdl : {false, true})
           runReadFloor(context, splits, smem_kb * 1024, pdl, rng);
+    for (int context : {32768, 4096}) // 16 splits: 128 CTAs, one an SM
+      runReadFloor(context, 16, 105 * 1024, true, rng);
     {
       double ms = timeMedianMs([](int) { emptyKernel<<<1, 32>>>(); BENCH_CHECK_CUDA(cudaGetLastError()); });
       TimingResult t;

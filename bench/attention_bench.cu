@@ -333,6 +333,32 @@ struct DecodeCase {
 
 constexpr int kGraphLaunches = 20;
 
+/// KV-cache copies a timed case rotates over, so its working set is well
+/// past L2 (at most 16).
+int kvCopiesFor(size_t kv_bytes) {
+  return (int)std::min<size_t>(16, std::max<size_t>(1, (size_t(400) << 20) / kv_bytes));
+}
+
+/// ms per launch of kGraphLaunches launches (launch(stream, i)) captured in
+/// one graph and replayed: the host's launch path removed, the GPU-side time
+/// of the kernels and the gaps between them left.
+double timeGraphReplayMs(const std::function<void(cudaStream_t, int)> &launch) {
+  cudaStream_t stream;
+  BENCH_CHECK_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  cudaGraph_t graph;
+  cudaGraphExec_t exec;
+  BENCH_CHECK_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
+  for (int i = 0; i < kGraphLaunches; ++i)
+    launch(stream, i);
+  BENCH_CHECK_CUDA(cudaStreamEndCapture(stream, &graph));
+  BENCH_CHECK_CUDA(cudaGraphInstantiate(&exec, graph, 0));
+  const double ms = timeMedianMs([&](int) { BENCH_CHECK_CUDA(cudaGraphLaunch(exec, 0)); }) / kGraphLaunches;
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  cudaStreamDestroy(stream);
+  return ms;
+}
+
 template <typename T> void runDecode(const DecodeCase &c, ElementType dtype, std::mt19937 &rng) {
   std::vector<int> lens = c.lens.empty() ? std::vector<int>(c.batch, c.context) : c.lens;
   const int batch = (int)lens.size();
@@ -341,7 +367,7 @@ template <typename T> void runDecode(const DecodeCase &c, ElementType dtype, std
 
   // Timed cases rotate over copies so the working set is well past L2.
   KVCache first = makeKVCache<T>(lens, c.kv_heads, c.head_dim, c.page_size, rng);
-  int copies = c.timed && !c.l2_resident ? (int)std::min<size_t>(16, std::max<size_t>(1, (size_t(400) << 20) / first.kv_bytes)) : 1;
+  int copies = c.timed && !c.l2_resident ? kvCopiesFor(first.kv_bytes) : 1;
   std::vector<KVCache> caches;
   caches.push_back(std::move(first));
   for (int i = 1; i < copies; ++i)
@@ -435,21 +461,9 @@ template <typename T> void runDecode(const DecodeCase &c, ElementType dtype, std
     params.push_back(paramsFor(cache));
   double ms = 0;
   if (c.cuda_graph) {
-    // Replaying a captured graph removes the host launch path, which leaves
-    // the GPU-side time of the kernels and the gaps between them.
-    cudaStream_t stream;
-    BENCH_CHECK_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-    cudaGraph_t graph;
-    cudaGraphExec_t exec;
-    BENCH_CHECK_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
-    for (int i = 0; i < kGraphLaunches; ++i)
+    ms = timeGraphReplayMs([&](cudaStream_t stream, int i) {
       BENCH_CHECK_STATUS(launchPagedDecode(config, params[i % params.size()], stream));
-    BENCH_CHECK_CUDA(cudaStreamEndCapture(stream, &graph));
-    BENCH_CHECK_CUDA(cudaGraphInstantiate(&exec, graph, 0));
-    ms = timeMedianMs([&](int) { BENCH_CHECK_CUDA(cudaGraphLaunch(exec, 0)); }) / kGraphLaunches;
-    cudaGraphExecDestroy(exec);
-    cudaGraphDestroy(graph);
-    cudaStreamDestroy(stream);
+    });
   } else {
     ms = timeMedianMs([&](int i) { BENCH_CHECK_STATUS(launchPagedDecode(config, params[i % params.size()], 0)); });
   }
@@ -482,31 +496,20 @@ void runReadFloor(int context, int splits, int smem_bytes, bool pdl, std::mt1993
   std::vector<KVCache> caches;
   caches.push_back(makeKVCache<__nv_bfloat16>({context}, kKvHeads, kHeadDim, kPage, rng));
   const size_t kv_bytes = caches[0].kv_bytes;
-  const int copies = (int)std::min<size_t>(16, std::max<size_t>(1, (size_t(400) << 20) / kv_bytes));
+  const int copies = kvCopiesFor(kv_bytes);
   for (int i = 1; i < copies; ++i)
     caches.push_back(makeKVCache<__nv_bfloat16>({context}, kKvHeads, kHeadDim, kPage, rng));
   const int pages = (context + kPage - 1) / kPage, pages_per_split = (pages + splits - 1) / splits;
   const int chunks_per_page = kPage * kHeadDim * 2 / 16;
   DeviceBuffer out(sizeof(unsigned) * splits * kKvHeads);
   BENCH_CHECK_CUDA(cudaFuncSetAttribute(pagedReadFloorKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes));
-  cudaStream_t stream;
-  BENCH_CHECK_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-  cudaGraph_t graph;
-  cudaGraphExec_t exec;
-  BENCH_CHECK_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
-  for (int i = 0; i < kGraphLaunches; ++i) {
+  const double ms = timeGraphReplayMs([&](cudaStream_t stream, int i) {
     const KVCache &c = caches[i % copies];
     BENCH_CHECK_CUDA(launchKernel(pagedReadFloorKernel, dim3(splits, kKvHeads), dim3(256), smem_bytes, stream, pdl,
                                   static_cast<const uint4 *>(c.view.k), static_cast<const uint4 *>(c.view.v),
                                   c.view.page_table, pages, pages_per_split, kKvHeads, chunks_per_page,
                                   out.as<unsigned>()));
-  }
-  BENCH_CHECK_CUDA(cudaStreamEndCapture(stream, &graph));
-  BENCH_CHECK_CUDA(cudaGraphInstantiate(&exec, graph, 0));
-  const double ms = timeMedianMs([&](int) { BENCH_CHECK_CUDA(cudaGraphLaunch(exec, 0)); }) / kGraphLaunches;
-  cudaGraphExecDestroy(exec);
-  cudaGraphDestroy(graph);
-  cudaStreamDestroy(stream);
+  });
   TimingResult t;
   t.kind = "decode";
   t.name = "diag b1 L" + std::to_string(context) + " read floor, " + std::to_string(smem_bytes / 1024) +

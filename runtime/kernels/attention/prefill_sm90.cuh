@@ -1050,7 +1050,7 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
     // for the producer here, at the tile's start, once the store has read
     // it (the warpgroup's O stores and older Q reads came before that
     // store), so the next Q lands long before the boundary (freed in the
-    // last step, it still loaded there: run 164). The consumers' own copy
+    // last step, it still loaded there: run 165). The consumers' own copy
     // goes out under the GEMMs of this tile's last step, a copy of the
     // step peeled off the loop (after the first step, with the lookup, it
     // took ~1.2K cycles of the consumer's turn, run 140; inside the loop it
@@ -1074,8 +1074,8 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
         loadNextQ();
 
     // Step `step` (Q K^T of its key block, P V of the one before); with
-    // loads_next_q (a constant at each call), the next tile's Q goes out
-    // under its GEMMs.
+    // loads_next_q (a constant at each call), the consumers' own copy of
+    // the next tile's Q goes out under its GEMMs.
     auto runStep = [&](int step, const bool loads_next_q) {
       const int g = g0 + step;
       const int stage = g % kStages, prev = (g - 1) % kStages;

@@ -329,6 +329,7 @@ struct DecodeCase {
   int cluster_max_splits = kPortableClusterSplits; // DecodeParams::cluster_max_splits
   bool single_kv_stage = false; // DecodeParams::single_kv_stage
   bool wide_cta = false;        // DecodeParams::wide_cta
+  int carveout_percent = -1;    // DecodeParams::carveout_percent
 };
 
 constexpr int kGraphLaunches = 20;
@@ -408,6 +409,7 @@ template <typename T> void runDecode(const DecodeCase &c, ElementType dtype, std
     p.cluster_max_splits = c.cluster_max_splits;
     p.single_kv_stage = c.single_kv_stage;
     p.wide_cta = c.wide_cta;
+    p.carveout_percent = c.carveout_percent;
     if (splits > 1) {
       p.maybe_partial_o = reinterpret_cast<float *>(workspace.as<char>() + ws.partial_o_offset);
       p.maybe_partial_lse = reinterpret_cast<float *>(workspace.as<char>() + ws.partial_lse_offset);
@@ -1113,6 +1115,19 @@ int main(int argc, char **argv) {
       DecodeCase c = asInTheStep({name + " single-stage", 1, heads, 8, 128, 16, {}, context});
       c.forced_splits = splits;
       c.single_kv_stage = true;
+      runDecode<__nv_bfloat16>(c, bf16, rng);
+    }
+    // One K/V stage (~41 KB) at the whole carveout: five CTAs fit an SM, so
+    // at the pipelined kernel's splits (two an SM) the next launch's CTAs
+    // start their K/V beside this one's, as the read floor's four-an-SM
+    // rows do; at twice the splits, four an SM of this launch's own.
+    for (auto [context, splits] : {std::pair{32768, 33}, std::pair{32768, 66}, std::pair{4096, 32}, std::pair{4096, 64}}) {
+      DecodeCase c = asInTheStep({"diag b1 L" + std::to_string(context) + " graph+pdl+early-kv splits=" +
+                                      std::to_string(splits) + " single-stage carveout 100",
+                                  1, 32, 8, 128, 16, {}, context});
+      c.forced_splits = splits;
+      c.single_kv_stage = true;
+      c.carveout_percent = 100;
       runDecode<__nv_bfloat16>(c, bf16, rng);
     }
     // Batch 1 at 4k as wide CTAs: 16 splits of one 256-key tile, all of a

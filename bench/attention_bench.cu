@@ -330,6 +330,7 @@ struct DecodeCase {
   bool single_kv_stage = false; // DecodeParams::single_kv_stage
   bool wide_cta = false;        // DecodeParams::wide_cta
   int carveout_percent = -1;    // DecodeParams::carveout_percent
+  bool deep_kv_pipeline = false; // DecodeParams::deep_kv_pipeline
 };
 
 constexpr int kGraphLaunches = 20;
@@ -410,6 +411,7 @@ template <typename T> void runDecode(const DecodeCase &c, ElementType dtype, std
     p.single_kv_stage = c.single_kv_stage;
     p.wide_cta = c.wide_cta;
     p.carveout_percent = c.carveout_percent;
+    p.deep_kv_pipeline = c.deep_kv_pipeline;
     if (splits > 1) {
       p.maybe_partial_o = reinterpret_cast<float *>(workspace.as<char>() + ws.partial_o_offset);
       p.maybe_partial_lse = reinterpret_cast<float *>(workspace.as<char>() + ws.partial_lse_offset);
@@ -972,6 +974,18 @@ int main(int argc, char **argv) {
     wide_fp16.wide_cta = true;
     wide_fp16.forced_splits = 1;
     runDecode<__half>(wide_fp16, fp16, rng);
+    // The deep pipeline (six stages, d128 without window or soft-cap) on the
+    // GQA cases it is built for, chunks shorter and longer than its prologue.
+    for (int i : {0, 1, 4, 6}) {
+      DecodeCase c = decode_checks[i];
+      c.name += " deep";
+      c.deep_kv_pipeline = true;
+      runDecode<__nv_bfloat16>(c, bf16, rng);
+      c.name += " early-kv";
+      c.early_kv = true;
+      c.forced_splits = 3;
+      runDecode<__nv_bfloat16>(c, bf16, rng);
+    }
     // Wide CTAs as splits (a 256-key tile each, or several in a row), merged
     // through global memory by the staged combine.
     for (int i : {0, 4, 6}) {
@@ -1115,6 +1129,15 @@ int main(int argc, char **argv) {
       DecodeCase c = asInTheStep({name + " single-stage", 1, heads, 8, 128, 16, {}, context});
       c.forced_splits = splits;
       c.single_kv_stage = true;
+      runDecode<__nv_bfloat16>(c, bf16, rng);
+    }
+    // The deep pipeline at 16 splits: 128 CTAs, one an SM, up to five
+    // 64-key tiles in flight each (the 16-split rows above: two).
+    for (int context : {32768, 4096}) {
+      DecodeCase c = asInTheStep(
+          {"diag b1 L" + std::to_string(context) + " graph+pdl+early-kv splits=16 deep", 1, 32, 8, 128, 16, {}, context});
+      c.forced_splits = 16;
+      c.deep_kv_pipeline = true;
       runDecode<__nv_bfloat16>(c, bf16, rng);
     }
     // One K/V stage (~41 KB) at the whole carveout: five CTAs fit an SM, so

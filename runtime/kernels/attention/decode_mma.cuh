@@ -30,7 +30,10 @@ namespace txc::kernels {
 /// d128 for the pipeline, ~45 KB with DecodeParams::single_kv_stage. Wide
 /// (kDecodeWideWarps, DecodeParams::wide_cta): one 256-key stage only,
 /// ~137 KB at d128 and group 4.
-template <typename DType_, int kHeadDim_, int kGroupSize_, int kPageSize_ = 0, int kWarps_ = kDecodeMmaWarps>
+/// kStages_ > 0 sets the pipeline's depth (kDecodeDeepStages for
+/// DecodeParams::deep_kv_pipeline).
+template <typename DType_, int kHeadDim_, int kGroupSize_, int kPageSize_ = 0, int kWarps_ = kDecodeMmaWarps,
+          int kStages_ = 0>
 struct DecodeMmaTraits {
   using DType = DType_;
   static constexpr int kHeadDim = kHeadDim_;
@@ -59,7 +62,7 @@ struct DecodeMmaTraits {
   static constexpr int kRows = 16; // MMA M: the group's heads, zero-padded
   static constexpr int kBlockN = kDecodeMmaKeysPerWarp * kWarps;
   // About 64 KB of K/V in flight per CTA and two CTAs per SM.
-  static constexpr int kStages = kHeadDim <= 64 ? 6 : (kHeadDim <= 128 ? 3 : 2);
+  static constexpr int kStages = kStages_ > 0 ? kStages_ : (kHeadDim <= 64 ? 6 : (kHeadDim <= 128 ? 3 : 2));
   static constexpr int kChunksPerRow = kHeadDim / 8;
   static constexpr int kQElems = kRows * kHeadDim;
   static constexpr int kKVElems = kBlockN * kHeadDim;

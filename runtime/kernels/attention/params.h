@@ -27,6 +27,10 @@ constexpr int kDecodeMmaTileKeys = kDecodeMmaKeysPerWarp * kDecodeMmaWarps;
 /// (sequence, kv head)'s 256 keys in one tile, without splits to merge.
 constexpr int kDecodeWideWarps = 16;
 constexpr int kDecodeWideTileKeys = kDecodeMmaKeysPerWarp * kDecodeWideWarps;
+/// The deep pipeline (DecodeParams::deep_kv_pipeline): the 4-warp kernel
+/// with this many K/V stages (~200 KB at d128, one CTA an SM), five tiles
+/// in flight where the default's three stages, two CTAs an SM, hold four.
+constexpr int kDecodeDeepStages = 6;
 
 /// The most splits DecodeParams::cluster_combine merges in one cluster: 8 is
 /// the portable cluster size, the default of DecodeParams::
@@ -167,6 +171,12 @@ struct DecodeParams {
   // merged through global memory, not a cluster) it is attention_bench's
   // comparison at longer contexts. Implies single_kv_stage.
   bool wide_cta = false;
+  // The 4-warp kernel with kDecodeDeepStages stages (head_dim 128, no
+  // window or soft-cap): one CTA an SM keeps ~160 KB of K/V in flight, where
+  // two CTAs of three stages keep ~128 KB; a read-only launch at that
+  // residency reached 84.7% of the copy bandwidth at batch 1 (device run
+  // 166). For batch 1 at long contexts, with about one CTA an SM of splits.
+  bool deep_kv_pipeline = false;
 
   // The decode step's rope folded in (the tensor-core kernel only, GQA
   // group >= 2): when maybe_rope_qkv is set, q is not read. Each CTA reads

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# SASS counts of one prefill kernel in a compiled object (on the GPU machine,
-# which has cuobjdump; this one does not): instructions, R2UR (a wgmma
+# SASS counts of one prefill kernel in a compiled object (cuobjdump and nvdisasm:
+# the GPU machine's, or here PyPI's nvidia-cuda-cuobjdump and -nvdisasm wheels,
+# with CUOBJDUMP and PATH pointed at them): instructions, R2UR (a wgmma
 # descriptor moved out of a general register: ptxas lost the step loop's
 # uniform registers, device run 156) and HGMMA. Default: the d128 full-mask
 # default kernel, PrefillSm90Traits<bf16,128,0,2,0,1,0> x AttentionVariant<0,0,0>.
@@ -20,7 +21,7 @@ for fn in re.split(r'\n\s*Function : ', open(sass).read())[1:]:
     if traits in name and variant in name:
         lines = fn.split('\n')
         count = lambda s: sum(s in l for l in lines)
-        print(f"{obj}: instructions {sum(1 for l in lines if re.search(r'/\*[0-9a-f]{4}\*/', l))} "
-              f"R2UR {count('R2UR')} HGMMA {count('HGMMA')}")
+        instructions = sum(1 for l in lines if re.search(r'/\*[0-9a-f]{4}\*/', l))
+        print(f"{obj}: instructions {instructions} R2UR {count('R2UR')} HGMMA {count('HGMMA')}")
 PY
 rm -rf "$tmp"

@@ -173,9 +173,10 @@ struct DecodeParams {
   bool wide_cta = false;
   // The 4-warp kernel with kDecodeDeepStages stages (head_dim 128, no
   // window or soft-cap): one CTA an SM keeps ~160 KB of K/V in flight, where
-  // two CTAs of three stages keep ~128 KB; a read-only launch at that
-  // residency reached 84.7% of the copy bandwidth at batch 1 (device run
-  // 166). For batch 1 at long contexts, with about one CTA an SM of splits.
+  // two CTAs of three stages keep ~128 KB (a read-only launch at the
+  // default's residency reached 84.7% of the copy bandwidth at batch 1,
+  // device run 166). For batch 1 at long contexts, with about one CTA an SM
+  // of splits. Not measured yet (attention_bench's "deep" rows).
   bool deep_kv_pipeline = false;
 
   // The decode step's rope folded in (the tensor-core kernel only, GQA

@@ -81,6 +81,9 @@ inline Status checkDecodeParams(const DecodeParams &p) {
                                    " splits, got " + std::to_string(p.num_splits));
   if (p.num_splits > 1 && (p.maybe_partial_o == nullptr || p.maybe_partial_lse == nullptr))
     return Status::invalidArgument("decode: num_splits > 1 needs the partial-output workspace");
+  if (p.kv_l2_prefetch_tiles < 0)
+    return Status::invalidArgument("decode: kv_l2_prefetch_tiles " + std::to_string(p.kv_l2_prefetch_tiles) +
+                                   " is negative");
   if (p.wide_cta && p.cluster_combine && p.num_splits >= 2)
     return Status::invalidArgument("decode: the wide CTA merges splits through global memory, not a cluster");
   return Status::ok();

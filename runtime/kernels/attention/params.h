@@ -178,6 +178,16 @@ struct DecodeParams {
   // device run 166). For batch 1 at long contexts, with about one CTA an SM
   // of splits. Not measured yet (attention_bench's "deep" rows).
   bool deep_kv_pipeline = false;
+  // The 4-warp kernel asks the L2 for its keys' K/V this many tiles past
+  // those it loads into shared memory (prefetch.global.L2, one 128-byte line
+  // a thread): more of a CTA's keys in flight from DRAM than its stages
+  // hold, without the shared memory that sets how many CTAs share an SM
+  // (device runs 166-167: a read-only launch reached the copy bandwidth at
+  // batch 1 only with room for the next launch's CTAs beside its own, and
+  // one stage at the whole carveout made that room but waited a DRAM round
+  // trip a tile). 0: off. The first ones go out before the wait with
+  // kv_before_wait.
+  int kv_l2_prefetch_tiles = 0;
 
   // The decode step's rope folded in (the tensor-core kernel only, GQA
   // group >= 2): when maybe_rope_qkv is set, q is not read. Each CTA reads

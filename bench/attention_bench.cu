@@ -330,8 +330,6 @@ struct DecodeCase {
   bool single_kv_stage = false; // DecodeParams::single_kv_stage
   bool wide_cta = false;        // DecodeParams::wide_cta
   int carveout_percent = -1;    // DecodeParams::carveout_percent
-  bool deep_kv_pipeline = false; // DecodeParams::deep_kv_pipeline
-  int l2_prefetch_tiles = 0;     // DecodeParams::kv_l2_prefetch_tiles
 };
 
 constexpr int kGraphLaunches = 20;
@@ -412,8 +410,6 @@ template <typename T> void runDecode(const DecodeCase &c, ElementType dtype, std
     p.single_kv_stage = c.single_kv_stage;
     p.wide_cta = c.wide_cta;
     p.carveout_percent = c.carveout_percent;
-    p.deep_kv_pipeline = c.deep_kv_pipeline;
-    p.kv_l2_prefetch_tiles = c.l2_prefetch_tiles;
     if (splits > 1) {
       p.maybe_partial_o = reinterpret_cast<float *>(workspace.as<char>() + ws.partial_o_offset);
       p.maybe_partial_lse = reinterpret_cast<float *>(workspace.as<char>() + ws.partial_lse_offset);
@@ -976,31 +972,6 @@ int main(int argc, char **argv) {
     wide_fp16.wide_cta = true;
     wide_fp16.forced_splits = 1;
     runDecode<__half>(wide_fp16, fp16, rng);
-    // The deep pipeline (six stages, d128 without window or soft-cap) on the
-    // GQA cases it is built for, chunks shorter and longer than its prologue.
-    for (int i : {0, 1, 4, 6}) {
-      DecodeCase c = decode_checks[i];
-      c.name += " deep";
-      c.deep_kv_pipeline = true;
-      runDecode<__nv_bfloat16>(c, bf16, rng);
-      c.name += " early-kv";
-      c.early_kv = true;
-      c.forced_splits = 3;
-      runDecode<__nv_bfloat16>(c, bf16, rng);
-    }
-    // The L2 prefetch of later tiles (a hint: results must not move), with
-    // the pipeline and with one stage, early K/V at 3 splits.
-    for (int i : {0, 1, 4, 6}) {
-      DecodeCase c = decode_checks[i];
-      c.name += " l2-prefetch 2";
-      c.l2_prefetch_tiles = 2;
-      runDecode<__nv_bfloat16>(c, bf16, rng);
-      c.name += " single-stage early-kv";
-      c.single_kv_stage = true;
-      c.early_kv = true;
-      c.forced_splits = 3;
-      runDecode<__nv_bfloat16>(c, bf16, rng);
-    }
     // Wide CTAs as splits (a 256-key tile each, or several in a row), merged
     // through global memory by the staged combine.
     for (int i : {0, 4, 6}) {
@@ -1146,19 +1117,12 @@ int main(int argc, char **argv) {
       c.single_kv_stage = true;
       runDecode<__nv_bfloat16>(c, bf16, rng);
     }
-    // The deep pipeline at 16 splits: 128 CTAs, one an SM, up to five
-    // 64-key tiles in flight each (the 16-split rows above: two).
-    for (int context : {32768, 4096}) {
-      DecodeCase c = asInTheStep(
-          {"diag b1 L" + std::to_string(context) + " graph+pdl+early-kv splits=16 deep", 1, 32, 8, 128, 16, {}, context});
-      c.forced_splits = 16;
-      c.deep_kv_pipeline = true;
-      runDecode<__nv_bfloat16>(c, bf16, rng);
-    }
     // One K/V stage (~41 KB) at the whole carveout: five CTAs fit an SM, so
     // at the pipelined kernel's splits (two an SM) the next launch's CTAs
     // start their K/V beside this one's, as the read floor's four-an-SM
-    // rows do; at twice the splits, four an SM of this launch's own.
+    // rows do; at twice the splits, four an SM of this launch's own. Slower
+    // than the pipeline on an H100 (runs 167-169): each tile then waits a
+    // DRAM round trip, which costs more than the room gains.
     for (auto [context, splits] : {std::pair{32768, 33}, std::pair{32768, 66}, std::pair{4096, 32}, std::pair{4096, 64}}) {
       DecodeCase c = asInTheStep({"diag b1 L" + std::to_string(context) + " graph+pdl+early-kv splits=" +
                                       std::to_string(splits) + " single-stage carveout 100",
@@ -1166,29 +1130,6 @@ int main(int argc, char **argv) {
       c.forced_splits = splits;
       c.single_kv_stage = true;
       c.carveout_percent = 100;
-      runDecode<__nv_bfloat16>(c, bf16, rng);
-    }
-    // The L2 asked for K/V tiles past the shared-memory stages: with the
-    // pipeline at its residency (two CTAs an SM), and with one stage at the
-    // whole carveout (room for the next launch's CTAs beside), where each
-    // tile otherwise waits a DRAM round trip.
-    for (const auto &[context, splits, single, ahead] :
-         std::vector<std::tuple<int, int, bool, int>>{{32768, 33, false, 2},
-                                                      {32768, 33, false, 4},
-                                                      {32768, 33, true, 4},
-                                                      {32768, 33, true, 8},
-                                                      {32768, 66, true, 4},
-                                                      {4096, 32, false, 1},
-                                                      {4096, 32, true, 1},
-                                                      {4096, 64, true, 1}}) {
-      DecodeCase c = asInTheStep({"diag b1 L" + std::to_string(context) + " graph+pdl+early-kv splits=" +
-                                      std::to_string(splits) + (single ? " single-stage carveout 100" : "") +
-                                      " l2-prefetch " + std::to_string(ahead),
-                                  1, 32, 8, 128, 16, {}, context});
-      c.forced_splits = splits;
-      c.single_kv_stage = single;
-      c.carveout_percent = single ? 100 : -1;
-      c.l2_prefetch_tiles = ahead;
       runDecode<__nv_bfloat16>(c, bf16, rng);
     }
     // Batch 1 at 4k as wide CTAs: 16 splits of one 256-key tile, all of a

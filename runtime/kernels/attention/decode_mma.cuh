@@ -30,10 +30,7 @@ namespace txc::kernels {
 /// d128 for the pipeline, ~45 KB with DecodeParams::single_kv_stage. Wide
 /// (kDecodeWideWarps, DecodeParams::wide_cta): one 256-key stage only,
 /// ~137 KB at d128 and group 4.
-/// kStages_ > 0 sets the pipeline's depth (kDecodeDeepStages for
-/// DecodeParams::deep_kv_pipeline).
-template <typename DType_, int kHeadDim_, int kGroupSize_, int kPageSize_ = 0, int kWarps_ = kDecodeMmaWarps,
-          int kStages_ = 0>
+template <typename DType_, int kHeadDim_, int kGroupSize_, int kPageSize_ = 0, int kWarps_ = kDecodeMmaWarps>
 struct DecodeMmaTraits {
   using DType = DType_;
   static constexpr int kHeadDim = kHeadDim_;
@@ -62,7 +59,7 @@ struct DecodeMmaTraits {
   static constexpr int kRows = 16; // MMA M: the group's heads, zero-padded
   static constexpr int kBlockN = kDecodeMmaKeysPerWarp * kWarps;
   // About 64 KB of K/V in flight per CTA and two CTAs per SM.
-  static constexpr int kStages = kStages_ > 0 ? kStages_ : (kHeadDim <= 64 ? 6 : (kHeadDim <= 128 ? 3 : 2));
+  static constexpr int kStages = kHeadDim <= 64 ? 6 : (kHeadDim <= 128 ? 3 : 2);
   static constexpr int kChunksPerRow = kHeadDim / 8;
   static constexpr int kQElems = kRows * kHeadDim;
   static constexpr int kKVElems = kBlockN * kHeadDim;
@@ -413,28 +410,6 @@ __global__ void __launch_bounds__(Traits::kThreads)
     }
   };
 
-  // DecodeParams::kv_l2_prefetch_tiles: a tile's K and V lines asked of the
-  // L2, one line a thread and tensor; tiles [prologue_tiles, + ahead) with
-  // the prologue, then tile + prologue_tiles + ahead at iteration `tile`.
-  const int l2_ahead = params.kv_l2_prefetch_tiles;
-  auto prefetchTileL2 = [&](int tile) {
-    constexpr int kLinesPerRow = D * (int)sizeof(T) / 128;
-    static_assert(kLinesPerRow >= 1, "a row of K spans whole 128-byte lines");
-    for (int idx = tid; idx < BN * kLinesPerRow; idx += Traits::kThreads) {
-      const int key = chunk_begin + tile * BN + idx / kLinesPerRow;
-      if (key >= chunk_end)
-        break;
-      const long long line =
-          kvRowOffset<Traits::kPageSize>(kv, seq, key) + (idx % kLinesPerRow) * (128 / (int)sizeof(T));
-      prefetchL2(k_base + line);
-      prefetchL2(v_base + line);
-    }
-  };
-  auto prefetchPrologueL2 = [&]() {
-    for (int t = prologue_tiles; t < min(num_tiles, prologue_tiles + l2_ahead); ++t)
-      prefetchTileL2(t);
-  };
-
   // The newest key (its K/V come from the previous kernel): whether this
   // CTA holds it, and whether it lies in a tile of the prologue (the first
   // prologue_tiles, loaded before the main loop), whose loads skip it; the
@@ -470,7 +445,6 @@ __global__ void __launch_bounds__(Traits::kThreads)
         loadTile(s, s, newest, pages_ahead && s == 0);
       cpAsyncCommit();
     }
-    prefetchPrologueL2();
     ropeFactors();
     if (rope)
       zeroPaddedQueryRows();
@@ -507,7 +481,6 @@ __global__ void __launch_bounds__(Traits::kThreads)
         loadTile(s, s, rope_staged_row >= 0 ? newest : -1);
       cpAsyncCommit(); // the first group also carries Q
     }
-    prefetchPrologueL2();
   }
   // The early path without the fold committed Q after the prologue's tiles.
   const bool first_tile_waits_all = early && !rope;
@@ -544,8 +517,6 @@ __global__ void __launch_bounds__(Traits::kThreads)
     if (!single && tile + STAGES - 1 < num_tiles)
       loadTile(tile + STAGES - 1, (tile + STAGES - 1) % STAGES);
     cpAsyncCommit();
-    if (l2_ahead > 0 && tile + prologue_tiles + l2_ahead < num_tiles)
-      prefetchTileL2(tile + prologue_tiles + l2_ahead);
     if (!Traits::kWide && !Traits::kKeysAsRows && tile == 0) {
 #pragma unroll
       for (int kk = 0; kk < kQFrags; ++kk)

@@ -216,11 +216,6 @@ __device__ __forceinline__ void cpAsync16(void *smem, const void *gmem, bool val
 __device__ __forceinline__ void cpAsync16(void *smem, const void *gmem) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(smemAddress(smem)), "l"(gmem));
 }
-/// Asks the L2 for the 128-byte line at `gmem` (nothing comes back to the
-/// SM: no register or shared memory is held while it is in flight).
-__device__ __forceinline__ void prefetchL2(const void *gmem) {
-  asm volatile("prefetch.global.L2 [%0];" ::"l"(gmem));
-}
 /// An L2 policy whose lines go first: for data read once a step (weights).
 __device__ __forceinline__ unsigned long long l2EvictFirstPolicy() {
   unsigned long long policy;

@@ -81,9 +81,6 @@ inline Status checkDecodeParams(const DecodeParams &p) {
                                    " splits, got " + std::to_string(p.num_splits));
   if (p.num_splits > 1 && (p.maybe_partial_o == nullptr || p.maybe_partial_lse == nullptr))
     return Status::invalidArgument("decode: num_splits > 1 needs the partial-output workspace");
-  if (p.kv_l2_prefetch_tiles < 0)
-    return Status::invalidArgument("decode: kv_l2_prefetch_tiles " + std::to_string(p.kv_l2_prefetch_tiles) +
-                                   " is negative");
   if (p.wide_cta && p.cluster_combine && p.num_splits >= 2)
     return Status::invalidArgument("decode: the wide CTA merges splits through global memory, not a cluster");
   return Status::ok();
@@ -132,8 +129,6 @@ template <typename T> Status launchPagedDecodeTyped(const AttentionConfig &confi
     return Status::unsupported("decode: the folded rope needs the tensor-core kernel (GQA group >= " +
                                std::to_string(kMinGroupForMmaDecode) +
                                "), the step's rotary factors, slot mapping and 2 * rope_half <= head_dim");
-  if (p.deep_kv_pipeline && (p.wide_cta || p.single_kv_stage))
-    return Status::invalidArgument("decode: deep_kv_pipeline excludes wide_cta and single_kv_stage");
   if (p.wide_cta && !decodeWideCtaBuilt(config.head_dim, group, p.variant))
     return Status::unsupported("decode: the wide CTA is built for GQA groups >= " +
                                std::to_string(kMinGroupForMmaDecode) +
@@ -148,16 +143,7 @@ template <typename T> Status launchPagedDecodeTyped(const AttentionConfig &confi
           // (checked above; the last branch only keeps the others unbuilt).
           using Variant = decltype(variant);
           constexpr bool kWideBuilt = kDim <= 128 && std::is_same_v<Variant, AttentionVariant<false, false, false>>;
-          constexpr bool kDeepBuilt = kDim == 128 && std::is_same_v<Variant, AttentionVariant<false, false, false>>;
-          if (p.deep_kv_pipeline) {
-            if constexpr (kDeepBuilt)
-              TXC_RETURN_IF_ERROR(
-                  (launchDecodeMma<DecodeMmaTraits<T, kDim, kGroup, 0, kDecodeMmaWarps, kDecodeDeepStages>, Variant>(
-                      p, grid, cluster_x, non_portable, stream)));
-            else
-              return Status::unsupported("decode: the deep K/V pipeline is built for head_dim 128 without window or "
-                                         "soft-cap");
-          } else if (!p.wide_cta) {
+          if (!p.wide_cta) {
             TXC_RETURN_IF_ERROR((launchDecodeMma<DecodeMmaTraits<T, kDim, kGroup>, Variant>(p, grid, cluster_x,
                                                                                              non_portable, stream)));
           } else if constexpr (kWideBuilt) {

@@ -27,10 +27,6 @@ constexpr int kDecodeMmaTileKeys = kDecodeMmaKeysPerWarp * kDecodeMmaWarps;
 /// (sequence, kv head)'s 256 keys in one tile, without splits to merge.
 constexpr int kDecodeWideWarps = 16;
 constexpr int kDecodeWideTileKeys = kDecodeMmaKeysPerWarp * kDecodeWideWarps;
-/// The deep pipeline (DecodeParams::deep_kv_pipeline): the 4-warp kernel
-/// with this many K/V stages (~200 KB at d128, one CTA an SM), five tiles
-/// in flight where the default's three stages, two CTAs an SM, hold four.
-constexpr int kDecodeDeepStages = 6;
 
 /// The most splits DecodeParams::cluster_combine merges in one cluster: 8 is
 /// the portable cluster size, the default of DecodeParams::
@@ -171,23 +167,6 @@ struct DecodeParams {
   // merged through global memory, not a cluster) it is attention_bench's
   // comparison at longer contexts. Implies single_kv_stage.
   bool wide_cta = false;
-  // The 4-warp kernel with kDecodeDeepStages stages (head_dim 128, no
-  // window or soft-cap): one CTA an SM keeps ~160 KB of K/V in flight, where
-  // two CTAs of three stages keep ~128 KB (a read-only launch at the
-  // default's residency reached 84.7% of the copy bandwidth at batch 1,
-  // device run 166). For batch 1 at long contexts, with about one CTA an SM
-  // of splits. Not measured yet (attention_bench's "deep" rows).
-  bool deep_kv_pipeline = false;
-  // The 4-warp kernel asks the L2 for its keys' K/V this many tiles past
-  // those it loads into shared memory (prefetch.global.L2, one 128-byte line
-  // a thread): more of a CTA's keys in flight from DRAM than its stages
-  // hold, without the shared memory that sets how many CTAs share an SM
-  // (device runs 166-167: a read-only launch reached the copy bandwidth at
-  // batch 1 only with room for the next launch's CTAs beside its own, and
-  // one stage at the whole carveout made that room but waited a DRAM round
-  // trip a tile). 0: off. The first ones go out before the wait with
-  // kv_before_wait.
-  int kv_l2_prefetch_tiles = 0;
 
   // The decode step's rope folded in (the tensor-core kernel only, GQA
   // group >= 2): when maybe_rope_qkv is set, q is not read. Each CTA reads

@@ -47,7 +47,10 @@ def main():
             t["peer_sdpa_GBps"], t["target_pct_of_copy"] = sdpa, target_pct
     merged = {"date": date, "gpu": ours["gpu"], "commit": commit, "copy_GBps_rw": copy,
               "torch": peers.get("torch"), "checks": ours["checks"], "timings": ours["timings"], "peers": peers}
-    path = os.path.join(out_dir, f"{date}-h200-attention.json")
+    # The file names the GPU it ran on ("NVIDIA H100 80GB HBM3" -> h100).
+    gpu_words = str(ours.get("gpu", "")).replace("NVIDIA", "").split()
+    gpu_tag = gpu_words[0].split("-")[0].lower() if gpu_words else "gpu"
+    path = os.path.join(out_dir, f"{date}-{gpu_tag}-attention.json")
     json.dump(merged, open(path, "w"), indent=1)
     fails = [c["name"] for c in ours["checks"] if not c["pass"]]
     print(f"\ncommit {commit}  gpu {ours['gpu']}  copy {copy:.0f} GB/s  checks {len(ours['checks'])} failed {len(fails)}")

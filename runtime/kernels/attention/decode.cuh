@@ -289,18 +289,21 @@ __device__ __forceinline__ void decodeEpilogue(const DecodeParams &params, const
     return;
 
   // Fused combine: the last CTA of this (sequence, kv head) merges the splits.
+  // One acquire-release add by thread 0 after the barrier orders the CTA's
+  // partial stores before the count (the barrier puts them before it, and a
+  // release is cumulative) and, in the last CTA, the other splits' partials
+  // before its loads (its acquire, then the barrier), as cooperative groups'
+  // grid sync does with its master thread's fence: no fence a thread.
   __shared__ bool is_last_split;
-  __threadfence();
   __syncthreads();
   traceLatest(params.maybe_trace, kTraceLatestMarkC);
   unsigned *counter = params.maybe_split_counters + seq * params.num_kv_heads + kv_head;
   if (threadIdx.x == 0)
-    is_last_split = atomicAdd(counter, 1u) == (unsigned)params.num_splits - 1;
+    is_last_split = atomicAddAcqRelGpu(counter, 1u) == (unsigned)params.num_splits - 1;
   __syncthreads();
   if (!is_last_split)
     return;
   traceLatest(params.maybe_trace, kTraceLatestMarkD);
-  __threadfence();
   if (!combineSplitsStaged<T, G, D, kThreads>(params, seq, kv_head, combine_stage, combine_stage_bytes)) {
     const long long head0 = (long long)seq * params.num_qo_heads + kv_head * G;
     const float4 *partial_o = reinterpret_cast<const float4 *>(params.maybe_partial_o);

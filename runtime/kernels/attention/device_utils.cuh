@@ -216,6 +216,14 @@ __device__ __forceinline__ void cpAsync16(void *smem, const void *gmem, bool val
 __device__ __forceinline__ void cpAsync16(void *smem, const void *gmem) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(smemAddress(smem)), "l"(gmem));
 }
+/// atomicAdd with acquire-release semantics at GPU scope: the writes before
+/// it (the CTA's, behind a barrier) are visible to whoever acquires the
+/// count, and what others released before their adds is visible after it.
+__device__ __forceinline__ unsigned atomicAddAcqRelGpu(unsigned *address, unsigned value) {
+  unsigned old;
+  asm volatile("atom.add.acq_rel.gpu.global.u32 %0, [%1], %2;" : "=r"(old) : "l"(address), "r"(value) : "memory");
+  return old;
+}
 /// An L2 policy whose lines go first: for data read once a step (weights).
 __device__ __forceinline__ unsigned long long l2EvictFirstPolicy() {
   unsigned long long policy;

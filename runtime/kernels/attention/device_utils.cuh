@@ -224,6 +224,18 @@ __device__ __forceinline__ unsigned atomicAddAcqRelGpu(unsigned *address, unsign
   asm volatile("atom.add.acq_rel.gpu.global.u32 %0, [%1], %2;" : "=r"(old) : "l"(address), "r"(value) : "memory");
   return old;
 }
+/// A release add at GPU scope (no result): after a barrier, it publishes
+/// the writes of every thread behind the barrier to an acquiring reader.
+__device__ __forceinline__ void redAddReleaseGpu(unsigned *address, unsigned value) {
+  asm volatile("red.release.gpu.global.add.u32 [%0], %1;" ::"l"(address), "r"(value) : "memory");
+}
+/// An acquire load at GPU scope: what was released before the value it
+/// reads is visible after it (to the other threads behind a barrier too).
+__device__ __forceinline__ unsigned loadAcquireGpu(const unsigned *address) {
+  unsigned value;
+  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(value) : "l"(address) : "memory");
+  return value;
+}
 /// An L2 policy whose lines go first: for data read once a step (weights).
 __device__ __forceinline__ unsigned long long l2EvictFirstPolicy() {
   unsigned long long policy;

@@ -879,21 +879,23 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
         __stcg(slot + (kOTiles * 4 + r) * 128, row_max[r]);
         __stcg(slot + (kOTiles * 4 + 2 + r) * 128, row_sum[r]);
       }
-      __threadfence();
+      // The barrier puts the warpgroup's stores before thread 0's release
+      // (cumulative), as the decode merge's count does: no fence a thread.
       namedBarrierSync(sm90::qBarrier(Traits::kConsumerWarpgroups, consumer), 128);
       if (t == 0)
-        atomicAdd(counter, 1u);
+        redAddReleaseGpu(counter, 1u);
       return false;
     }
     if (part.merges == 0)
       return true;
+    // Thread 0's acquire, then the barrier: the parts' slots are visible to
+    // the whole warpgroup.
     if (t == 0) {
-      while (atomicAdd(counter, 0u) < (unsigned)part.merges)
+      while (loadAcquireGpu(counter) < (unsigned)part.merges)
         __nanosleep(64);
       *counter = 0;
     }
     namedBarrierSync(sm90::qBarrier(Traits::kConsumerWarpgroups, consumer), 128);
-    __threadfence();
     for (int k = 1; k <= part.merges; ++k) {
       const float *slot = tailSlot(cta + k);
       float scale_mine[2], scale_theirs[2];

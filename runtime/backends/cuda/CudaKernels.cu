@@ -369,15 +369,15 @@ __global__ void __launch_bounds__(kArgmaxThreads)
   if (threadIdx.x == 0) {
     slice_values[row * kArgmaxSlices + slice] = best;
     slice_indices[row * kArgmaxSlices + slice] = any_nan ? kArgmaxNan : index;
-    __threadfence(); // the slice's winner, before the count that publishes it
-    last = atomicAdd(counters + row, 1u) == kArgmaxSlices - 1;
+    // The acquire-release count publishes the slice's winner and, in the
+    // row's last block, shows this thread the other slices' winners.
+    last = kernels::atomicAddAcqRelGpu(counters + row, 1u) == kArgmaxSlices - 1;
     if (last)
       counters[row] = 0;
   }
   __syncthreads();
   if (!last || threadIdx.x != 0)
     return;
-  __threadfence();
   best = -INFINITY;
   index = INT32_MAX;
   bool row_nan = false;

@@ -280,16 +280,17 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
       for (int j = 0; j < kJ; ++j)
         __stcg(mine + j * kThreads + tid, make_float4(sum[j][0], sum[j][1], sum[j][2], sum[j][3]));
-      __threadfence();
+      // The barrier, then thread 0's acquire-release count: it publishes the
+      // CTA's partial and, in the tile's last CTA, shows it the others' (to
+      // every thread, behind the second barrier); no fence a thread.
       __syncthreads();
       const int64_t first = schedule.firstCta(tile, chunks);
       const int64_t parts = schedule.parts(tile, chunks);
       if (tid == 0)
-        is_last = atomicAdd(&counters[tile], 1u) == static_cast<unsigned>(parts) - 1;
+        is_last = kernels::atomicAddAcqRelGpu(&counters[tile], 1u) == static_cast<unsigned>(parts) - 1;
       __syncthreads();
       store = is_last != 0;
       if (store) {
-        __threadfence();
 #pragma unroll
         for (int j = 0; j < kJ; ++j)
           sum[j][0] = sum[j][1] = sum[j][2] = sum[j][3] = 0.0f;

@@ -45,18 +45,21 @@ __device__ void finishHeadIfLast(const GemvArgs &a, int64_t first_row, int64_t r
   __shared__ bool last;
   const int64_t d = a.rope.head_dim;
   const int64_t head = first_row / d;
-  __threadfence(); // this block's QKV stores, before the count that publishes them
+  // The barrier puts this block's QKV stores before thread 0's
+  // acquire-release count, which publishes them (a release is cumulative)
+  // and, in the head's last block, makes the others' rows visible to every
+  // thread behind the second barrier: no fence a thread (as the decode
+  // attention's split merge, device run 173).
   __syncthreads();
   if (threadIdx.x == 0) {
     const unsigned blocks_per_head = static_cast<unsigned>(d / rows_per_block);
-    last = atomicAdd(a.rope_counters + head, 1u) == blocks_per_head - 1;
+    last = kernels::atomicAddAcqRelGpu(a.rope_counters + head, 1u) == blocks_per_head - 1;
     if (last)
       a.rope_counters[head] = 0;
   }
   __syncthreads();
   if (!last)
     return;
-  __threadfence();
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   if (warp >= a.m)
     return;

@@ -10,6 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/backends/cuda/Gemv.h"
+#include "runtime/backends/cuda/CudaKernels.h"
 #include "runtime/backends/cuda/GemvMath.cuh"
 #include "runtime/backends/cuda/Launch.cuh"
 #include "runtime/backends/cuda/RopeAppend.cuh"
@@ -198,7 +199,7 @@ int slicesFor(int64_t pairs, int64_t k, int warps_per_block, int64_t target_warp
 template <typename T, typename OutT, int kMaxRows, int kWarps, int kUnroll>
 cudaError_t launchShaped(const GemvArgs &a, const GemvConfig &config, cudaStream_t stream) {
   int64_t pairs = a.epilogue == GemvEpilogue::kSwiglu ? a.n / 2 : (a.n + 1) / 2;
-  int slices = slicesFor(pairs, a.k, kWarps, int64_t{132} * config.target_warps_per_sm);
+  int slices = slicesFor(pairs, a.k, kWarps, int64_t{smCount()} * config.target_warps_per_sm);
   int64_t pairs_per_block = kWarps / slices;
   dim3 blocks(static_cast<unsigned>((pairs + pairs_per_block - 1) / pairs_per_block));
   dim3 threads(kWarps * 32);

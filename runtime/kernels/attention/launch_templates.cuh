@@ -264,11 +264,12 @@ template <typename T> Status launchPrefillTyped(const AttentionConfig &config, c
             TXC_RETURN_IF_ERROR(encodeTileDescriptor(&kp.tma_o, o, Traits::kWarpgroupRows, "O"));
             kp.o_by_tma = true;
           }
-          // Q likewise, over its real rows, for the kernels that overlap
-          // their tiles (the producer loads Q there): a box may run past its
-          // sequence (rows of the next one, whose outputs are never
-          // written) or past the tensor (zeros).
-          if (prefillOverlapsTiles<Traits, Variant>() && p.num_q_tokens >= Traits::kWarpgroupRows) {
+          // Q likewise, over its real rows: the kernels that overlap their
+          // tiles load Q with it (their producer), the others' producer asks
+          // the L2 for each tile's Q ahead of the consumers' copy. A box may
+          // run past its sequence (rows of the next one, whose outputs are
+          // never written) or past the tensor (zeros).
+          if (p.num_q_tokens >= Traits::kWarpgroupRows) {
             TileTensorShape q;
             q.base = p.q;
             q.head_dim = Traits::kHeadDim;
@@ -276,8 +277,12 @@ template <typename T> Status launchPrefillTyped(const AttentionConfig &config, c
             q.rows = p.num_q_tokens;
             q.row_stride = p.q_token_stride;
             q.head_stride = p.q_head_stride;
-            TXC_RETURN_IF_ERROR(encodeTileDescriptor(&kp.tma_q, q, Traits::kWarpgroupRows, "Q"));
-            kp.q_by_tma = true;
+            const Status encoded = encodeTileDescriptor(&kp.tma_q, q, Traits::kWarpgroupRows, "Q");
+            // Only the overlapping kernels load Q through it; for the others
+            // a Q it cannot describe just goes without the L2 prefetch.
+            if (prefillOverlapsTiles<Traits, Variant>())
+              TXC_RETURN_IF_ERROR(encoded);
+            kp.q_by_tma = encoded.isOk();
           }
         }
         TXC_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,

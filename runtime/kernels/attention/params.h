@@ -220,7 +220,9 @@ struct PrefillParams {
   bool o_by_tma = false;
   TmaDescriptor tma_o;
   // And Q, the same boxes over num_q_tokens rows: with the tiles overlapped
-  // (d128, TMA K/V) the producer loads each tile's Q with its first K block.
+  // (full masks, TMA K/V) the producer loads each tile's Q with its first K
+  // block; otherwise it asks the L2 for each tile's Q ahead of the
+  // consumers' own copy.
   bool q_by_tma = false;
   TmaDescriptor tma_q;
 

@@ -502,11 +502,27 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
         if (ahead < num_tiles)
           publishAfter(ahead, k & 1);
       };
-      if (q_by_producer)
+      // Without the overlap the consumers copy each tile's Q themselves at
+      // the tile before's end; the producer, a ring ahead, asks the L2 for
+      // it as it reaches the tile, so their copy does not wait on DRAM (the
+      // first tile's gains nothing). Run 174's causal 1k tiles waited
+      // 1.1-1.3K cycles for Q after the epilogue on an H100, 0.4-0.8K on
+      // an H200 (run 166), of ~18K a tile. Not at d256, whose producer
+      // spilled 16 bytes with it (40 registers) and whose longer tiles hide
+      // the wait already.
+      const bool q_to_l2 = !kOverlapTiles && D <= 128 && params.q_by_tma;
+      if (q_by_producer || q_to_l2)
         tmaPrefetchDescriptor(&params.tma_q);
       sm90::walkKVRing<kStages>(
           first_tile, num_tiles, tileAt, tileAfter, empty_k, empty_v,
           [&](const Tile &tile, int t) {
+            if (q_to_l2 && tile.m0 < tile.q_len) {
+#pragma unroll
+              for (int c = 0; c < Traits::kConsumerWarpgroups; ++c)
+#pragma unroll
+                for (int blk = 0; blk < D / 64; ++blk)
+                  tmaPrefetchL2_4d(&params.tma_q, blk * 64, tile.q_start + tile.m0 + c * WM, tile.head, 0);
+            }
             if (!q_by_producer || tile.m0 >= tile.q_len)
               return;
             const int k = q_tiles++;

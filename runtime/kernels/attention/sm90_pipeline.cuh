@@ -75,6 +75,15 @@ __device__ __forceinline__ void tmaPrefetchDescriptor(const void *desc) {
   asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<unsigned long long>(desc)) : "memory");
 }
 
+/// TMA: asks the L2 for the box of a rank-4 tensor at (x, y, z, w),
+/// innermost first; nothing lands in shared memory and nothing waits for it.
+__device__ __forceinline__ void tmaPrefetchL2_4d(const void *desc, int x, int y, int z, int w) {
+  asm volatile("cp.async.bulk.prefetch.tensor.4d.L2.global.tile [%0, {%1, %2, %3, %4}];\n" ::"l"(
+                   reinterpret_cast<unsigned long long>(desc)),
+               "r"(x), "r"(y), "r"(z), "r"(w)
+               : "memory");
+}
+
 /// TMA: the box of a rank-4 tensor at coordinates (x, y, z, w), innermost
 /// first, copied to shared memory at `dst` (laid out and swizzled as the
 /// descriptor says); its bytes count as transactions on `bar`, also where

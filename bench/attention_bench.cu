@@ -680,7 +680,8 @@ void printPhaseTrace(const std::string &name, const std::vector<long long> &trac
 
 template <typename T>
 void runPrefill(const PrefillCase &c, ElementType dtype, std::mt19937 &rng, PrefillKernel kernel = PrefillKernel::kAuto,
-                const std::string &suffix = "", bool kv_tma = true, bool stream_k_tail = false) {
+                const std::string &suffix = "", bool kv_tma = true, bool stream_k_tail = false,
+                bool q_l2_prefetch = true) {
   const std::vector<int> &q_lens = c.q_lens;
   const std::vector<int> kv_lens = c.kv_lens.empty() ? c.q_lens : c.kv_lens;
   const int batch = (int)q_lens.size();
@@ -704,6 +705,7 @@ void runPrefill(const PrefillCase &c, ElementType dtype, std::mt19937 &rng, Pref
   p.q_token_stride = (long long)c.qo_heads * c.head_dim;
   p.q_head_stride = c.head_dim;
   p.num_q_tokens = total_q;
+  p.q_l2_prefetch = q_l2_prefetch;
   p.o = o.ptr;
   p.o_token_stride = p.q_token_stride;
   p.o_head_stride = c.head_dim;
@@ -835,6 +837,10 @@ template <typename T> void runPrefillKernels(const PrefillCase &c, ElementType d
   runPrefill<T>(c, dtype, rng, PrefillKernel::kAuto, "", /*kv_tma=*/true, stream_k_tail);
   if (stream_k_tail)
     runPrefill<T>(c, dtype, rng, PrefillKernel::kAuto, " [no tail]");
+  // Causal masks without a window at d64 / d128: the producer's L2 prefetch
+  // of each tile's Q (PrefillParams::q_l2_prefetch) against none.
+  if (c.causal && c.window_left < 0 && c.head_dim <= 128)
+    runPrefill<T>(c, dtype, rng, PrefillKernel::kAuto, " [no q prefetch]", true, false, /*q_l2_prefetch=*/false);
   if (!g_prefill_compare)
     return;
   const bool ws_default = defaultPrefillKernel() == PrefillKernel::kWarpSpecialized;

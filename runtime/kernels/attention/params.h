@@ -225,6 +225,9 @@ struct PrefillParams {
   // consumers' own copy.
   bool q_by_tma = false;
   TmaDescriptor tma_q;
+  // Set by callers: off, the kernels without the overlap skip that L2
+  // prefetch of Q (attention_bench's "[no q prefetch]" rows measure it).
+  bool q_l2_prefetch = true;
 
   // Stream-K tail (the warp-specialized kernel's persistent full-mask walk):
   // where the tiles leave a last partial round, its key blocks are shared

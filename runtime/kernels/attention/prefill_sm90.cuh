@@ -510,7 +510,7 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
       // an H200 (run 166), of ~18K a tile. Not at d256, whose producer
       // spilled 16 bytes with it (40 registers) and whose longer tiles hide
       // the wait already.
-      const bool q_to_l2 = !kOverlapTiles && D <= 128 && params.q_by_tma;
+      const bool q_to_l2 = !kOverlapTiles && D <= 128 && params.q_by_tma && params.q_l2_prefetch;
       if (q_by_producer || q_to_l2)
         tmaPrefetchDescriptor(&params.tma_q);
       sm90::walkKVRing<kStages>(

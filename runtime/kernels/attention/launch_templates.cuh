@@ -268,8 +268,9 @@ template <typename T> Status launchPrefillTyped(const AttentionConfig &config, c
           // tiles load Q with it (their producer), the others' producer asks
           // the L2 for each tile's Q ahead of the consumers' copy. A box may
           // run past its sequence (rows of the next one, whose outputs are
-          // never written) or past the tensor (zeros).
-          if (p.num_q_tokens >= Traits::kWarpgroupRows) {
+          // never written) or past the tensor (zeros). Both uses are the
+          // TMA producer's, so only with K/V by TMA.
+          if (kp.kv_by_tma && p.num_q_tokens >= Traits::kWarpgroupRows) {
             TileTensorShape q;
             q.base = p.q;
             q.head_dim = Traits::kHeadDim;

@@ -269,8 +269,11 @@ template <typename T> Status launchPrefillTyped(const AttentionConfig &config, c
           // the L2 for each tile's Q ahead of the consumers' copy. A box may
           // run past its sequence (rows of the next one, whose outputs are
           // never written) or past the tensor (zeros). Both uses are the
-          // TMA producer's, so only with K/V by TMA.
-          if (kp.kv_by_tma && p.num_q_tokens >= Traits::kWarpgroupRows) {
+          // TMA producer's, so only with K/V by TMA, and encoded only for a
+          // kernel that will use it (a host-side encode each launch).
+          constexpr bool kLoadsQ = prefillOverlapsTiles<Traits, Variant>();
+          const bool uses_q = kLoadsQ || (prefillPrefetchesQ<Traits, Variant>() && p.q_l2_prefetch);
+          if (kp.kv_by_tma && uses_q && p.num_q_tokens >= Traits::kWarpgroupRows) {
             TileTensorShape q;
             q.base = p.q;
             q.head_dim = Traits::kHeadDim;
@@ -281,7 +284,7 @@ template <typename T> Status launchPrefillTyped(const AttentionConfig &config, c
             const Status encoded = encodeTileDescriptor(&kp.tma_q, q, Traits::kWarpgroupRows, "Q");
             // Only the overlapping kernels load Q through it; for the others
             // a Q it cannot describe just goes without the L2 prefetch.
-            if (prefillOverlapsTiles<Traits, Variant>())
+            if (kLoadsQ)
               TXC_RETURN_IF_ERROR(encoded);
             kp.q_by_tma = encoded.isOk();
           }

@@ -226,7 +226,8 @@ struct PrefillParams {
   bool q_by_tma = false;
   TmaDescriptor tma_q;
   // Set by callers: off, the kernels without the overlap skip that L2
-  // prefetch of Q (attention_bench's "[no q prefetch]" rows measure it).
+  // prefetch of Q (prefillPrefetchesQ; attention_bench's "[no q prefetch]"
+  // rows measure it).
   bool q_l2_prefetch = true;
 
   // Stream-K tail (the warp-specialized kernel's persistent full-mask walk):

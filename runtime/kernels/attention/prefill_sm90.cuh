@@ -195,6 +195,15 @@ template <class Traits, class Variant> __host__ __device__ constexpr bool prefil
          Traits::kConsumerWarpgroups == 2;
 }
 
+/// Whether the producer asks the L2 for each tile's Q ahead of the
+/// consumers' own copy (PrefillParams::q_l2_prefetch): the kernels without
+/// the overlap (whose producer loads Q itself), at d64 and d128 (d256's
+/// 40-register producer spilled 16 bytes with it, and its longer tiles hide
+/// the wait already).
+template <class Traits, class Variant> __host__ __device__ constexpr bool prefillPrefetchesQ() {
+  return !prefillOverlapsTiles<Traits, Variant>() && Traits::kHeadDim <= 128;
+}
+
 namespace sm90 {
 
 /// Named barrier ids (0 is __syncthreads): each of the `consumers` consumer
@@ -507,10 +516,8 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
       // it as it reaches the tile, so their copy does not wait on DRAM (the
       // first tile's gains nothing). Run 174's causal 1k tiles waited
       // 1.1-1.3K cycles for Q after the epilogue on an H100, 0.4-0.8K on
-      // an H200 (run 166), of ~18K a tile. Not at d256, whose producer
-      // spilled 16 bytes with it (40 registers) and whose longer tiles hide
-      // the wait already.
-      const bool q_to_l2 = !kOverlapTiles && D <= 128 && params.q_by_tma && params.q_l2_prefetch;
+      // an H200 (run 166), of ~18K a tile.
+      const bool q_to_l2 = prefillPrefetchesQ<Traits, Variant>() && params.q_by_tma && params.q_l2_prefetch;
       if (q_by_producer || q_to_l2)
         tmaPrefetchDescriptor(&params.tma_q);
       sm90::walkKVRing<kStages>(

@@ -681,7 +681,7 @@ void printPhaseTrace(const std::string &name, const std::vector<long long> &trac
 template <typename T>
 void runPrefill(const PrefillCase &c, ElementType dtype, std::mt19937 &rng, PrefillKernel kernel = PrefillKernel::kAuto,
                 const std::string &suffix = "", bool kv_tma = true, bool stream_k_tail = false,
-                PrefillParams::QL2Prefetch q_l2_prefetch = PrefillParams::QL2Prefetch::kNextTile) {
+                bool q_l2_prefetch = true) {
   const std::vector<int> &q_lens = c.q_lens;
   const std::vector<int> kv_lens = c.kv_lens.empty() ? c.q_lens : c.kv_lens;
   const int batch = (int)q_lens.size();
@@ -837,15 +837,10 @@ template <typename T> void runPrefillKernels(const PrefillCase &c, ElementType d
   runPrefill<T>(c, dtype, rng, PrefillKernel::kAuto, "", /*kv_tma=*/true, stream_k_tail);
   if (stream_k_tail)
     runPrefill<T>(c, dtype, rng, PrefillKernel::kAuto, " [no tail]");
-  // Causal masks without a window at d128: the producer's L2 prefetch of
-  // the next tile's Q (PrefillParams::q_l2_prefetch) against this tile's
-  // and none.
-  if (c.causal && c.window_left < 0 && c.head_dim == 128) {
-    runPrefill<T>(c, dtype, rng, PrefillKernel::kAuto, " [q prefetch this tile]", true, false,
-                  PrefillParams::QL2Prefetch::kThisTile);
-    runPrefill<T>(c, dtype, rng, PrefillKernel::kAuto, " [no q prefetch]", true, false,
-                  PrefillParams::QL2Prefetch::kNone);
-  }
+  // Causal masks without a window at d64 / d128: the producer's L2 prefetch
+  // of each tile's Q (PrefillParams::q_l2_prefetch) against none.
+  if (c.causal && c.window_left < 0 && c.head_dim <= 128)
+    runPrefill<T>(c, dtype, rng, PrefillKernel::kAuto, " [no q prefetch]", true, false, /*q_l2_prefetch=*/false);
   if (!g_prefill_compare)
     return;
   const bool ws_default = defaultPrefillKernel() == PrefillKernel::kWarpSpecialized;

@@ -272,8 +272,7 @@ template <typename T> Status launchPrefillTyped(const AttentionConfig &config, c
           // TMA producer's, so only with K/V by TMA, and encoded only for a
           // kernel that will use it (a host-side encode each launch).
           constexpr bool kLoadsQ = prefillOverlapsTiles<Traits, Variant>();
-          const bool uses_q = kLoadsQ || (prefillPrefetchesQ<Traits, Variant>() &&
-                                          p.q_l2_prefetch != PrefillParams::QL2Prefetch::kNone);
+          const bool uses_q = kLoadsQ || (prefillPrefetchesQ<Traits, Variant>() && p.q_l2_prefetch);
           if (kp.kv_by_tma && uses_q && p.num_q_tokens >= Traits::kWarpgroupRows) {
             TileTensorShape q;
             q.base = p.q;

@@ -225,12 +225,10 @@ struct PrefillParams {
   // consumers' own copy.
   bool q_by_tma = false;
   TmaDescriptor tma_q;
-  // Which tile's Q the producer of a kernel without the overlap asks the L2
-  // for as it reaches a tile (prefillPrefetchesQ): the CTA's next tile's
-  // (the default), this tile's (run 177's), or none. attention_bench's
-  // "[q prefetch this tile]" and "[no q prefetch]" rows measure them.
-  enum class QL2Prefetch : int { kNone, kThisTile, kNextTile };
-  QL2Prefetch q_l2_prefetch = QL2Prefetch::kNextTile;
+  // Set by callers: off, the kernels without the overlap skip that L2
+  // prefetch of Q (prefillPrefetchesQ; attention_bench's "[no q prefetch]"
+  // rows measure it).
+  bool q_l2_prefetch = true;
 
   // Stream-K tail (the warp-specialized kernel's persistent full-mask walk):
   // where the tiles leave a last partial round, its key blocks are shared

@@ -197,14 +197,11 @@ template <class Traits, class Variant> __host__ __device__ constexpr bool prefil
 
 /// Whether the producer asks the L2 for each tile's Q ahead of the
 /// consumers' own copy (PrefillParams::q_l2_prefetch): the kernels without
-/// the overlap (whose producer loads Q itself), at d128 only. On an H100
-/// (run 177, each tile's own Q) it took causal d128 L1024 from 412 to 422
-/// TFLOP/s (the tile's Q wait 1.1-1.3K cycles -> 0.47-0.72K) and L4096 584
-/// -> 589, but causal d64 L4096 from 442 to 433; d256's 40-register
-/// producer spilled 16 bytes with it, and its longer tiles hide the wait
-/// already.
+/// the overlap (whose producer loads Q itself), at d64 and d128 (d256's
+/// 40-register producer spilled 16 bytes with it, and its longer tiles hide
+/// the wait already).
 template <class Traits, class Variant> __host__ __device__ constexpr bool prefillPrefetchesQ() {
-  return !prefillOverlapsTiles<Traits, Variant>() && Traits::kHeadDim == 128;
+  return !prefillOverlapsTiles<Traits, Variant>() && Traits::kHeadDim <= 128;
 }
 
 namespace sm90 {
@@ -515,35 +512,23 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
           publishAfter(ahead, k & 1);
       };
       // Without the overlap the consumers copy each tile's Q themselves at
-      // the tile before's end; the producer asks the L2 for it, so their
-      // copy does not wait on DRAM. Run 174's causal 1k tiles waited
+      // the tile before's end; the producer, a ring ahead, asks the L2 for
+      // it as it reaches the tile, so their copy does not wait on DRAM (the
+      // first tile's gains nothing). Run 174's causal 1k tiles waited
       // 1.1-1.3K cycles for Q after the epilogue on an H100, 0.4-0.8K on
-      // an H200 (run 166), of ~18K a tile. Asked as the producer reaches
-      // the tile itself, only the K/V ring's depth ahead of the copy, the
-      // wait was still 0.5-0.7K (run 177); the next tile's Q, asked as the
-      // producer reaches this one, is a whole tile ahead.
-      using QL2Prefetch = PrefillParams::QL2Prefetch;
-      const QL2Prefetch q_to_l2 = prefillPrefetchesQ<Traits, Variant>() && params.q_by_tma
-                                      ? params.q_l2_prefetch
-                                      : QL2Prefetch::kNone;
-      auto prefetchQ = [&](const Tile &tile) {
-#pragma unroll
-        for (int c = 0; c < Traits::kConsumerWarpgroups; ++c)
-#pragma unroll
-          for (int blk = 0; blk < D / 64; ++blk)
-            tmaPrefetchL2_4d(&params.tma_q, blk * 64, tile.q_start + tile.m0 + c * WM, tile.head, 0);
-      };
-      if (q_by_producer || q_to_l2 != QL2Prefetch::kNone)
+      // an H200 (run 166), of ~18K a tile.
+      const bool q_to_l2 = prefillPrefetchesQ<Traits, Variant>() && params.q_by_tma && params.q_l2_prefetch;
+      if (q_by_producer || q_to_l2)
         tmaPrefetchDescriptor(&params.tma_q);
       sm90::walkKVRing<kStages>(
           first_tile, num_tiles, tileAt, tileAfter, empty_k, empty_v,
           [&](const Tile &tile, int t) {
-            if (q_to_l2 == QL2Prefetch::kThisTile && tile.m0 < tile.q_len)
-              prefetchQ(tile);
-            if (q_to_l2 == QL2Prefetch::kNextTile && tile.m0 < tile.q_len) {
-              Tile next;
-              if (nextTile(tileAfter(t), next) < num_tiles)
-                prefetchQ(next);
+            if (q_to_l2 && tile.m0 < tile.q_len) {
+#pragma unroll
+              for (int c = 0; c < Traits::kConsumerWarpgroups; ++c)
+#pragma unroll
+                for (int blk = 0; blk < D / 64; ++blk)
+                  tmaPrefetchL2_4d(&params.tma_q, blk * 64, tile.q_start + tile.m0 + c * WM, tile.head, 0);
             }
             if (!q_by_producer || tile.m0 >= tile.q_len)
               return;

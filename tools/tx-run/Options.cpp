@@ -49,6 +49,23 @@ Output:
   --timing                print to stderr the median time of decode and prefill
                           steps: wall time of the backend's step, GPU stream time
                           (CUDA) and the whole run
+CUDA backend (the defaults are measured on the H200; these flags, marked
+(cuda), are refused with --device cpu):
+  --no-cuda-graphs        (cuda) launch decode steps one kernel at a time
+  --lazy-graphs           (cuda) capture each decode graph at its first step
+                          instead of all of them at startup (faster startup)
+  --tune-gemms            (cuda) time at startup the first algorithms
+                          cuBLASLt's heuristic offers for each decode-sized
+                          GEMM (at most 256 rows) and keep the fastest
+  --tune-decode-attention (cuda) time at startup the decode attention set-ups
+                          (rope fold, cluster merge, 8-64-token chunks) that
+                          --[no-]rope-in-attention, --[no-]attention-cluster-
+                          combine and --decode-split-min-tokens leave open
+                          (16 graph captures at startup) and keep the
+                          fastest where it beats the default by over 1%;
+                          --timing prints the choice
+CUDA diagnostics (each measures a default against its alternative or
+times the step's parts; bench/ and test/gpu/ use them, serving does not):
   --profile-ops           (cuda) also time every launch with CUDA events and
                           print the GPU time of each op kind; runs without
                           CUDA graphs, so steps are slower than without it
@@ -57,7 +74,6 @@ Output:
                           block start, PDL wait release, last block end) and
                           print the last decode step's, with what each kind
                           of kernel adds to the step (diagnostics)
-  --no-cuda-graphs        (cuda) launch decode steps one kernel at a time
   --no-pdl                (cuda) launch kernels without programmatic dependent
                           launch (for comparison)
   --no-fuse-norms         (cuda) launch decode rms_norm on its own instead of
@@ -137,21 +153,9 @@ Output:
   --no-skinny-gemm        (cuda) decode GEMMs of 3-8 rows (K at most 3072) on
                           cuBLASLt instead of the tensor-core skinny GEMM
                           (for comparison)
-  --tune-decode-attention (cuda) time at startup the decode attention set-ups
-                          (rope fold, cluster merge, 8-64-token chunks) that
-                          --[no-]rope-in-attention, --[no-]attention-cluster-
-                          combine and --decode-split-min-tokens leave open
-                          (16 graph captures at startup) and keep the
-                          fastest where it beats the default by over 1%;
-                          --timing prints the choice
-  --tune-gemms            (cuda) time at startup the first algorithms
-                          cuBLASLt's heuristic offers for each decode-sized
-                          GEMM (at most 256 rows) and keep the fastest
   --decode-gemm           (cuda) decode GEMMs of up to 64 rows that the GEMV
                           and the skinny GEMM leave to cuBLASLt on the wgmma
                           decode GEMM instead (slower than cuBLASLt so far)
-  --lazy-graphs           (cuda) capture each decode graph at its first step
-                          instead of all of them at startup (faster startup)
   --[no-]attention-cluster-combine
                           (cuda) decode attention merges its 2-8 splits in a
                           thread-block cluster, not through global memory

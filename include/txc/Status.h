@@ -98,6 +98,12 @@ inline Status outOfRange(std::string m) {
 inline Status internalError(std::string m) {
   return Status(StatusCode::kInternal, std::move(m));
 }
+/// `status` with "context: " before its message (an OK status unchanged).
+inline Status withContext(const std::string &context, const Status &status) {
+  if (status.isOk())
+    return status;
+  return Status(status.code(), context + ": " + status.message());
+}
 
 /// A value or the error that prevented it. Accessing value() of an error is
 /// a caller bug; check isOk() (or use TXC_ASSIGN_OR_RETURN) first.

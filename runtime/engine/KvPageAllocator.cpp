@@ -1,6 +1,7 @@
 //===- KvPageAllocator.cpp - Paged KV-cache bookkeeping -------------------===//
 #include "txc/engine/KvPageAllocator.h"
 
+#include <algorithm>
 #include <string>
 
 namespace txc::engine {
@@ -106,6 +107,22 @@ const std::vector<int32_t> &KvPageAllocator::blockTable(SequenceId sequence) con
 int32_t KvPageAllocator::slotOf(SequenceId sequence, int32_t position) const {
   const std::vector<int32_t> &pages = blockTable(sequence);
   return pages[position / page_size_] * page_size_ + position % page_size_;
+}
+
+StatusOr<int32_t> kvCachePages(const KvCacheSizing &sizing) {
+  if (sizing.requested_pages > 0)
+    return sizing.requested_pages;
+  const int64_t page_size = sizing.page_size > 0 ? sizing.page_size : 1;
+  const int64_t useful_pages = sizing.max_num_seqs * ((sizing.max_seq_len + page_size - 1) / page_size);
+  if (sizing.bytes_per_page == 0)
+    return static_cast<int32_t>(std::min<int64_t>(useful_pages, int64_t{1} << 20));
+  const uint64_t fit = sizing.budget_bytes / sizing.bytes_per_page;
+  if (fit == 0)
+    return resourceExhausted("the KV cache budget of " + std::to_string(sizing.budget_bytes) +
+                             " bytes does not hold one page (" + std::to_string(sizing.bytes_per_page) +
+                             " bytes over all layers)");
+  return static_cast<int32_t>(
+      std::min<uint64_t>({fit, static_cast<uint64_t>(useful_pages), uint64_t{1} << 30}));
 }
 
 } // namespace txc::engine

@@ -73,6 +73,22 @@ private:
   std::unordered_map<SequenceId, SequencePages> sequences_;
 };
 
+/// What sizes a backend's KV cache; every layer gets the same pages.
+struct KvCacheSizing {
+  int32_t requested_pages = 0;    // > 0: exactly this many
+  uint64_t budget_bytes = 0;      // else as many as this holds
+  uint64_t bytes_per_page = 0;    // of one page of every layer's K and V
+  int64_t max_num_seqs = 0;       // capped at what this many sequences
+  int64_t max_seq_len = 0;        // of this many tokens can use
+  int32_t page_size = 16;         // tokens a page
+};
+
+/// Pages in each layer's cache: the requested count, or as many as the
+/// budget holds capped at the useful pages and at 2^30; without KV layers
+/// (bytes_per_page 0) the useful pages, at most 2^20. The error names the
+/// budget and a page's bytes when the budget holds no page.
+StatusOr<int32_t> kvCachePages(const KvCacheSizing &sizing);
+
 } // namespace txc::engine
 
 #endif // TXC_ENGINE_KVPAGEALLOCATOR_H

@@ -13,6 +13,7 @@
 #include "runtime/backends/cpu/Kernels.h"
 #include "runtime/backends/cpu/LaunchAttributes.h"
 #include "runtime/backends/cpu/PlanValues.h"
+#include "txc/engine/KvPageAllocator.h"
 
 #include <algorithm>
 #include <cstring>
@@ -77,12 +78,6 @@ std::string describeLaunch(int rank, int index, const pb::Launch &launch) {
   if (!launch.location().empty())
     text += " at " + launch.location();
   return text + ")";
-}
-
-Status withContext(const std::string &context, const Status &status) {
-  if (status.isOk())
-    return status;
-  return Status(status.code(), context + ": " + status.message());
 }
 
 } // namespace
@@ -212,25 +207,16 @@ Status CpuExecutor::State::prepare() {
       bytes_per_page_all_layers += static_cast<uint64_t>(
           2 * page_size * geometry.kv_heads * geometry.head_dim) *
           dtypeSize(cache_dtype);
-  int64_t max_seq_len = compile.max_seq_len() > 0 ? compile.max_seq_len() : 4096;
-  int64_t max_num_seqs = compile.max_num_seqs() > 0 ? compile.max_num_seqs() : 256;
-  int64_t useful_pages = max_num_seqs * ((max_seq_len + page_size - 1) / page_size);
-  if (options.num_kv_pages > 0) {
-    num_pages = options.num_kv_pages;
-  } else if (bytes_per_page_all_layers == 0) {
-    num_pages = static_cast<int32_t>(std::min<int64_t>(useful_pages, 1 << 20));
-  } else {
-    uint64_t fit = options.kv_cache_budget_bytes / bytes_per_page_all_layers;
-    if (fit == 0)
-      return resourceExhausted(
-          path + ": the KV cache budget of " +
-          std::to_string(options.kv_cache_budget_bytes) +
-          " bytes does not hold one page (" +
-          std::to_string(bytes_per_page_all_layers) + " bytes over all layers)");
-    num_pages = static_cast<int32_t>(
-        std::min<uint64_t>({fit, static_cast<uint64_t>(useful_pages),
-                            uint64_t{1} << 30}));
-  }
+  engine::KvCacheSizing sizing;
+  sizing.requested_pages = options.num_kv_pages;
+  sizing.budget_bytes = options.kv_cache_budget_bytes;
+  sizing.bytes_per_page = bytes_per_page_all_layers;
+  sizing.max_num_seqs = compile.max_num_seqs() > 0 ? compile.max_num_seqs() : 256;
+  sizing.max_seq_len = compile.max_seq_len() > 0 ? compile.max_seq_len() : 4096;
+  sizing.page_size = page_size;
+  StatusOr<int32_t> pages = engine::kvCachePages(sizing);
+  TXC_RETURN_IF_ERROR(withContext(path, pages.status()));
+  num_pages = pages.value();
   for (Rank &rank : ranks) {
     for (const auto &[layer, geometry] : rank.layer_geometry) {
       KvCacheLayer cache;

@@ -5,6 +5,7 @@
 #include "runtime/backends/cpu/Rotary.h"
 #include "runtime/backends/cuda/PlanFusion.h"
 #include "runtime/backends/cuda/Sampler.h"
+#include "txc/engine/KvPageAllocator.h"
 
 #include <algorithm>
 
@@ -303,22 +304,17 @@ Status CudaExecutor::State::prepare() {
   for (const auto &[layer, g] : geometry)
     bytes_per_page +=
         static_cast<uint64_t>(2 * page_size * g.first * g.second) * dtypeSize(cache_dtype);
-  int64_t max_seq_len = compile.max_seq_len() > 0 ? compile.max_seq_len() : 4096;
-  int64_t useful_pages = max_num_seqs * ((max_seq_len + page_size - 1) / page_size);
-  if (options.num_kv_pages > 0) {
-    num_pages = options.num_kv_pages;
-  } else if (bytes_per_page == 0) {
-    num_pages = static_cast<int32_t>(std::min<int64_t>(useful_pages, 1 << 20));
-  } else {
-    uint64_t fit = options.kv_cache_budget_bytes / bytes_per_page;
-    if (fit == 0)
-      return resourceExhausted(path + ": the KV cache budget of " +
-                               std::to_string(options.kv_cache_budget_bytes) +
-                               " bytes does not hold one page (" + std::to_string(bytes_per_page) +
-                               " bytes over all layers)");
-    num_pages = static_cast<int32_t>(
-        std::min<uint64_t>({fit, static_cast<uint64_t>(useful_pages), uint64_t{1} << 30}));
-  }
+  const int64_t max_seq_len = compile.max_seq_len() > 0 ? compile.max_seq_len() : 4096;
+  engine::KvCacheSizing sizing;
+  sizing.requested_pages = options.num_kv_pages;
+  sizing.budget_bytes = options.kv_cache_budget_bytes;
+  sizing.bytes_per_page = bytes_per_page;
+  sizing.max_num_seqs = max_num_seqs;
+  sizing.max_seq_len = max_seq_len;
+  sizing.page_size = page_size;
+  StatusOr<int32_t> pages = engine::kvCachePages(sizing);
+  TXC_RETURN_IF_ERROR(withContext(path, pages.status()));
+  num_pages = pages.value();
   for (const auto &[layer, g] : geometry) {
     uint64_t bytes = static_cast<uint64_t>(num_pages) * 2 * page_size * g.first * g.second *
                      dtypeSize(cache_dtype);

@@ -78,12 +78,6 @@ inline std::string describeLaunch(int index, const pb::Launch &launch) {
   return text + ")";
 }
 
-inline Status withContext(const std::string &context, const Status &status) {
-  if (status.isOk())
-    return status;
-  return Status(status.code(), context + ": " + status.message());
-}
-
 inline bool overlaps(const void *a, uint64_t a_bytes, const void *b, uint64_t b_bytes) {
   auto x = reinterpret_cast<uintptr_t>(a), y = reinterpret_cast<uintptr_t>(b);
   return a && b && x < y + b_bytes && y < x + a_bytes;

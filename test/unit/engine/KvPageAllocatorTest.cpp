@@ -79,5 +79,36 @@ TEST(KvPageAllocatorTest, SharedPrefixPagesAreRefCounted) {
   EXPECT_EQ(pages.sharePrefix(5, 6, 5).status().code(), StatusCode::kOutOfRange);
 }
 
+TEST(KvCachePagesTest, RequestedBudgetedCappedOrRefused) {
+  KvCacheSizing sizing;
+  sizing.budget_bytes = 1000;
+  sizing.bytes_per_page = 100;
+  sizing.max_num_seqs = 4;
+  sizing.max_seq_len = 40; // 3 pages of 16 tokens a sequence: 12 useful
+  sizing.page_size = 16;
+  StatusOr<int32_t> pages = kvCachePages(sizing);
+  ASSERT_TRUE(pages.isOk()) << pages.status().toString();
+  EXPECT_EQ(pages.value(), 10); // the budget holds 10 of the 12 useful pages
+
+  sizing.budget_bytes = 100000; // room for 1000: capped at the useful 12
+  EXPECT_EQ(kvCachePages(sizing).value(), 12);
+
+  sizing.requested_pages = 7; // asked for: exactly that, whatever the budget
+  EXPECT_EQ(kvCachePages(sizing).value(), 7);
+
+  sizing.requested_pages = 0;
+  sizing.bytes_per_page = 0; // no KV layers: the useful pages
+  EXPECT_EQ(kvCachePages(sizing).value(), 12);
+
+  sizing.bytes_per_page = 100;
+  sizing.budget_bytes = 99; // not one page
+  StatusOr<int32_t> refused = kvCachePages(sizing);
+  ASSERT_FALSE(refused.isOk());
+  EXPECT_EQ(refused.status().code(), StatusCode::kResourceExhausted);
+  EXPECT_NE(refused.status().message().find("budget of 99 bytes does not hold one page (100 bytes"),
+            std::string::npos)
+      << refused.status().message();
+}
+
 } // namespace
 } // namespace txc::engine

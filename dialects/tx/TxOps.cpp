@@ -276,6 +276,16 @@ static LogicalResult verifyMasking(Operation *op, double scale, std::optional<in
   return success();
 }
 
+/// The attention ops' result (typed as the query) and their masking
+/// attributes.
+template <typename AttentionLikeOp> static LogicalResult verifyOutputAndMasking(AttentionLikeOp op) {
+  if (op.getResult().getType() != op.getQuery().getType())
+    return op.emitOpError() << "result type " << op.getResult().getType() << " must equal query type "
+                            << op.getQuery().getType();
+  return verifyMasking(op.getOperation(), op.getScale().convertToDouble(), op.getSlidingWindow(),
+                       op.getLogitSoftcap());
+}
+
 /// Q, K and V of one step: widths, token counts and element types agree.
 static LogicalResult verifyQkv(Operation *op, Value q, Value k, Value v, int64_t heads,
                                int64_t kvHeads, int64_t headDim) {
@@ -296,11 +306,7 @@ LogicalResult AttentionOp::verify() {
                                    kvHeads, headDim)) ||
       failed(verifyQkv(*this, getQuery(), getKey(), getValue(), heads, kvHeads, headDim)))
     return failure();
-  if (getResult().getType() != getQuery().getType())
-    return emitOpError() << "result type " << getResult().getType()
-                         << " must equal query type " << getQuery().getType();
-  return verifyMasking(*this, getScale().convertToDouble(), getSlidingWindow(),
-                       getLogitSoftcap());
+  return verifyOutputAndMasking(*this);
 }
 
 LogicalResult PagedAttentionOp::verify() {
@@ -308,11 +314,7 @@ LogicalResult PagedAttentionOp::verify() {
                                    getNumHeads(), getNumKvHeads(), getHeadDim())) ||
       failed(verifyHeadsWidth(*this, getQuery(), "query", getNumHeads(), getHeadDim())))
     return failure();
-  if (getResult().getType() != getQuery().getType())
-    return emitOpError() << "result type " << getResult().getType()
-                         << " must equal query type " << getQuery().getType();
-  return verifyMasking(*this, getScale().convertToDouble(), getSlidingWindow(),
-                       getLogitSoftcap());
+  return verifyOutputAndMasking(*this);
 }
 
 LogicalResult RopeAppendOp::verify() {

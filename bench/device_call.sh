@@ -29,6 +29,11 @@
 #                                 launch (--profile-ops); prefill-MODEL-PROMPT.txt
 #                                 (session 24's runs 143-144: a change the kernel bench
 #                                 missed showed here)
+#   parity:MODEL:FLAGS            test/gpu/compare_modes.py: BUNDLE/MODEL.txm with the
+#                                 tx-run FLAGS (space-separated) against without,
+#                                 greedy logits within bf16's 0.15 (random weights):
+#                                 a mode an ab step ranked, checked before it becomes
+#                                 a default; parity-MODEL-FLAGS.txt
 # e.g. bench/device_call.sh build-cuda/gpu abc1234 unit \
 #        ab:llama-3-8b:bench/modes/decode-attention-carveout-llama.txt:1:240 check
 set -u
@@ -95,6 +100,13 @@ for step in "$@"; do
           done
         done
       } > "$file"
+      cat "$file";;
+    parity:*)
+      IFS=: read -r _ model flags <<< "$step"
+      file="$OUT/parity-$model$(echo " $flags" | tr -c 'a-zA-Z0-9\n' '-' | sed 's/--*/-/g; s/-$//').txt"
+      timeout 120 python3 test/gpu/compare_modes.py "$B/tx-run" "$B/$model.txm" --flags="$flags" --atol 0.15 \
+        -- --random-weights 1 > "$file" 2>&1
+      rc=$?
       cat "$file";;
     *)
       echo "device_call: unknown step '$step'" >&2

@@ -1,6 +1,7 @@
 //===- RandomWeights.cpp - Deterministic weights from a seed --------------===//
 #include "txc/artifact/RandomWeights.h"
 #include "txc/artifact/Hash.h"
+#include "txc/SplitMix64.h"
 
 #include <algorithm>
 #include <cmath>
@@ -10,23 +11,14 @@
 namespace txc::artifact {
 namespace {
 
-// splitmix64's finalizer: a bijective mix, so distinct counters never
-// collide and neighbouring counters give unrelated outputs.
-uint64_t mix64(uint64_t x) {
-  x += 0x9E3779B97F4A7C15ULL;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
-  return x ^ (x >> 31);
-}
-
 // The per-tensor key, so renaming one tensor leaves the others unchanged.
 uint64_t tensorKey(uint64_t seed, std::string_view name) {
-  return mix64(seed ^ xxh64(name.data(), name.size(), 0x7478632D72616E64ULL));
+  return splitMix64(seed ^ xxh64(name.data(), name.size(), 0x7478632D72616E64ULL));
 }
 
 // Uniform in [-1, 1) from the top 24 bits: exact in fp32.
 float uniformSigned(uint64_t key, uint64_t index) {
-  uint64_t bits = mix64(key ^ mix64(index));
+  uint64_t bits = splitMix64(key ^ splitMix64(index));
   return static_cast<float>(bits >> 40) * (2.0f / 16777216.0f) - 1.0f;
 }
 

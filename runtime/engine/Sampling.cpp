@@ -1,5 +1,6 @@
 //===- Sampling.cpp - Choosing the next token on the CPU ------------------===//
 #include "txc/engine/Sampling.h"
+#include "txc/SplitMix64.h"
 
 #include <algorithm>
 #include <cmath>
@@ -9,13 +10,6 @@
 
 namespace txc::engine {
 namespace {
-
-uint64_t mix64(uint64_t x) {
-  x += 0x9E3779B97F4A7C15ULL;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
-  return x ^ (x >> 31);
-}
 
 // Most likely first; equal logits keep token order so results never depend
 // on the sort's tie-breaking.
@@ -41,7 +35,7 @@ int32_t drawFrom(const std::vector<int32_t> &candidates,
 } // namespace
 
 double samplingUniform(uint64_t seed, uint64_t step) {
-  uint64_t bits = mix64(mix64(seed) ^ mix64(step + 0x5851F42D4C957F2DULL));
+  uint64_t bits = splitMix64(splitMix64(seed) ^ splitMix64(step + 0x5851F42D4C957F2DULL));
   return static_cast<double>(bits >> 11) * (1.0 / 9007199254740992.0); // 2^53
 }
 

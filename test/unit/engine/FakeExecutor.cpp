@@ -1,17 +1,12 @@
 //===- FakeExecutor.cpp - A StepExecutor that checks the batch it gets ----===//
 #include "FakeExecutor.h"
 
+#include "txc/SplitMix64.h"
+
 #include <string>
 
 namespace txc::engine::testing {
 namespace {
-
-uint64_t mix64(uint64_t x) {
-  x += 0x9E3779B97F4A7C15ULL;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
-  return x ^ (x >> 31);
-}
 
 Status batchError(const std::string &what) {
   return internalError("fake executor: " + what);
@@ -83,10 +78,10 @@ Status FakeExecutor::execute(const Batch &batch, float *logits) {
                           std::to_string(position) + " reads slot " +
                           std::to_string(slot) + " holding position " +
                           std::to_string(cached_positions_[slot]));
-      state = mix64(state ^ static_cast<uint64_t>(cached_tokens_[slot]));
+      state = splitMix64(state ^ static_cast<uint64_t>(cached_tokens_[slot]));
     }
     for (int32_t v = 0; v < vocab_size_; ++v) {
-      uint64_t bits = mix64(state ^ (uint64_t(v) << 32));
+      uint64_t bits = splitMix64(state ^ (uint64_t(v) << 32));
       logits[size_t(s) * vocab_size_ + v] =
           static_cast<float>(bits >> 40) / float(1 << 24) * 8.0f - 4.0f;
     }

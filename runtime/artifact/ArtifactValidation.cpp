@@ -102,4 +102,13 @@ Status validateArtifactMessage(const pb::Artifact &message, uint64_t blob_bytes,
   return Status::ok();
 }
 
+bool planWritesLogits(const pb::Plan &plan) {
+  for (const pb::Launch &launch : plan.launches())
+    for (const pb::ValueRef &result : launch.results())
+      if (result.ref_case() == pb::ValueRef::kStepInput &&
+          result.step_input().kind() == pb::STEP_INPUT_LOGITS)
+        return true;
+  return false;
+}
+
 } // namespace txc::artifact

@@ -23,6 +23,13 @@ DType fromProtoDType(pb::DType dtype) {
 
 pb::DType toProtoDType(DType dtype) { return static_cast<pb::DType>(dtype); }
 
+DType kvCacheDtype(const pb::CompileOptions &options) {
+  DType dtype = fromProtoDType(options.kv_cache_dtype());
+  if (dtype == DType::kInvalid)
+    dtype = fromProtoDType(options.activation_dtype());
+  return dtype == DType::kInvalid ? DType::kF32 : dtype;
+}
+
 std::optional<uint64_t> numElements(const std::vector<int64_t> &shape) {
   uint64_t count = 1;
   for (int64_t dim : shape) {

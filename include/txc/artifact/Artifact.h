@@ -104,6 +104,15 @@ private:
   std::vector<std::unique_ptr<unsigned char[]>> owned_buffers_;
 };
 
+/// The KV cache's element type under these options: kv_cache_dtype, else
+/// the activations' dtype, else f32.
+DType kvCacheDtype(const pb::CompileOptions &options);
+
+/// Whether some launch of `plan` writes the step's logits (a result that is
+/// the STEP_INPUT_LOGITS step input); a backend cannot run a plan that does
+/// not.
+bool planWritesLogits(const pb::Plan &plan);
+
 /// Structural checks of a parsed message against itself: plan references
 /// within the manifest and the arena, manifest entries within the blob and
 /// consistent with their dtype and shape. `path` names the file in errors.

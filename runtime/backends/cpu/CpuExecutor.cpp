@@ -178,23 +178,12 @@ Status CpuExecutor::State::prepare() {
     }
     rank.arena.assign(rank.plan->arena_bytes(), 0);
   }
-  bool writes_logits = false;
-  for (const pb::Launch &launch : first_plan.launches())
-    for (const pb::ValueRef &result : launch.results())
-      if (result.ref_case() == pb::ValueRef::kStepInput &&
-          result.step_input().kind() == pb::STEP_INPUT_LOGITS)
-        writes_logits = true;
-  if (!writes_logits)
+  if (!artifact::planWritesLogits(first_plan))
     return invalidArgument(path + ": no launch of the plan writes the logits "
                            "(a result that is STEP_INPUT_LOGITS)");
 
-  // The cache dtype: the compile option, else the activations', else f32.
   const pb::CompileOptions &compile = message.options();
-  cache_dtype = artifact::fromProtoDType(compile.kv_cache_dtype());
-  if (cache_dtype == DType::kInvalid)
-    cache_dtype = artifact::fromProtoDType(compile.activation_dtype());
-  if (cache_dtype == DType::kInvalid)
-    cache_dtype = DType::kF32;
+  cache_dtype = artifact::kvCacheDtype(compile);
   if (!isKernelFloatType(cache_dtype))
     return unimplemented(path + ": KV cache dtype " +
                          std::string(dtypeName(cache_dtype)) +

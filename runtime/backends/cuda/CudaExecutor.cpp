@@ -242,13 +242,7 @@ Status CudaExecutor::State::prepare() {
   decode_attention = decodeAttentionSetup(options, max_heads, max_kv_heads);
   fusable_ropes = fusableRopes(*plan);
   identity_gathers = identityGathers(*plan);
-  bool writes_logits = false;
-  for (const pb::Launch &launch : plan->launches())
-    for (const pb::ValueRef &result : launch.results())
-      if (result.ref_case() == pb::ValueRef::kStepInput &&
-          result.step_input().kind() == pb::STEP_INPUT_LOGITS)
-        writes_logits = true;
-  if (!writes_logits)
+  if (!artifact::planWritesLogits(*plan))
     return invalidArgument(path + ": no launch of the plan writes the logits "
                                   "(a result that is STEP_INPUT_LOGITS)");
 
@@ -294,11 +288,7 @@ Status CudaExecutor::State::prepare() {
   }
 
   // The cache.
-  cache_dtype = artifact::fromProtoDType(compile.kv_cache_dtype());
-  if (cache_dtype == DType::kInvalid)
-    cache_dtype = artifact::fromProtoDType(compile.activation_dtype());
-  if (cache_dtype == DType::kInvalid)
-    cache_dtype = DType::kF32;
+  cache_dtype = artifact::kvCacheDtype(compile);
   TXC_RETURN_IF_ERROR(withContext(path, etype(cache_dtype, "the KV cache").status()));
   uint64_t bytes_per_page = 0;
   for (const auto &[layer, g] : geometry)

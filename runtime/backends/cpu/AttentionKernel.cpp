@@ -40,6 +40,17 @@ Status validateBatchAgainstCache(const BatchView &batch,
   return Status::ok();
 }
 
+Status validateCacheGeometry(const KvCacheLayer &cache, int64_t kv_heads,
+                             int64_t head_dim) {
+  if (cache.kv_heads != kv_heads || cache.head_dim != head_dim)
+    return invalidArgument("KV cache layer holds " +
+                           std::to_string(cache.kv_heads) + " heads of " +
+                           std::to_string(cache.head_dim) + ", the launch " +
+                           std::to_string(kv_heads) + " of " +
+                           std::to_string(head_dim));
+  return Status::ok();
+}
+
 Status attentionKernel(const ConstMatrix &query, const KvCacheLayer &cache,
                        const BatchView &batch, const AttentionParams &params,
                        const Matrix &out, ThreadPool &pool) {
@@ -57,12 +68,7 @@ Status attentionKernel(const ConstMatrix &query, const KvCacheLayer &cache,
     return invalidArgument("attention result " +
                            shapeString(out.rows, out.cols) + " must be " +
                            shapeString(query.rows, query.cols));
-  if (cache.kv_heads != kv_heads || cache.head_dim != head_dim)
-    return invalidArgument("KV cache layer holds " +
-                           std::to_string(cache.kv_heads) + " heads of " +
-                           std::to_string(cache.head_dim) + ", the launch " +
-                           std::to_string(kv_heads) + " of " +
-                           std::to_string(head_dim));
+  TXC_RETURN_IF_ERROR(validateCacheGeometry(cache, kv_heads, head_dim));
   TXC_RETURN_IF_ERROR(validateBatchAgainstCache(batch, cache));
 
   std::vector<int32_t> sequence_of(static_cast<size_t>(batch.num_tokens));

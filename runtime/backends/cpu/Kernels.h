@@ -61,6 +61,11 @@ struct KvCacheLayer {
 Status validateBatchAgainstCache(const BatchView &batch,
                                  const KvCacheLayer &cache);
 
+/// Checks that the cache layer holds `kv_heads` heads of `head_dim`, as the
+/// launch that reads or writes it says.
+Status validateCacheGeometry(const KvCacheLayer &cache, int64_t kv_heads,
+                             int64_t head_dim);
+
 // txk.embedding: out[t] = table[tokens[t] - vocab_start], zero outside the
 // shard.
 Status embeddingKernel(const int32_t *tokens, int64_t num_tokens,

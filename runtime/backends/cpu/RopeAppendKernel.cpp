@@ -49,12 +49,7 @@ Status ropeAppendKernel(const ConstMatrix &qkv, const int32_t *positions,
     return invalidArgument("rope_append result " +
                            shapeString(out.rows, out.cols) + " must be " +
                            shapeString(batch.num_tokens, heads * head_dim));
-  if (cache.kv_heads != kv_heads || cache.head_dim != head_dim)
-    return invalidArgument("KV cache layer holds " +
-                           std::to_string(cache.kv_heads) + " heads of " +
-                           std::to_string(cache.head_dim) + ", the launch " +
-                           std::to_string(kv_heads) + " of " +
-                           std::to_string(head_dim));
+  TXC_RETURN_IF_ERROR(validateCacheGeometry(cache, kv_heads, head_dim));
   for (const ConstMatrix *norm : {&maybe_q_norm, &maybe_k_norm})
     if (norm->present() && norm->rows * norm->cols != head_dim)
       return invalidArgument("q_norm / k_norm weights must have head_dim = " +

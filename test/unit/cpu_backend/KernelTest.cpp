@@ -279,6 +279,33 @@ TEST_P(KernelTest, AttentionRejectsBlockTableOutsideCache) {
   EXPECT_EQ(status.code(), StatusCode::kOutOfRange) << status.toString();
 }
 
+TEST_P(KernelTest, AttentionAndRopeAppendRejectACacheOfOtherGeometry) {
+  PagedFixture fx(GetParam(), rng);
+  // The launch says one KV head more than the cache layer holds.
+  const int64_t kv = fx.kv_heads + 1, hd = fx.head_dim;
+  TestTensor q = randomTensor(GetParam(), fx.view.num_tokens, 2 * kv * hd, rng);
+  TestTensor out = poisonedTensor(GetParam(), fx.view.num_tokens, 2 * kv * hd);
+  Status status = attentionKernel(q.view(), fx.layer, fx.view, {2 * kv, kv, hd, 0.25, true, 0, 0.0},
+                                  out.mut(), pool);
+  EXPECT_EQ(status.code(), StatusCode::kInvalidArgument) << status.toString();
+  EXPECT_NE(status.message().find("KV cache layer holds " + std::to_string(fx.kv_heads) + " heads of " +
+                                  std::to_string(hd) + ", the launch " + std::to_string(kv) + " of"),
+            std::string::npos)
+      << status.message();
+
+  RopeAppendParams params;
+  params.num_heads = 2 * kv;
+  params.num_kv_heads = kv;
+  params.head_dim = hd;
+  params.rope.theta = 10000.0;
+  params.rope.rotary_dim = hd;
+  TestTensor qkv = randomTensor(GetParam(), fx.view.num_tokens, 4 * kv * hd, rng);
+  status = ropeAppendKernel(qkv.view(), fx.positions.data(), fx.layer, fx.view, params, ConstMatrix(),
+                            ConstMatrix(), out.mut(), pool);
+  EXPECT_EQ(status.code(), StatusCode::kInvalidArgument) << status.toString();
+  EXPECT_NE(status.message().find("KV cache layer holds"), std::string::npos) << status.message();
+}
+
 TEST_P(KernelTest, RopeAppendQkNormPartialRotaryAndCacheWrite) {
   DType dtype = GetParam();
   PagedFixture fx(dtype, rng);

@@ -46,9 +46,11 @@ Output:
   --json                  one JSON object per request: request, prompt_ids,
                           output_ids, finish_reason (and text with a tokenizer)
   --return-logits         add "logits": the fp32 logits of every generated token
-  --timing                print to stderr the median time of decode and prefill
-                          steps: wall time of the backend's step, GPU stream time
-                          (CUDA) and the whole run
+  --timing                print to stderr how long loading the artifact and
+                          readying the backend took, and the median time of
+                          decode and prefill steps: wall time of the backend's
+                          step, GPU stream time (CUDA) and the whole run
+                          (without it, a load or start over 2 s is reported)
 CUDA backend (the defaults are measured on the H200; these flags, marked
 (cuda), are refused with --device cpu):
   --no-cuda-graphs        (cuda) launch decode steps one kernel at a time

@@ -31,6 +31,30 @@
 using txc::txrun::fail;
 using txc::txrun::Options;
 
+namespace {
+
+std::string formatBytes(double bytes) {
+  char text[32];
+  if (bytes >= 1e9)
+    std::snprintf(text, sizeof text, "%.2f GB", bytes / 1e9);
+  else if (bytes >= 1e6)
+    std::snprintf(text, sizeof text, "%.1f MB", bytes / 1e6);
+  else
+    std::snprintf(text, sizeof text, "%.1f KB", bytes / 1e3);
+  return text;
+}
+
+double secondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// Loading a large checkpoint, uploading it and capturing the decode graphs
+// take seconds: a phase that took over this long says so on stderr (with
+// --timing every phase does, on one "tx-run startup:" line).
+constexpr double kReportSeconds = 2.0;
+
+} // namespace
+
 
 int main(int argc, char **argv) {
   Options options = txc::txrun::parseArguments(argc, argv);
@@ -43,9 +67,17 @@ int main(int argc, char **argv) {
   txc::artifact::LoadOptions load_options;
   load_options.weights_dir = options.weights_dir;
   load_options.random_weights_seed = options.random_weights_seed;
+  const auto load_started = std::chrono::steady_clock::now();
   auto artifact = txc::artifact::LoadedArtifact::load(options.model, load_options);
   if (!artifact.isOk())
     fail(artifact.status().message());
+  const double load_seconds = secondsSince(load_started);
+  double weight_bytes = 0;
+  for (const txc::artifact::BoundWeight &weight : (*artifact)->weights())
+    weight_bytes += static_cast<double>(weight.bytes);
+  if (load_seconds > kReportSeconds)
+    std::fprintf(stderr, "tx-run: %s loaded in %.1f s (%s of weights, %s)\n", options.model.c_str(), load_seconds,
+                 formatBytes(weight_bytes).c_str(), (*artifact)->weightOrigin().c_str());
 
   std::optional<txc::tools::Tokenizer> tokenizer;
   const std::string &tokenizer_json = (*artifact)->message().tokenizer_json();
@@ -68,6 +100,7 @@ int main(int argc, char **argv) {
 
   std::unique_ptr<txc::engine::StepExecutor> executor;
   std::function<float()> gpu_step_ms = [] { return -1.0f; };
+  const auto backend_started = std::chrono::steady_clock::now();
 #ifdef TXC_HAVE_CUDA_BACKEND
   txc::cuda::CudaExecutor *cuda_backend = nullptr;
 #endif
@@ -98,6 +131,14 @@ int main(int argc, char **argv) {
     engine_config = (*cpu_executor)->engineConfig();
     executor = std::move(*cpu_executor);
   }
+  const double backend_seconds = secondsSince(backend_started);
+  if (backend_seconds > kReportSeconds)
+    std::fprintf(stderr, "tx-run: the %s backend was ready in %.1f s%s\n", options.device.c_str(), backend_seconds,
+                 options.device == "cuda" ? " (weights uploaded, warm-up steps run, decode graphs captured)" : "");
+  if (options.timing)
+    std::fprintf(stderr, "tx-run startup: %s loaded in %.3f s (%s of weights), the %s backend ready in %.3f s\n",
+                 options.model.c_str(), load_seconds, formatBytes(weight_bytes).c_str(), options.device.c_str(),
+                 backend_seconds);
   txc::tools::StepTimer timer(*executor, gpu_step_ms);
   txc::cpu::LogitsRecorder recorder(timer);
   auto engine = txc::engine::Engine::create(recorder, engine_config);

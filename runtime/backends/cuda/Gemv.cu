@@ -113,6 +113,9 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
   if (a.late_dependents)
     pdlLaunchDependents();
   kernels::traceWaitRelease(a.trace);
+  gemv::PairResidual<OutT, kMaxRows> residual; // read now, added at the store
+  if (valid && slice == 0)
+    residual.load(a, row0, row1, lane);
   const uint4 *gamma = static_cast<const uint4 *>(a.norm_weight);
   float squares[kMaxRows]; // sum of x^2 over this warp's slice (fused norm)
 #pragma unroll
@@ -177,7 +180,7 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
       }
   }
   if (writer && valid)
-    storePair<T, OutT, kMaxRows>(a, swiglu, row0, row1, lane, acc0, acc1, squares);
+    storePair<T, OutT, kMaxRows>(a, swiglu, row0, row1, lane, acc0, acc1, squares, residual);
   if (a.rope_counters) {
     const int64_t pairs_per_block = kWarpsPerBlock / slices;
     finishHeadIfLast<kMaxRows>(a, 2 * pairs_per_block * blockIdx.x, 2 * pairs_per_block);

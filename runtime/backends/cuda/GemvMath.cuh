@@ -86,12 +86,38 @@ template <typename T> __device__ __forceinline__ void addSquares(const uint4 &x,
   }
 }
 
+/// The residual add's inputs of one pair, token m's in lane m (the lane that
+/// stores it), zero without the residual epilogue. The residual does not
+/// depend on the dot products, so a GEMV loads it right after its PDL wait:
+/// its L2 round trip then overlaps the K loop instead of following the
+/// reduction on the last block's path to its exit. In place (out ==
+/// residual) is safe: lane m reads only the elements it will write.
+template <typename OutT, int kMaxRows> struct PairResidual {
+  float r0[kMaxRows] = {}, r1[kMaxRows] = {};
+
+  __device__ __forceinline__ void load(const GemvArgs &a, int64_t row0, int64_t row1, int lane) {
+    if (a.epilogue != GemvEpilogue::kResidualAdd)
+      return;
+    const OutT *residual = static_cast<const OutT *>(a.residual);
+#pragma unroll
+    for (int m = 0; m < kMaxRows; ++m) {
+      if (m >= a.m || lane != m)
+        continue;
+      r0[m] = Store<OutT>::toFloat(residual[m * a.n + row0]);
+      if (row1 != row0)
+        r1[m] = Store<OutT>::toFloat(residual[m * a.n + row1]);
+    }
+  }
+};
+
 /// One pair's epilogue: the fused norm's scale, bias, then SwiGLU or the
-/// residual add, and one rounding store; lane m stores token m's values.
+/// residual add (`residual`, loaded by the caller), and one rounding store;
+/// lane m stores token m's values.
 template <typename T, typename OutT, int kMaxRows>
 __device__ __forceinline__ void
 storePair(const GemvArgs &a, bool swiglu, int64_t row0, int64_t row1, int lane,
-          float (&acc0)[kMaxRows], float (&acc1)[kMaxRows], const float (&squares)[kMaxRows]) {
+          float (&acc0)[kMaxRows], float (&acc1)[kMaxRows], const float (&squares)[kMaxRows],
+          const PairResidual<OutT, kMaxRows> &residual) {
   if (a.norm)
 #pragma unroll
     for (int m = 0; m < kMaxRows; ++m) {
@@ -105,7 +131,6 @@ storePair(const GemvArgs &a, bool swiglu, int64_t row0, int64_t row1, int lane,
     bias1 = ld(a.bias, a.bias_type, row1);
   }
   OutT *out = static_cast<OutT *>(a.out);
-  const OutT *residual = static_cast<const OutT *>(a.residual);
 #pragma unroll
   for (int m = 0; m < kMaxRows; ++m) {
     if (m >= a.m || lane != m)
@@ -117,9 +142,8 @@ storePair(const GemvArgs &a, bool swiglu, int64_t row0, int64_t row1, int lane,
     }
     bool second = row1 != row0;
     if (a.epilogue == GemvEpilogue::kResidualAdd) {
-      g += Store<OutT>::toFloat(residual[m * a.n + row0]);
-      if (second)
-        u += Store<OutT>::toFloat(residual[m * a.n + row1]);
+      g += residual.r0[m];
+      u += residual.r1[m];
     }
     out[m * a.n + row0] = Store<OutT>::fromFloat(g);
     if (second)

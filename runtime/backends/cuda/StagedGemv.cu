@@ -167,8 +167,11 @@ template <typename T> __global__ void __launch_bounds__(kStagedWarps * 32) stage
     }
     const float sq[1] = {squares};
     const int64_t row0 = weightRow(lane), row1 = weightRow(lane + 8);
-    if (row0 >= 0)
-      storePair<T, T, 1>(a, swiglu, row0, row1 >= 0 ? row1 : row0, 0, acc0, acc1, sq);
+    if (row0 >= 0) {
+      gemv::PairResidual<T, 1> residual;
+      residual.load(a, row0, row1 >= 0 ? row1 : row0, 0);
+      storePair<T, T, 1>(a, swiglu, row0, row1 >= 0 ? row1 : row0, 0, acc0, acc1, sq, residual);
+    }
   }
   kernels::traceExit(a.trace);
 }

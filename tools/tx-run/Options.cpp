@@ -111,10 +111,11 @@ times the step's parts; bench/ and test/gpu/ use them, serving does not):
                           decode steps launch an empty kernel where the
                           decode attention would run, or nothing: the step
                           time without it is what it costs in the step
-  --attention-late-dependents
-                          (cuda) the decode attention lets the kernel after
-                          it launch once its keys are done, not at its start
-                          (for comparison)
+  --attention-dependents start|after-wait|after-keys
+                          (cuda) when the decode attention lets the kernel
+                          after it launch: at its start (default), once its
+                          wait releases, or once its keys are done (for
+                          comparison)
   --attention-fold-passes N
                           (cuda; diagnostic) the decode attention computes
                           its folded q/k-norm and rotary N times a head, the
@@ -294,9 +295,18 @@ Options parseArguments(int argc, char **argv) {
     } else if (arg == "--no-decode-wide-cta") {
       cudaOnly();
       options.cuda.decode_wide_cta = false;
-    } else if (arg == "--attention-late-dependents") {
+    } else if (arg == "--attention-dependents") {
       cudaOnly();
-      options.cuda.attention_late_dependents = true;
+      using Dependents = cuda::CudaExecutorOptions::AttentionDependents;
+      const std::string when = value();
+      if (when == "start")
+        options.cuda.attention_dependents = Dependents::kAtStart;
+      else if (when == "after-wait")
+        options.cuda.attention_dependents = Dependents::kAfterWait;
+      else if (when == "after-keys")
+        options.cuda.attention_dependents = Dependents::kAfterTiles;
+      else
+        fail("--attention-dependents takes start, after-wait or after-keys, not '" + when + "'");
     } else if (arg == "--staged-gemvs") {
       cudaOnly();
       using StagedGemvs = cuda::CudaExecutorOptions::StagedGemvs;

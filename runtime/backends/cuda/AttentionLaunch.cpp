@@ -6,6 +6,26 @@
 
 namespace txc::cuda {
 
+namespace {
+
+// Without PDL the next kernel launches after this one anyway: at the start.
+kernels::DecodeParams::Dependents decodeDependents(const CudaExecutorOptions &options) {
+  using Dependents = kernels::DecodeParams::Dependents;
+  if (!options.attention_pdl)
+    return Dependents::kAtStart;
+  switch (options.attention_dependents) {
+  case CudaExecutorOptions::AttentionDependents::kAfterWait:
+    return Dependents::kAfterWait;
+  case CudaExecutorOptions::AttentionDependents::kAfterTiles:
+    return Dependents::kAfterTiles;
+  case CudaExecutorOptions::AttentionDependents::kAtStart:
+    break;
+  }
+  return Dependents::kAtStart;
+}
+
+} // namespace
+
 // A deferred rope that the attention did not fold in runs now.
 Status CudaExecutor::State::flushPendingRope() {
   if (!pending_rope.active)
@@ -101,7 +121,7 @@ Status CudaExecutor::State::attention(const LaunchAttributes &attributes, const 
       p.programmatic_launch = options.attention_pdl;
       p.carveout_percent = options.attention_carveout_percent;
       p.kv_before_wait = options.attention_pdl && options.attention_early_kv;
-      p.late_dependents = options.attention_pdl && options.attention_late_dependents;
+      p.dependents = decodeDependents(options);
       p.diagnostic_fold_passes = std::max(1, options.attention_fold_passes);
       p.warm_fold = decode_attention.warm_fold;
       p.cluster_combine = decode_attention.cluster_combine;

@@ -141,11 +141,13 @@ struct CudaExecutorOptions {
   /// key comes from it). Bit-identical; -0.03 ms per step on both shapes
   /// at batch 1 on the H200.
   bool attention_early_kv = true;
-  /// With attention_pdl: the decode attention lets the next kernel launch
-  /// only after its keys are done (before the split merge) instead of at its
-  /// start (DecodeParams::late_dependents). Device runs 99 and 134: even
-  /// to a loss (the attention faster, o_proj slower: its weights late).
-  bool attention_late_dependents = false;
+  /// With attention_pdl: when the decode attention lets the next kernel
+  /// launch (DecodeParams::dependents): at its start, after its wait, or
+  /// after its keys (before the split merge). After the keys: device runs 99
+  /// and 134, even to a loss (the attention faster, o_proj slower: its
+  /// weights late).
+  enum class AttentionDependents { kAtStart, kAfterWait, kAfterTiles };
+  AttentionDependents attention_dependents = AttentionDependents::kAtStart;
   /// Diagnostic (DecodeParams::diagnostic_fold_passes): the decode
   /// attention's folded q/k-norm and rotary computed this many times a
   /// head, the last kept; bit-identical, only slower.

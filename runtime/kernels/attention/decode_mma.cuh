@@ -306,7 +306,7 @@ __global__ void __launch_bounds__(Traits::kThreads)
   const int split = blockIdx.x, kv_head = blockIdx.y, seq = blockIdx.z;
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
   const int group = lane / 4, quad = lane % 4;
-  if (!params.late_dependents)
+  if (params.dependents == DecodeParams::Dependents::kAtStart)
     pdlLaunchDependents();
   // Traced (a diagnostic), this kernel also stamps the latest over its
   // blocks of: start, wait release, query ready (mark A: after the folded
@@ -319,6 +319,8 @@ __global__ void __launch_bounds__(Traits::kThreads)
   const bool early = params.kv_before_wait;
   auto waitForPredecessor = [&]() {
     pdlWait();
+    if (params.dependents == DecodeParams::Dependents::kAfterWait)
+      pdlLaunchDependents();
     traceWaitRelease(trace);
     stampBlock0<Traits>(trace, kBlock0WaitRelease);
     traceLatest(trace, kTraceLatestWaitRelease);
@@ -655,7 +657,7 @@ __global__ void __launch_bounds__(Traits::kThreads)
   if constexpr (Traits::kSpareRegisters)
     if (rope_staged_row >= 0)
       storeNewestKv<Traits>(params, rope_scratch, kv_head, seq);
-  if (params.late_dependents)
+  if (params.dependents == DecodeParams::Dependents::kAfterTiles)
     pdlLaunchDependents();
   // Per-warp states to shared memory (the pipeline buffers are free now).
   cpAsyncWait<0>();

@@ -115,12 +115,15 @@ struct DecodeParams {
   // previous kernel drains. Only valid when that kernel writes nothing but
   // the query and the newest key's K/V (the decode step's QKV/rope kernel).
   bool kv_before_wait = false;
-  // With programmatic_launch: let the next kernel launch only once this
-  // CTA's keys are done (before the merge), not at its start, so the next
-  // kernel's blocks (a GEMV loading weights before its wait) do not share
-  // the SMs and DRAM with this latency-bound one (device run 51: an L2
-  // prefetch under the attention made it slower).
-  bool late_dependents = false;
+  // With programmatic_launch: when this CTA lets the next kernel launch.
+  // At its start (the default) the next kernel's blocks (a GEMV loading
+  // weights before its wait) become resident while the kernel before this
+  // one drains; after this CTA's wait, only once that kernel is done, so
+  // their loads do not share the DRAM with its tail; after its keys
+  // (before the merge), only as this latency-bound kernel ends (device run
+  // 51: an L2 prefetch under the attention made it slower).
+  enum class Dependents : unsigned char { kAtStart, kAfterWait, kAfterTiles };
+  Dependents dependents = Dependents::kAtStart;
   // >= 0: the shared-memory carveout the launch asks for (percent; see
   // launchKernelWithCarveout), to match the kernel before it.
   int carveout_percent = -1;

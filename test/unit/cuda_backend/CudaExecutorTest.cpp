@@ -325,17 +325,21 @@ TEST(CudaExecutorTest, WideCtaOverTwoTilesMatchesTheSplitKernel) {
                         {PromptBatch{long_prompt, other}, PromptBatch{long_prompt}});
 }
 
-// attention_late_dependents moves only when the next kernel may launch:
-// the logits agree to the bit, with one sequence and five.
-TEST(CudaExecutorTest, LateDependentsOfTheDecodeAttentionChangeNoLogit) {
+// attention_dependents moves only when the next kernel may launch: the
+// logits agree to the bit, with one sequence and five.
+TEST(CudaExecutorTest, DependentsOfTheDecodeAttentionChangeNoLogit) {
   TXC_SKIP_WITHOUT_GPU();
   TinyModelOptions model = groupOfTwoModel(2);
   auto artifact = tinyArtifact(model, "tiny-cuda-late-dependents.txm");
   ASSERT_TRUE(artifact.isOk()) << artifact.status().toString();
-  CudaExecutorOptions early;
-  CudaExecutorOptions late;
-  late.attention_late_dependents = true;
-  expectSameGenerations(**artifact, early, late, 0.0, "late dependents");
+  using Dependents = CudaExecutorOptions::AttentionDependents;
+  CudaExecutorOptions at_start;
+  for (Dependents when : {Dependents::kAfterWait, Dependents::kAfterTiles}) {
+    CudaExecutorOptions later;
+    later.attention_dependents = when;
+    expectSameGenerations(**artifact, at_start, later, 0.0,
+                          when == Dependents::kAfterWait ? "dependents after the wait" : "dependents after the keys");
+  }
 }
 
 // attention_fold_passes (a diagnostic): the folded rope's arithmetic run

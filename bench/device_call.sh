@@ -20,7 +20,13 @@
 #                                 bench/ab_decode.py --trace on BUNDLE/MODEL.txm
 #                                 with the modes file MODES (random weights);
 #                                 ARGS, space-separated, go to ab_decode.py
-#                                 (e.g. "--prompt 2000 --new 32" or "--batch 8")
+#                                 (e.g. "--prompt 2000 --new 32" or "--batch 8"),
+#                                 but "--weights DIR" goes to every tx-run, in place
+#                                 of the random weights (an hfweights step's DIR)
+#   hfweights:MODEL[:DIR]         bench/hf_weights.py: HF-made random weights of
+#                                 MODEL's shape, model_check's own (seed 0), into DIR
+#                                 (default /tmp/txc-hf/MODEL), for an ab step's
+#                                 --weights; hfweights-MODEL.txt
 #   prefill:MODEL[:PROMPT[:ROUNDS]]
 #                                 the prefill of a PROMPT-token prompt (default 2048;
 #                                 random weights) by BUNDLE/tx-run and each carried
@@ -71,9 +77,19 @@ for step in "$@"; do
       name=$(basename "$modes" .txt)
       dir="ab-$model-$name$(echo "$args" | tr -c 'a-zA-Z0-9\n' '-' | sed 's/--*/-/g; s/-$//')"
       mkdir -p "$OUT/$dir"
-      # shellcheck disable=SC2086 # ARGS are words
-      timeout "$seconds" python3 bench/ab_decode.py "$B/tx-run" "$B/$model.txm" --rounds "$rounds" --trace $args \
-        --trace-dir "$OUT/$dir/traces" --modes-file "$modes" -- --random-weights 1 \
+      # "--weights DIR" in ARGS is for tx-run: every run binds DIR's weights.
+      weights=(--random-weights 1) ab_args=()
+      # shellcheck disable=SC2206 # ARGS are words
+      words=($args)
+      for ((i = 0; i < ${#words[@]}; i++)); do
+        if [ "${words[i]}" = --weights ]; then
+          weights=(--weights "${words[i + 1]:-}") && i=$((i + 1))
+        else
+          ab_args+=("${words[i]}")
+        fi
+      done
+      timeout "$seconds" python3 bench/ab_decode.py "$B/tx-run" "$B/$model.txm" --rounds "$rounds" --trace \
+        "${ab_args[@]}" --trace-dir "$OUT/$dir/traces" --modes-file "$modes" -- "${weights[@]}" \
         > "$OUT/$dir.txt" 2> "$OUT/$dir/progress.err"
       rc=$?
       # Two files a step: the summary, and the progress log with every whole trace.
@@ -108,6 +124,13 @@ for step in "$@"; do
         -- --random-weights 1 > "$file" 2>&1
       rc=$?
       cat "$file";;
+    hfweights:*)
+      IFS=: read -r _ model dir <<< "$step"
+      dir=${dir:-/tmp/txc-hf/$model}
+      mkdir -p "$(dirname "$dir")"
+      timeout 120 python3 bench/hf_weights.py "$model" "$dir" > "$OUT/hfweights-$model.txt" 2>&1
+      rc=$?
+      tail -n 5 "$OUT/hfweights-$model.txt";;
     *)
       echo "device_call: unknown step '$step'" >&2
       rc=2;;

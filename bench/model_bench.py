@@ -121,7 +121,7 @@ import time
 import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from make_shape_checkpoint import SHAPES  # noqa: E402
+from hf_weights import config_dir_for, hf_model  # noqa: E402
 
 TIMING_RE = re.compile(
     r"tx-run timing: (\d+) decode steps, median ([-\d.]+) ms wall, ([-\d.]+) ms GPU stream; "
@@ -325,18 +325,6 @@ def hf_measure(label, model, prompts, args, dev, res, budget_end, compiled):
 
 # --- one model -------------------------------------------------------------------------------
 
-def config_dir_for(spec, work):
-    if spec in SHAPES:
-        d = os.path.join(work, spec + "-config")
-        os.makedirs(d, exist_ok=True)
-        json.dump(SHAPES[spec], open(os.path.join(d, "config.json"), "w"), indent=2)
-        return spec, d
-    if os.path.isfile(os.path.join(spec, "config.json")):
-        return os.path.basename(os.path.normpath(spec)), spec
-    raise SystemExit(f"model_bench: --model {spec}: not a shape name ({', '.join(SHAPES)}) "
-                     "nor a directory with config.json")
-
-
 def make_prompts(vocab, args, seed):
     rng = random.Random(seed)
     lo, hi = (1000, min(vocab, 100000)) if vocab > 4000 else (3, vocab)
@@ -415,21 +403,17 @@ def parity(name, model, txc, prompts, args, dev, rec):
 
 def bench_model(spec, artifact, args, dev, budget_end, out):
     import torch
-    from transformers import AutoConfig, AutoModelForCausalLM
     from transformers.generation.configuration_utils import CompileConfig
 
     name, cfg_dir = config_dir_for(spec, args.work_dir)
     rec = {"model": name, "artifact": artifact, "config": json.load(open(os.path.join(cfg_dir, "config.json"))),
            "txc": {}, "hf_eager": {}, "hf_compiled": {}, "parity": {}, "errors": []}
     out["models"].append(rec)
-    cfg = AutoConfig.from_pretrained(cfg_dir)
     weights = os.path.join(args.work_dir, name + "-hf")
 
-    # 1. HF-made weights
+    # 1. HF-made weights (bench/hf_weights.py makes the same for an A/B)
     t0 = time.monotonic()
-    torch.manual_seed(args.seed)
-    with torch.device(dev):
-        model = AutoModelForCausalLM.from_config(cfg, dtype=torch.bfloat16).eval()
+    cfg, model = hf_model(cfg_dir, args.seed, dev)
     rec["hf_init_s"] = time.monotonic() - t0
     if not args.no_txc:
         t0 = time.monotonic()

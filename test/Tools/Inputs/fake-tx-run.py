@@ -12,7 +12,9 @@ args = sys.argv[1:]
 if "--fail-here" in args:
     sys.stderr.write("fake-tx-run: asked to fail\n")
     sys.exit(3)
-ms = 4.0 + 0.1 * args.count("--no-decode-single-kv-stage")
+# Bound weights (--weights DIR) read 0.3 ms slower than random ones, so a
+# test sees which a run was given.
+ms = 4.0 + 0.1 * args.count("--no-decode-single-kv-stage") + (0.3 if "--weights" in args else 0.0)
 sys.stderr.write(f"tx-run timing: 63 decode steps, median {ms + 0.1:.3f} ms wall, {ms:.3f} ms GPU stream; "
                  "1 prefill steps, median 1.000 ms wall, 1.000 ms GPU stream; whole run 300.0 ms for 64 tokens\n")
 sys.stderr.write("tx-run timing: decode attention: rope folded in, global-memory merge, 16-token chunks\n")

@@ -73,7 +73,7 @@ __device__ void finishHeadIfLast(const GemvArgs &a, int64_t first_row, int64_t r
 
 template <typename T, typename OutT, int kMaxRows, int kWarpsPerBlock, int kUnroll>
 __global__ void __launch_bounds__(kWarpsPerBlock * 32)
-    gemvKernel(const GemvArgs a, const int slices) {
+    gemvKernel(const GemvArgs a, const int slice_shift) {
   __shared__ float partial[kWarpsPerBlock][3][kMaxRows];
   if (!a.late_dependents)
     pdlLaunchDependents();
@@ -81,15 +81,19 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   const bool swiglu = a.epilogue == GemvEpilogue::kSwiglu;
   const int64_t pairs = swiglu ? a.n / 2 : (a.n + 1) / 2;
-  const int64_t pair = static_cast<int64_t>(blockIdx.x) * (kWarpsPerBlock / slices) + warp / slices;
-  const int slice = warp % slices;
+  // slices = 1 << slice_shift (slicesFor's powers of two): shifts, not the
+  // divisions a run-time count costs, so a block that starts as the kernel
+  // before it drains issues its weight loads sooner.
+  const int slices = 1 << slice_shift;
+  const int64_t pair = static_cast<int64_t>(blockIdx.x) * (kWarpsPerBlock >> slice_shift) + (warp >> slice_shift);
+  const int slice = warp & (slices - 1);
   const bool valid = pair < pairs;
   const int64_t row0 = valid ? (swiglu ? pair : 2 * pair) : 0;
   const int64_t row1 = valid ? (swiglu ? pair + a.n / 2 : min(2 * pair + 1, a.n - 1)) : 0;
   const int64_t vecs = a.k / 8; // 16-byte chunks per row
   // This warp's slice of K: [begin, end) in chunks.
-  const int64_t begin = valid ? vecs * slice / slices : 0;
-  const int64_t end = valid ? vecs * (slice + 1) / slices : 0;
+  const int64_t begin = valid ? (vecs * slice) >> slice_shift : 0;
+  const int64_t end = valid ? (vecs * (slice + 1)) >> slice_shift : 0;
   const uint4 *w0 = static_cast<const uint4 *>(a.w) + row0 * vecs;
   const uint4 *w1 = static_cast<const uint4 *>(a.w) + row1 * vecs;
   const uint4 *x = static_cast<const uint4 *>(a.x);
@@ -182,7 +186,7 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
   if (writer && valid)
     storePair<T, OutT, kMaxRows>(a, swiglu, row0, row1, lane, acc0, acc1, squares, residual);
   if (a.rope_counters) {
-    const int64_t pairs_per_block = kWarpsPerBlock / slices;
+    const int64_t pairs_per_block = kWarpsPerBlock >> slice_shift;
     finishHeadIfLast<kMaxRows>(a, 2 * pairs_per_block * blockIdx.x, 2 * pairs_per_block);
   }
   kernels::traceExit(a.trace);
@@ -204,11 +208,12 @@ cudaError_t launchShaped(const GemvArgs &a, const GemvConfig &config, cudaStream
   int64_t pairs = a.epilogue == GemvEpilogue::kSwiglu ? a.n / 2 : (a.n + 1) / 2;
   int slices = slicesFor(pairs, a.k, kWarps, int64_t{smCount()} * config.target_warps_per_sm);
   int64_t pairs_per_block = kWarps / slices;
+  const int slice_shift = __builtin_ctz(static_cast<unsigned>(slices));
   dim3 blocks(static_cast<unsigned>((pairs + pairs_per_block - 1) / pairs_per_block));
   dim3 threads(kWarps * 32);
   const size_t rope_staging = a.rope_counters ? sizeof(float) * kMaxRows * kGemvMaxRopeHeadDim : 0;
   return kernels::launchKernelWithCarveout(gemvKernel<T, OutT, kMaxRows, kWarps, kUnroll>, blocks, threads,
-                                          rope_staging, stream, a.pdl, 1u, a.carveout_percent, a, slices);
+                                          rope_staging, stream, a.pdl, 1u, a.carveout_percent, a, slice_shift);
 }
 
 template <typename T, typename OutT, int kWarps>

@@ -71,8 +71,32 @@ __device__ void finishHeadIfLast(const GemvArgs &a, int64_t first_row, int64_t r
   ropeAppendStagedHead(a.rope, warp, head, staged_head, lane);
 }
 
-template <typename T, typename OutT, int kMaxRows, int kWarpsPerBlock, int kUnroll>
-__global__ void __launch_bounds__(kWarpsPerBlock * 32)
+/// Whether a GEMV asks for all its input chunks of a pass at once: one row
+/// and no separate norm weight (GemvArgs::norm_weight, where the compiler
+/// did not fold it into W), the decode step's GEMVs. More rows or the norm's
+/// weight would take a batch of registers each; ptxas spilled them
+/// (100-600 bytes) within the blocks an SM held before.
+__host__ __device__ constexpr bool gemvInputsBatched(int rows, bool norm_weight) { return rows == 1 && !norm_weight; }
+
+/// Blocks an SM must hold: as many as each configuration held before the
+/// kernel was specialised on the norm's weight and batched its inputs (one
+/// row: 56 / 72 / 112 registers for 4 warps at 2 / 4 / 8 chunks, 64 / 78 /
+/// 116 for 8 warps; 8 warps at 4 chunks: 80 / 98 at 2 / 4 rows). Left to
+/// itself ptxas spent more registers on both (72 -> 80 at 4 warps and 4
+/// chunks with the norm's weight, 80 -> 86 at 2 rows), a resident block
+/// fewer, and residency is what the GEMV chain's overlap rests on (device
+/// runs 183-184).
+constexpr int gemvMinBlocksPerSm(int rows, int warps, int unroll) {
+  if (rows > 1)
+    return rows == 2 ? 3 : 2;
+  if (warps == 4)
+    return unroll == 2 ? 9 : unroll == 4 ? 7 : 4;
+  return unroll == 2 ? 4 : unroll == 4 ? 3 : 2;
+}
+
+template <typename T, typename OutT, int kMaxRows, int kWarpsPerBlock, int kUnroll, bool kNormWeight>
+__global__ void __launch_bounds__(kWarpsPerBlock * 32,
+                                  gemvMinBlocksPerSm(kMaxRows, kWarpsPerBlock, kUnroll))
     gemvKernel(const GemvArgs a, const int slice_shift) {
   __shared__ float partial[kWarpsPerBlock][3][kMaxRows];
   if (!a.late_dependents)
@@ -90,10 +114,12 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
   const bool valid = pair < pairs;
   const int64_t row0 = valid ? (swiglu ? pair : 2 * pair) : 0;
   const int64_t row1 = valid ? (swiglu ? pair + a.n / 2 : min(2 * pair + 1, a.n - 1)) : 0;
-  const int64_t vecs = a.k / 8; // 16-byte chunks per row
+  // 16-byte chunks per row; positions within a row in 32 bits (gemvSupports:
+  // k / 8 fits), which leaves registers for the batched inputs.
+  const int vecs = static_cast<int>(a.k / 8);
   // This warp's slice of K: [begin, end) in chunks.
-  const int64_t begin = valid ? (vecs * slice) >> slice_shift : 0;
-  const int64_t end = valid ? (vecs * (slice + 1)) >> slice_shift : 0;
+  const int begin = valid ? (vecs * slice) >> slice_shift : 0;
+  const int end = valid ? (vecs * (slice + 1)) >> slice_shift : 0;
   const uint4 *w0 = static_cast<const uint4 *>(a.w) + row0 * vecs;
   const uint4 *w1 = static_cast<const uint4 *>(a.w) + row1 * vecs;
   const uint4 *x = static_cast<const uint4 *>(a.x);
@@ -106,7 +132,7 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
   // Weights are constant: the first loads go out before waiting for the
   // previous kernel. They are read once per step, so stream them past L1.
   uint4 a0[kUnroll], a1[kUnroll];
-  int64_t v = begin + lane;
+  int v = begin + lane;
 #pragma unroll
   for (int u = 0; u < kUnroll; ++u)
     if (v + 32 * u < end) {
@@ -120,12 +146,25 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
   gemv::PairResidual<OutT, kMaxRows> residual; // read now, added at the store
   if (valid && slice == 0)
     residual.load(a, row0, row1, lane);
-  const uint4 *gamma = static_cast<const uint4 *>(a.norm_weight);
+  const uint4 *gamma = kNormWeight ? static_cast<const uint4 *>(a.norm_weight) : nullptr;
+  // Batched input loads take kUnroll chunks of registers a row, and the
+  // norm's weight as many again: one row without it only (gemvInputsBatched).
+  constexpr bool kBatchInputs = gemvInputsBatched(kMaxRows, kNormWeight);
   float squares[kMaxRows]; // sum of x^2 over this warp's slice (fused norm)
 #pragma unroll
   for (int m = 0; m < kMaxRows; ++m)
     squares[m] = 0.0f;
   for (; v < end; v += 32 * kUnroll) {
+    // With kBatchInputs every input chunk of the pass is asked for before
+    // any is used: one L2 round trip after the wait. Loaded where used, the
+    // compiler issues each chunk's load only after the previous chunk's
+    // arithmetic, which waits for its data: kUnroll round trips.
+    uint4 batch[kBatchInputs ? kUnroll : 1];
+    if constexpr (kBatchInputs) {
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u)
+        batch[u] = v + 32 * u < end ? __ldg(x + v + 32 * u) : uint4{};
+    }
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
       uint4 g = {};
@@ -134,7 +173,11 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
 #pragma unroll
       for (int m = 0; m < kMaxRows; ++m)
         if (m < a.m && v + 32 * u < end) {
-          uint4 xv = __ldg(x + m * vecs + v + 32 * u);
+          uint4 xv;
+          if constexpr (kBatchInputs)
+            xv = batch[u];
+          else
+            xv = __ldg(x + static_cast<int64_t>(m) * vecs + v + 32 * u);
           // Squares even without a norm: a branch on a.norm here cost 6
           // registers (a block an SM fewer), the unused sum only FMAs.
           if (gamma)
@@ -145,7 +188,7 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
           Pack<T>::dot(acc1[m], a1[u], xv);
         }
     }
-    const int64_t next = v + 32 * kUnroll;
+    const int next = v + 32 * kUnroll;
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u)
       if (next + 32 * u < end) {
@@ -212,7 +255,9 @@ cudaError_t launchShaped(const GemvArgs &a, const GemvConfig &config, cudaStream
   dim3 blocks(static_cast<unsigned>((pairs + pairs_per_block - 1) / pairs_per_block));
   dim3 threads(kWarps * 32);
   const size_t rope_staging = a.rope_counters ? sizeof(float) * kMaxRows * kGemvMaxRopeHeadDim : 0;
-  return kernels::launchKernelWithCarveout(gemvKernel<T, OutT, kMaxRows, kWarps, kUnroll>, blocks, threads,
+  auto *kernel = a.norm_weight ? gemvKernel<T, OutT, kMaxRows, kWarps, kUnroll, true>
+                               : gemvKernel<T, OutT, kMaxRows, kWarps, kUnroll, false>;
+  return kernels::launchKernelWithCarveout(kernel, blocks, threads,
                                           rope_staging, stream, a.pdl, 1u, a.carveout_percent, a, slice_shift);
 }
 
@@ -267,7 +312,7 @@ bool ropeEpilogueSupports(const GemvArgs &a) {
 bool gemvSupports(const GemvArgs &a) {
   return (a.type == EType::kBF16 || a.type == EType::kF16) &&
          (a.out_type == a.type || a.out_type == EType::kF32) && a.m >= 1 && a.m <= kGemvMaxRows &&
-         a.n >= 1 && a.k >= 8 && a.k % 8 == 0 && aligned16(a.x) && aligned16(a.w) &&
+         a.n >= 1 && a.k >= 8 && a.k % 8 == 0 && a.k / 8 <= INT32_MAX / 8 && aligned16(a.x) && aligned16(a.w) &&
          (a.epilogue != GemvEpilogue::kSwiglu || a.n % 2 == 0) &&
          (a.epilogue != GemvEpilogue::kResidualAdd || a.residual) &&
          (!a.norm_weight || (a.norm && a.norm_type == a.type && aligned16(a.norm_weight))) &&

@@ -91,9 +91,11 @@ template <typename T> __device__ __forceinline__ void addSquares(const uint4 &x,
 /// depend on the dot products, so a GEMV loads it right after its PDL wait:
 /// its L2 round trip then overlaps the K loop instead of following the
 /// reduction on the last block's path to its exit. In place (out ==
-/// residual) is safe: lane m reads only the elements it will write.
+/// residual) is safe: lane m reads only the elements it will write. The
+/// elements stay as loaded until the store: converted at the load, the
+/// conversion would wait for them there, before the GEMV's input loads.
 template <typename OutT, int kMaxRows> struct PairResidual {
-  float r0[kMaxRows] = {}, r1[kMaxRows] = {};
+  OutT r0[kMaxRows] = {}, r1[kMaxRows] = {};
 
   __device__ __forceinline__ void load(const GemvArgs &a, int64_t row0, int64_t row1, int lane) {
     if (a.epilogue != GemvEpilogue::kResidualAdd)
@@ -103,9 +105,9 @@ template <typename OutT, int kMaxRows> struct PairResidual {
     for (int m = 0; m < kMaxRows; ++m) {
       if (m >= a.m || lane != m)
         continue;
-      r0[m] = Store<OutT>::toFloat(residual[m * a.n + row0]);
+      r0[m] = residual[m * a.n + row0];
       if (row1 != row0)
-        r1[m] = Store<OutT>::toFloat(residual[m * a.n + row1]);
+        r1[m] = residual[m * a.n + row1];
     }
   }
 };
@@ -142,8 +144,8 @@ storePair(const GemvArgs &a, bool swiglu, int64_t row0, int64_t row1, int lane,
     }
     bool second = row1 != row0;
     if (a.epilogue == GemvEpilogue::kResidualAdd) {
-      g += residual.r0[m];
-      u += residual.r1[m];
+      g += Store<OutT>::toFloat(residual.r0[m]);
+      u += Store<OutT>::toFloat(residual.r1[m]);
     }
     out[m * a.n + row0] = Store<OutT>::fromFloat(g);
     if (second)

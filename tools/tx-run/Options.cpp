@@ -5,8 +5,10 @@
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
+#include <initializer_list>
 #include <iostream>
 #include <sstream>
+#include <utility>
 
 namespace txc::txrun {
 
@@ -199,6 +201,21 @@ double parseNumber(const std::string &flag, const std::string &text) {
   return value;
 }
 
+/// A flag's value among named choices: "FLAG takes A, B or C, not 'X'" else.
+template <typename T>
+T parseChoice(const std::string &flag, const std::string &word,
+              std::initializer_list<std::pair<const char *, T>> choices) {
+  std::string names;
+  size_t i = 0;
+  for (const auto &[name, choice] : choices) {
+    if (word == name)
+      return choice;
+    names += (i == 0 ? "" : i + 1 == choices.size() ? " or " : ", ") + std::string(name);
+    ++i;
+  }
+  fail(flag + " takes " + names + ", not '" + word + "'");
+}
+
 /// --gemv-config ROWSxCOLS=WARPS/CHUNKS/WARPS_PER_SM, e.g. 28672x4096=4/4/64.
 cuda::GemvShapeConfig parseGemvConfig(const std::string &flag, const std::string &text) {
   const std::string form = "expected ROWSxCOLS=WARPS/CHUNKS/WARPS_PER_SM (e.g. 28672x4096=4/4/64)";
@@ -298,27 +315,14 @@ Options parseArguments(int argc, char **argv) {
     } else if (arg == "--attention-dependents") {
       cudaOnly();
       using Dependents = cuda::CudaExecutorOptions::AttentionDependents;
-      const std::string when = value();
-      if (when == "start")
-        options.cuda.attention_dependents = Dependents::kAtStart;
-      else if (when == "after-wait")
-        options.cuda.attention_dependents = Dependents::kAfterWait;
-      else if (when == "after-keys")
-        options.cuda.attention_dependents = Dependents::kAfterTiles;
-      else
-        fail("--attention-dependents takes start, after-wait or after-keys, not '" + when + "'");
+      options.cuda.attention_dependents = parseChoice<Dependents>(
+          arg, value(),
+          {{"start", Dependents::kAtStart}, {"after-wait", Dependents::kAfterWait}, {"after-keys", Dependents::kAfterTiles}});
     } else if (arg == "--staged-gemvs") {
       cudaOnly();
       using StagedGemvs = cuda::CudaExecutorOptions::StagedGemvs;
-      const std::string which = value();
-      if (which == "none")
-        options.cuda.staged_gemvs = StagedGemvs::kNone;
-      else if (which == "qkv")
-        options.cuda.staged_gemvs = StagedGemvs::kQkv;
-      else if (which == "all")
-        options.cuda.staged_gemvs = StagedGemvs::kAll;
-      else
-        fail("--staged-gemvs takes none, qkv or all, not '" + which + "'");
+      options.cuda.staged_gemvs = parseChoice<StagedGemvs>(
+          arg, value(), {{"none", StagedGemvs::kNone}, {"qkv", StagedGemvs::kQkv}, {"all", StagedGemvs::kAll}});
     } else if (arg == "--attention-warm-fold" || arg == "--no-attention-warm-fold") {
       cudaOnly();
       options.cuda.attention_warm_fold = arg == "--attention-warm-fold";
@@ -379,11 +383,9 @@ Options parseArguments(int argc, char **argv) {
       *target = static_cast<int>(parseInteger("--carveout " + kind, spec.substr(eq + 1), 0, 100));
     } else if (arg == "--ablate-decode-attention") {
       cudaOnly();
-      const std::string mode = value();
       using Ablation = cuda::CudaExecutorOptions::DecodeAttentionAblation;
-      if (mode != "empty" && mode != "none")
-        fail("--ablate-decode-attention takes empty or none, not '" + mode + "'");
-      options.cuda.ablate_decode_attention = mode == "empty" ? Ablation::kEmptyKernel : Ablation::kNoLaunch;
+      options.cuda.ablate_decode_attention = parseChoice<Ablation>(
+          arg, value(), {{"empty", Ablation::kEmptyKernel}, {"none", Ablation::kNoLaunch}});
     } else if (arg == "--no-attention-early-kv") {
       cudaOnly();
       options.cuda.attention_early_kv = false;

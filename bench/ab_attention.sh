@@ -3,7 +3,8 @@
 # attention_bench) runs in turn, ROUNDS times, with ARGS (default
 # --prefill-only); each run's log goes to $OUT/ab-NAME-ROUND.log and its
 # timing and phase lines to stdout. Carry the .gz files beside the bundle
-# (an attention_bench is ~11 MB packed).
+# (an attention_bench is ~11 MB packed). With -- --decode-only, the decode
+# rows instead.
 #   [ROUNDS=2] bench/ab_attention.sh DIR NAME... [-- ARGS...]
 set -u
 dir=$1
@@ -24,5 +25,7 @@ for round in $(seq 1 "${ROUNDS:-2}"); do
     timeout 120 "/tmp/attention_bench-$name" "${args[@]}" > "$log" 2>&1
     echo "== $name round $round rc=$? ($(grep -c FAIL "$log") FAIL)"
     grep -E "^  time  (causal|full) d128 L1024 |^  time  full d128 L(4096|16384) |^  phases .* full d128 L1024 consumer 0" "$log"
+    # With --decode-only: the issue's decode rows and batch 1 in a graph.
+    grep -E "^  time  b(1|64|256) L|^  time  diag b1 L(4096|32768) cuda-graph\+pdl\+early-kv " "$log"
   done
 done

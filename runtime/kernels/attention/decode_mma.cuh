@@ -389,13 +389,13 @@ __global__ void __launch_bounds__(Traits::kThreads)
     T *sk = stageK(stage);
     T *sv = stageV(stage);
     const int c = tid % CPR;
-    auto loadRow = [&](int r, int known_page) {
+    auto loadRow = [&](int r, int known_page, bool page_known) {
       const int key = chunk_begin + tile * BN + r;
       const bool valid = key < chunk_end;
       if (valid && key == skip)
         return;
-      const long long row = valid ? (pages_known ? kvRowOffsetInPage<Traits::kPageSize>(kv, known_page, key)
-                                                 : kvRowOffset<Traits::kPageSize>(kv, seq, key)) +
+      const long long row = valid ? (page_known ? kvRowOffsetInPage<Traits::kPageSize>(kv, known_page, key)
+                                                : kvRowOffset<Traits::kPageSize>(kv, seq, key)) +
                                         c * 8
                                   : 0;
       cpAsync16(sk + swizzled<D>(r, c), k_base + row, valid);
@@ -404,11 +404,27 @@ __global__ void __launch_bounds__(Traits::kThreads)
     if (pages_known) { // unrolled fully: prologue_pages stay in registers
 #pragma unroll
       for (int i = 0; i < kTileRowsPerThread; ++i)
-        loadRow(tid / CPR + i * kRowsPerPass, prologue_pages[i]);
+        loadRow(tid / CPR + i * kRowsPerPass, prologue_pages[i], true);
+    } else if (!Traits::kWide && kv.page_table != nullptr) {
+      // The rows' page-table entries first, all asked for at once, then the
+      // copies. Looked up row by row, each copy's address waited for its
+      // entry before the next lookup went out (the SASS: the entry's load,
+      // its use, the two cp.async, the next load): a tile's rows in series.
+      // Not in the wide CTA, whose registers are at its limit (it batches
+      // its prologue's entries already, prologue_pages).
+      int pages[kTileRowsPerThread];
+#pragma unroll
+      for (int i = 0; i < kTileRowsPerThread; ++i) {
+        const int key = chunk_begin + tile * BN + tid / CPR + i * kRowsPerPass;
+        pages[i] = key < chunk_end ? kvPageAhead<Traits::kPageSize>(kv, seq, key) : 0;
+      }
+#pragma unroll
+      for (int i = 0; i < kTileRowsPerThread; ++i)
+        loadRow(tid / CPR + i * kRowsPerPass, pages[i], true);
     } else {
 #pragma unroll
       for (int r = tid / CPR; r < BN; r += kRowsPerPass)
-        loadRow(r, 0);
+        loadRow(r, 0, false);
     }
   };
 

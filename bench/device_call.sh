@@ -20,9 +20,10 @@
 #                                 bench/ab_decode.py --trace on BUNDLE/MODEL.txm
 #                                 with the modes file MODES (random weights);
 #                                 ARGS, space-separated, go to ab_decode.py
-#                                 (e.g. "--prompt 2000 --new 32" or "--batch 8"),
-#                                 but "--weights DIR" goes to every tx-run, in place
-#                                 of the random weights (an hfweights step's DIR)
+#                                 (e.g. "--prompt 2000 --new 32" or "--batch 8");
+#                                 words after a "--" in ARGS go to every tx-run in
+#                                 place of "--random-weights 1" (e.g. "--new 128 --
+#                                 --weights /tmp/txc-hf/qwen3-0.6b --kv-pages 33")
 #   hfweights:MODEL[:DIR]         bench/hf_weights.py: HF-made random weights of
 #                                 MODEL's shape, model_check's own (seed 0), into DIR
 #                                 (default /tmp/txc-hf/MODEL), for an ab step's
@@ -77,19 +78,19 @@ for step in "$@"; do
       name=$(basename "$modes" .txt)
       dir="ab-$model-$name$(echo "$args" | tr -c 'a-zA-Z0-9\n' '-' | sed 's/--*/-/g; s/-$//')"
       mkdir -p "$OUT/$dir"
-      # "--weights DIR" in ARGS is for tx-run: every run binds DIR's weights.
-      weights=(--random-weights 1) ab_args=()
+      # ARGS: ab_decode.py's words, then after a "--" tx-run's for every run.
+      ab_args=() tx_args=(--random-weights 1)
       # shellcheck disable=SC2206 # ARGS are words
       words=($args)
       for ((i = 0; i < ${#words[@]}; i++)); do
-        if [ "${words[i]}" = --weights ]; then
-          weights=(--weights "${words[i + 1]:-}") && i=$((i + 1))
-        else
-          ab_args+=("${words[i]}")
+        if [ "${words[i]}" = -- ]; then
+          tx_args=("${words[@]:i+1}")
+          break
         fi
+        ab_args+=("${words[i]}")
       done
       timeout "$seconds" python3 bench/ab_decode.py "$B/tx-run" "$B/$model.txm" --rounds "$rounds" --trace \
-        "${ab_args[@]}" --trace-dir "$OUT/$dir/traces" --modes-file "$modes" -- "${weights[@]}" \
+        "${ab_args[@]}" --trace-dir "$OUT/$dir/traces" --modes-file "$modes" -- "${tx_args[@]}" \
         > "$OUT/$dir.txt" 2> "$OUT/$dir/progress.err"
       rc=$?
       # Two files a step: the summary, and the progress log with every whole trace.

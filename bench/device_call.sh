@@ -27,7 +27,7 @@
 #   hfweights:MODEL[:DIR]         bench/hf_weights.py: HF-made random weights of
 #                                 MODEL's shape, model_check's own (seed 0), into DIR
 #                                 (default /tmp/txc-hf/MODEL), for an ab step's
-#                                 --weights; hfweights-MODEL.txt
+#                                 --weights; its log on stdout only (no file back)
 #   prefill:MODEL[:PROMPT[:ROUNDS]]
 #                                 the prefill of a PROMPT-token prompt (default 2048;
 #                                 random weights) by BUNDLE/tx-run and each carried
@@ -129,9 +129,9 @@ for step in "$@"; do
       IFS=: read -r _ model dir <<< "$step"
       dir=${dir:-/tmp/txc-hf/$model}
       mkdir -p "$(dirname "$dir")"
-      timeout 120 python3 bench/hf_weights.py "$model" "$dir" > "$OUT/hfweights-$model.txt" 2>&1
+      timeout 120 python3 bench/hf_weights.py "$model" "$dir" > "/tmp/hfweights-$model.txt" 2>&1
       rc=$?
-      tail -n 5 "$OUT/hfweights-$model.txt";;
+      tail -n 5 "/tmp/hfweights-$model.txt";;
     *)
       echo "device_call: unknown step '$step'" >&2
       rc=2;;

@@ -8,6 +8,12 @@
 // butterfly reduction, the slices summed in order through shared memory, and
 // lane m stores row m's result, rounded once.
 //
+// The decode step runs these GEMVs back to back under PDL, so what counts is
+// the time after each one's wait: the first weight chunks load before it,
+// and after it a pass asks for all its input chunks at once (one row; see
+// gemvInputsBatched) and the residual beside them, so the chain after the
+// wait is one L2 round trip, the arithmetic and the reduction.
+//
 //===----------------------------------------------------------------------===//
 #include "runtime/backends/cuda/Gemv.h"
 #include "runtime/backends/cuda/CudaKernels.h"

@@ -220,7 +220,8 @@ TEST(GemvTest, MatchesTheReferenceForEveryEpilogue) {
 
 // Every configuration decode_ops_bench sweeps (and gemvConfigFor picks):
 // warps per block, chunks in flight, K slices; rows not a multiple of the
-// block's pairs, K not a multiple of the unrolled chunk, each epilogue.
+// block's pairs, K not a multiple of the unrolled chunk, each epilogue, with
+// the norm's weight and with it folded into w.
 TEST(GemvTest, EveryConfigurationMatchesTheReference) {
   TXC_SKIP_WITHOUT_GPU();
   const DType bf = DType::kBF16, f = DType::kF32;
@@ -235,12 +236,16 @@ TEST(GemvTest, EveryConfigurationMatchesTheReference) {
         configs.push_back(c);
       }
   for (const GemvConfig &config : configs) {
-    const GemvCase cases[] = {
+    GemvCase cases[] = {
         {bf, bf, 1, 6150, 1032, GemvEpilogue::kNone, true, false, true},
         {bf, bf, 1, 258, 4096, GemvEpilogue::kResidualAdd, false, true},
         {bf, bf, 1, 1032, 2048, GemvEpilogue::kSwiglu, false, false, true},
         {bf, f, 1, 4099, 256, GemvEpilogue::kNone, false, false},
+        // The decode step's form: the norm's weight folded into w, so the
+        // kernel batches its input loads (gemvInputsBatched), and a residual.
+        {bf, bf, 1, 1030, 1544, GemvEpilogue::kResidualAdd, false, false, true},
     };
+    cases[4].norm_weight_folded = true;
     for (GemvCase c : cases) {
       c.config = &config;
       runCase(c);

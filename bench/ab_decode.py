@@ -4,10 +4,12 @@
 One tx-run per mode and round, the modes taking turns round after round, so
 that a drift of the GPU's clocks or temperature falls on every mode alike
 (run-to-run spread of a single Llama-3-8B run is about +-0.03 ms/token). Each
-run prints its median decode step (GPU stream); this prints, per mode, the
+run prints its median decode step (GPU stream; with --wall the wall time,
+the token interval with the host's part: what a mode that changes the host's
+side, like tx-run's decode lookahead, moves); this prints, per mode, the
 median over rounds and its difference from the first mode.
 
-  bench/ab_decode.py TX_RUN ARTIFACT [--batch B] [--new N] [--rounds R] [--trace]
+  bench/ab_decode.py TX_RUN ARTIFACT [--batch B] [--new N] [--rounds R] [--trace] [--wall]
       --mode NAME[=FLAGS] ... [--modes-file FILE] [-- EXTRA tx-run FLAGS for every run]
 
 With --trace, one more run per mode with tx-run --trace-step prints, per
@@ -118,9 +120,10 @@ def decode_ms(args, name, flags, extra):
         why = f"tx-run {' '.join(flags)} failed ({out.returncode}): {out.stderr.strip()[-2000:]}"
         print(f"ab_decode: {name}: {why}", file=sys.stderr, flush=True)
         return None, why
-    print(f"ab_decode: {name} {float(m.group(3)):.3f} ms", file=sys.stderr, flush=True)
+    wall, gpu = float(m.group(2)), float(m.group(3))
+    print(f"ab_decode: {name} {gpu:.3f} ms GPU, {wall:.3f} ms wall", file=sys.stderr, flush=True)
     setup = SETUP.search(out.stderr)
-    return float(m.group(3)), setup.group(1) if setup else ""
+    return (wall if args.wall else gpu), setup.group(1) if setup else ""
 
 
 def main():
@@ -130,6 +133,9 @@ def main():
     ap.add_argument("--batch", type=int, default=1)
     ap.add_argument("--prompt", type=int, default=128, help="prompt tokens per sequence")
     ap.add_argument("--new", type=int, default=64, help="new tokens per sequence")
+    ap.add_argument("--wall", action="store_true",
+                    help="compare the median decode step's wall time (the token interval, "
+                         "host included) instead of its GPU stream time")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--trace", action="store_true", help="also print each mode's step trace summary")
     ap.add_argument("--trace-dir", help="with --trace, keep each mode's whole trace output in DIR/NAME.log")

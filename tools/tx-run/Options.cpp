@@ -51,11 +51,17 @@ Output:
   --timing                print to stderr how long loading the artifact and
                           readying the backend took, and the median time of
                           decode and prefill steps: wall time of the backend's
-                          step, GPU stream time (CUDA) and the whole run
+                          step (of a decode step after another, the token
+                          interval: from the one's return to the other's),
+                          GPU stream time (CUDA) and the whole run
                           (without it, a load or start over 2 s is reported)
 CUDA backend (the defaults are measured on the H200; these flags, marked
 (cuda), are refused with --device cpu):
   --no-cuda-graphs        (cuda) launch decode steps one kernel at a time
+  --no-decode-lookahead   (cuda) queue no greedy decode step before the
+                          previous step's tokens are back (by default the
+                          next step is queued ahead, its tokens taken on the
+                          GPU, so the GPU need not wait for the host)
   --lazy-graphs           (cuda) capture each decode graph at its first step
                           instead of all of them at startup (faster startup)
   --tune-gemms            (cuda) time at startup the first algorithms
@@ -339,6 +345,9 @@ Options parseArguments(int argc, char **argv) {
     } else if (arg == "--no-cuda-graphs") {
       cudaOnly();
       options.cuda.use_cuda_graphs = false;
+    } else if (arg == "--no-decode-lookahead") {
+      cudaOnly();
+      options.cuda.decode_lookahead = false;
     } else if (arg == "--no-pdl") {
       cudaOnly();
       options.cuda.use_pdl = false;

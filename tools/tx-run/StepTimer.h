@@ -1,10 +1,14 @@
 //===- StepTimer.h - where a step's time goes, for tx-run --timing -*- C++ -*-===//
 //
-// Wraps the backend's StepExecutor and records, per step, the host wall time
-// of execute() and (from the CUDA backend) the GPU stream time between its
-// first and last event. Decode steps (one new token per sequence) are kept
-// apart from prefill steps; their medians split a token's cost into
-// device time, backend host time and engine time.
+// Wraps the backend's StepExecutor and records, per step, its host wall time
+// and (from the CUDA backend) the GPU stream time between its first and
+// last event. A step's wall time is its execute() call, except for a decode
+// step right after another: there it is the time from the previous step's
+// return to its own, the token interval the engine sees (its scheduling
+// included). A backend that queues the next decode step before returning
+// (the CUDA backend's decode lookahead) spends part of a step's time before
+// the call; the interval counts it. Decode steps (one new token per
+// sequence) are kept apart from prefill steps.
 //
 //===----------------------------------------------------------------------===//
 
@@ -51,12 +55,12 @@ public:
 
 private:
   template <typename Run> Status timed(const engine::Batch &batch, Run run) {
-    auto start = std::chrono::steady_clock::now();
+    const bool decode = batch.numTokens() == batch.numSequences();
+    auto start = decode && last_was_decode_ ? last_return_ : std::chrono::steady_clock::now();
     Status status = run();
-    double wall = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() -
-                                                            start)
-                      .count();
-    bool decode = batch.numTokens() == batch.numSequences();
+    last_return_ = std::chrono::steady_clock::now();
+    last_was_decode_ = decode && status.isOk();
+    double wall = std::chrono::duration<double, std::milli>(last_return_ - start).count();
     (decode ? decodeWall_ : prefillWall_).push_back(wall);
     if (float gpu = gpuMs_(); gpu >= 0)
       (decode ? decodeGpu_ : prefillGpu_).push_back(gpu);
@@ -73,6 +77,8 @@ private:
   engine::StepExecutor &inner_;
   std::function<float()> gpuMs_;
   std::vector<double> decodeWall_, prefillWall_, decodeGpu_, prefillGpu_;
+  std::chrono::steady_clock::time_point last_return_;
+  bool last_was_decode_ = false;
 };
 
 } // namespace txc::tools

@@ -192,6 +192,12 @@ int main(int argc, char **argv) {
             tuning.candidates, tuning.chosen_ms, describe(tuning.rule).c_str(), tuning.rule_ms);
       std::fprintf(stderr, "\n");
     }
+    if (cuda_backend && options.cuda.decode_lookahead)
+      std::fprintf(stderr,
+                   "tx-run timing: lookahead: %lld of %zu decode steps ran on a step queued ahead "
+                   "(%lld queued)\n",
+                   static_cast<long long>(cuda_backend->decodeStepsRunAhead()), t.decodeSteps,
+                   static_cast<long long>(cuda_backend->decodeStepsQueuedAhead()));
     if (cuda_backend && options.cuda.trace_decode_steps)
       std::fprintf(stderr, "%s", txc::cuda::formatDecodeTrace(cuda_backend->lastDecodeTrace()).c_str());
     if (cuda_backend)

@@ -157,13 +157,17 @@ Status CudaExecutor::State::validateBatch(const engine::Batch &b) const {
   return cpu::validateBatch(b, path, vocab_size, num_pages, page_size);
 }
 
-// One pinned staging buffer, one host-to-device copy per step.
+// One pinned staging buffer in two halves (input_half: the copy of a step
+// queued ahead may still be waiting for the GPU while the next step's
+// inputs are written), one host-to-device copy per step.
 Status CudaExecutor::State::uploadInputs(const engine::Batch &b) {
   size_t t = b.token_ids.size(), s = b.context_lens.size();
   size_t need = 3 * t + (s + 1) + s + b.block_tables.size();
   if (need > inputs_capacity) {
-    // Growing is rare; the previous step has already finished (execute
-    // synchronises at its end), so the old buffers are free.
+    // Growing is rare; wait for whatever is queued (a step ahead reads the
+    // old buffers), then free them.
+    CU(cudaStreamSynchronize(stream), path + ": growing the step inputs");
+    ahead.pending = false;
     if (host_inputs)
       cudaFreeHost(host_inputs);
     host_inputs = nullptr;
@@ -171,12 +175,13 @@ Status CudaExecutor::State::uploadInputs(const engine::Batch &b) {
       cudaGraphExecDestroy(graph);
     decode_graphs.clear();
     size_t capacity = std::max<size_t>(need * 2, 4096);
-    CU(cudaMallocHost(&host_inputs, capacity * 4), path + ": pinned step inputs");
+    CU(cudaMallocHost(&host_inputs, 2 * capacity * 4), path + ": pinned step inputs");
     TXC_ASSIGN_OR_RETURN(void *d, allocate(capacity * 4, "step inputs"));
     device_inputs = static_cast<int32_t *>(d);
     inputs_capacity = capacity;
   }
-  int32_t *h = host_inputs;
+  input_half ^= 1;
+  int32_t *h = host_inputs + input_half * inputs_capacity;
   size_t offset = 0;
   auto put = [&](const std::vector<int32_t> &v) {
     const int32_t *device = device_inputs + offset;
@@ -197,9 +202,8 @@ Status CudaExecutor::State::uploadInputs(const engine::Batch &b) {
         std::max(max_new_tokens, b.query_start_offsets[i + 1] - b.query_start_offsets[i]);
     max_context = std::max(max_context, b.context_lens[i]);
   }
-  return cudaStatus(
-      cudaMemcpyAsync(device_inputs, host_inputs, offset * 4, cudaMemcpyHostToDevice, stream),
-      path + ": copying the step inputs");
+  return cudaStatus(cudaMemcpyAsync(device_inputs, h, offset * 4, cudaMemcpyHostToDevice, stream),
+                    path + ": copying the step inputs");
 }
 
 } // namespace txc::cuda

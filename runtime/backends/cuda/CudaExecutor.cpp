@@ -33,6 +33,8 @@ CudaExecutor::State::~State() {
     cudaGraphExecDestroy(graph);
   if (host_tokens)
     cudaFreeHost(host_tokens);
+  if (ahead.host_tokens)
+    cudaFreeHost(ahead.host_tokens);
   if (host_row_sampling)
     cudaFreeHost(host_row_sampling);
   for (void *p : allocations)
@@ -45,6 +47,10 @@ CudaExecutor::State::~State() {
     cudaEventDestroy(step_start);
   if (step_end)
     cudaEventDestroy(step_end);
+  if (ahead.start)
+    cudaEventDestroy(ahead.start);
+  if (ahead.end)
+    cudaEventDestroy(ahead.end);
   if (stream)
     cudaStreamDestroy(stream);
 }
@@ -118,6 +124,8 @@ Status CudaExecutor::State::prepare() {
       CU(cudaEventCreate(&event), path + ": event");
   }
   CU(cudaEventCreate(&step_end), path + ": event");
+  CU(cudaEventCreate(&ahead.start), path + ": event");
+  CU(cudaEventCreate(&ahead.end), path + ": event");
 
   const pb::CompileOptions &compile = message.options();
   page_size = static_cast<int32_t>(compile.kv_page_size() > 0 ? compile.kv_page_size() : 16);
@@ -341,6 +349,8 @@ Status CudaExecutor::State::prepare() {
   TXC_ASSIGN_OR_RETURN(argmax_workspace, allocate(argmax_bytes, "the argmax workspace"));
   CU(cudaMemset(argmax_workspace, 0, argmax_bytes), path + ": clearing the argmax workspace");
   CU(cudaMallocHost(&host_tokens, static_cast<size_t>(max_num_seqs) * 4),
+     path + ": pinned sampled tokens");
+  CU(cudaMallocHost(&ahead.host_tokens, static_cast<size_t>(max_num_seqs) * 4),
      path + ": pinned sampled tokens");
   if (options.device_sampling) {
     size_t sampling_bytes = static_cast<size_t>(max_num_seqs) * sizeof(engine::RowSampling);

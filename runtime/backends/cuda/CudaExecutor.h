@@ -221,6 +221,17 @@ struct CudaExecutorOptions {
   /// Decode steps (one new token per sequence) replay a CUDA graph per
   /// batch-size bucket. Off with profile_launches (events per launch).
   bool use_cuda_graphs = true;
+  /// A greedy decode step on a graph queues the step after it before its
+  /// tokens are read: the next batch predicted (every row one position on,
+  /// its slot in a page it already holds), its token ids copied on the GPU
+  /// from this step's argmax. The engine's next batch runs on that step
+  /// when it matches (the same rows, or rows dropped from the end, with the
+  /// tokens returned); otherwise the step is waited for and dropped (its
+  /// cache writes are the predicted rows' own slots, rewritten by any later
+  /// step before they are read). The GPU then never waits for the host
+  /// between decode steps: the host's turn-around (~7 us a step on the
+  /// H200, device run 192) overlaps the step in flight.
+  bool decode_lookahead = true;
   /// Time every launch with CUDA events, for diagnosis (read back with
   /// launchProfile()). Each step is queued behind a ~20 ms spin kernel so
   /// the events time the GPU, not the host enqueueing launches one by one.
@@ -312,6 +323,11 @@ public:
   DecodeAttentionTuning decodeAttentionTuning() const;
   /// Decode graphs captured so far (one per batch and context bucket).
   int32_t decodeGraphCount() const;
+  /// Decode steps that ran on the step queued ahead (decode_lookahead), and
+  /// those queued ahead in all (the rest were dropped: the engine's batch
+  /// differed, or was still to come when the run ended).
+  int64_t decodeStepsRunAhead() const;
+  int64_t decodeStepsQueuedAhead() const;
   /// Empty unless created with profile_launches.
   std::vector<LaunchProfileEntry> launchProfile() const;
   /// The last decode step's kernels, in launch order (trace_decode_steps).

@@ -168,6 +168,22 @@ struct CudaExecutor::State {
   void *sampling_workspace = nullptr;
   size_t sampling_workspace_bytes = 0;
   std::vector<float> host_logits; // non-greedy rows sampled on the host
+  // decode_lookahead: the step queued ahead (greedyDecodeStep) and what it
+  // ran: its batch, whose token ids are the tokens returned for the step
+  // before it (its own inputs come from that step's argmax on the GPU), and
+  // its events and pinned tokens (swapped with step_start, step_end and
+  // host_tokens when the engine's batch takes it).
+  struct Lookahead {
+    bool pending = false;
+    engine::Batch batch;
+    cudaEvent_t start = nullptr, end = nullptr;
+    int32_t *host_tokens = nullptr;
+    int64_t queued = 0, taken = 0; // steps queued ahead, and run by the engine's batch
+  } ahead;
+  // uploadInputs alternates between two halves of host_inputs: a step's
+  // inputs are written while the copy of the step queued before may still
+  // be waiting for the GPU.
+  int input_half = 0;
   // Decode steps replay a CUDA graph per (batch bucket, context bucket); the
   // context bucket fixes the split-KV count the graph was captured with.
   std::map<std::pair<int32_t, int32_t>, cudaGraphExec_t> decode_graphs;
@@ -243,7 +259,13 @@ struct CudaExecutor::State {
   Status runLaunch(int index, const pb::Launch &launch);
   Status enqueueLaunches(const engine::Batch &batch);
   bool graphable(const engine::Batch &batch) const;
-  Status runDecodeGraph(const engine::Batch &batch);
+  Status runDecodeGraph(const engine::Batch &batch, const int32_t *device_token_ids = nullptr);
+  bool lookaheadEligible(const engine::Batch &batch, const float *logits, const int32_t *tokens,
+                         const std::vector<engine::RowSampling> *sampling) const;
+  Status greedyDecodeStep(const engine::Batch &batch, int32_t *tokens);
+  bool aheadMatches(const engine::Batch &batch, std::vector<int32_t> &rows) const;
+  Status enqueueLookahead(const engine::Batch &batch);
+  Status drainLookahead();
   Status step(const engine::Batch &batch, float *logits, int32_t *tokens,
               const std::vector<engine::RowSampling> *sampling = nullptr);
   Status warmUp();

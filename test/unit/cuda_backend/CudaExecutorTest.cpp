@@ -361,6 +361,93 @@ TEST(CudaExecutorTest, RepeatedFoldPassesChangeNoLogit) {
   expectSameGenerations(**artifact, without_dry_fold, with_dry_fold, 0.0, "a dry fold before the wait");
 }
 
+/// Greedy on the device, request i of `prompt_ids` stopping after
+/// new_tokens[i] tokens or at one of `stops`: the tokens, and the decode
+/// steps queued ahead and run on (decode_lookahead).
+struct StaggeredRun {
+  std::vector<std::vector<int32_t>> tokens;
+  int64_t queued = 0, taken = 0;
+};
+StaggeredRun generateStaggered(const artifact::LoadedArtifact &artifact,
+                               const CudaExecutorOptions &options,
+                               const std::vector<std::vector<int32_t>> &prompt_ids,
+                               const std::vector<int32_t> &new_tokens,
+                               const std::vector<int32_t> &stops = {}) {
+  StaggeredRun run;
+  auto executor = CudaExecutor::create(artifact, options);
+  EXPECT_TRUE(executor.isOk()) << executor.status().toString();
+  if (!executor.isOk())
+    return run;
+  auto engine = engine::Engine::create(**executor, (*executor)->engineConfig());
+  EXPECT_TRUE(engine.isOk()) << engine.status().toString();
+  if (!engine.isOk())
+    return run;
+  std::vector<engine::Request> requests;
+  for (size_t i = 0; i < prompt_ids.size(); ++i) {
+    engine::Request request;
+    request.prompt_ids = prompt_ids[i];
+    request.sampling.max_new_tokens = new_tokens[i];
+    request.sampling.ignore_eos = true;
+    request.sampling.stop_token_ids = stops;
+    requests.push_back(request);
+  }
+  auto results = (*engine)->generate(requests);
+  EXPECT_TRUE(results.isOk()) << results.status().toString();
+  if (!results.isOk())
+    return run;
+  for (const auto &result : *results)
+    run.tokens.push_back(result.output_ids);
+  run.queued = (*executor)->decodeStepsQueuedAhead();
+  run.taken = (*executor)->decodeStepsRunAhead();
+  return run;
+}
+
+// decode_lookahead: greedy decode steps queued before the previous step's
+// tokens are back give the tokens of steps run one at a time, where rows
+// finish at different steps (the queued step taken by fewer rows, or
+// dropped), cross into new pages (nothing queued) or stop at a stop token
+// (the queued step dropped); and one sequence runs nearly every decode step
+// on a step queued ahead.
+TEST(CudaExecutorTest, DecodeLookaheadGivesTheTokensOfOneStepAtATime) {
+  TXC_SKIP_WITHOUT_GPU();
+  for (bool grouped : {false, true}) {
+    TinyModelOptions model = grouped ? groupOfTwoModel(2) : TinyModelOptions{};
+    if (!grouped)
+      model.dtype = DType::kBF16;
+    auto artifact = tinyArtifact(model, grouped ? "tiny-cuda-ahead-g2.txm" : "tiny-cuda-ahead.txm");
+    ASSERT_TRUE(artifact.isOk()) << artifact.status().toString();
+    const std::string what = grouped ? "heads of 128, GQA 2" : "the tiny model";
+    CudaExecutorOptions step_by_step;
+    step_by_step.decode_lookahead = false;
+    CudaExecutorOptions ahead;
+    ahead.decode_lookahead = true;
+
+    const std::vector<int32_t> staggered = {3, 40, 7, 25, 1};
+    StaggeredRun expected = generateStaggered(**artifact, step_by_step, prompts(), staggered);
+    StaggeredRun actual = generateStaggered(**artifact, ahead, prompts(), staggered);
+    EXPECT_EQ(actual.tokens, expected.tokens) << what << ", five rows finishing apart";
+    EXPECT_EQ(expected.queued, 0) << what;
+    EXPECT_GT(actual.taken, 20) << what << ", five rows finishing apart";
+
+    const std::vector<std::vector<int32_t>> one = {{7}};
+    StaggeredRun alone = generateStaggered(**artifact, step_by_step, one, {40});
+    StaggeredRun alone_ahead = generateStaggered(**artifact, ahead, one, {40});
+    EXPECT_EQ(alone_ahead.tokens, alone.tokens) << what << ", one row";
+    // 39 decode steps: the first has none queued before it, and the steps
+    // whose next position opens a page (16, 32) queue none.
+    EXPECT_GE(alone_ahead.taken, 34) << what << ", one row";
+    EXPECT_LE(alone_ahead.queued - alone_ahead.taken, 1) << what << ", one row: only the last is dropped";
+
+    ASSERT_EQ(alone.tokens.size(), 1u);
+    ASSERT_GT(alone.tokens[0].size(), 12u);
+    const std::vector<int32_t> stop = {alone.tokens[0][12]};
+    StaggeredRun stopped = generateStaggered(**artifact, step_by_step, one, {40}, stop);
+    StaggeredRun stopped_ahead = generateStaggered(**artifact, ahead, one, {40}, stop);
+    EXPECT_EQ(stopped_ahead.tokens, stopped.tokens) << what << ", a stop token";
+    EXPECT_LE(stopped.tokens[0].size(), 13u) << what;
+  }
+}
+
 /// One sequence of `prompt`, greedy, 4 new tokens, on an executor with
 /// trace_decode_steps: its last decode step's trace (empty on a failure,
 /// which is reported).

@@ -302,7 +302,7 @@ Status CudaExecutor::State::prepare() {
   for (const auto &[layer, g] : geometry)
     bytes_per_page +=
         static_cast<uint64_t>(2 * page_size * g.first * g.second) * dtypeSize(cache_dtype);
-  const int64_t max_seq_len = compile.max_seq_len() > 0 ? compile.max_seq_len() : 4096;
+  max_seq_len = static_cast<int32_t>(compile.max_seq_len() > 0 ? compile.max_seq_len() : 4096);
   engine::KvCacheSizing sizing;
   sizing.requested_pages = options.num_kv_pages;
   sizing.budget_bytes = options.kv_cache_budget_bytes;

@@ -129,6 +129,7 @@ struct CudaExecutor::State {
   int32_t vocab_size = 0, page_size = 0, num_pages = 0;
   DType cache_dtype = DType::kInvalid;
   int64_t max_num_seqs = 256;
+  int32_t max_seq_len = 4096; // the artifact's (compile options), 4096 unset
 
   cudaStream_t stream = nullptr;
   cudaEvent_t step_start = nullptr, step_end = nullptr;

@@ -444,9 +444,9 @@ Status CudaExecutor::State::enqueueLookahead(const engine::Batch &b) {
   engine::Batch &p = ahead.batch;
   for (int32_t i = 0; i < n; ++i) {
     const int32_t position = b.positions[i] + 1, page = position / page_size;
-    if (b.slot_mapping[i] < 0 || page >= stride ||
+    if (b.slot_mapping[i] < 0 || b.context_lens[i] >= max_seq_len || page >= stride ||
         b.block_tables[static_cast<size_t>(i) * stride + page] < 0)
-      return Status::ok(); // a row that writes no slot, or needs a page
+      return Status::ok(); // a row that writes no slot, is at its end, or needs a page
   }
   p = b;
   for (int32_t i = 0; i < n; ++i) {

@@ -445,6 +445,14 @@ TEST(CudaExecutorTest, DecodeLookaheadGivesTheTokensOfOneStepAtATime) {
     StaggeredRun stopped_ahead = generateStaggered(**artifact, ahead, one, {40}, stop);
     EXPECT_EQ(stopped_ahead.tokens, stopped.tokens) << what << ", a stop token";
     EXPECT_LE(stopped.tokens[0].size(), 13u) << what;
+
+    // To the artifact's max_seq_len (128): the step queued past the last
+    // token stays inside the cache's pages and the captured graphs.
+    StaggeredRun to_end = generateStaggered(**artifact, step_by_step, one, {500});
+    StaggeredRun to_end_ahead = generateStaggered(**artifact, ahead, one, {500});
+    ASSERT_EQ(to_end.tokens.size(), 1u);
+    EXPECT_EQ(to_end.tokens[0].size(), 127u) << what;
+    EXPECT_EQ(to_end_ahead.tokens, to_end.tokens) << what << ", to max_seq_len";
   }
 }
 

@@ -1,0 +1,158 @@
+//===- DecodeLookahead.cpp - The next greedy decode step, queued ahead ----===//
+//
+// CudaExecutorOptions::decode_lookahead: a greedy decode step on a graph
+// queues the step after it before its own tokens are read, so the GPU goes
+// from step to step while the host reads tokens and schedules (device run
+// 192: the GPU waited ~7 us a step for the host on the H200).
+//
+//===----------------------------------------------------------------------===//
+// First, on its own: it settles the TXC_RETURN_IF_ERROR clash (see there).
+#include "runtime/backends/cuda/ExecutorState.h"
+
+#include <algorithm>
+
+namespace txc::cuda {
+
+bool CudaExecutor::State::lookaheadEligible(const engine::Batch &b, const float *logits,
+                                            const int32_t *tokens,
+                                            const std::vector<engine::RowSampling> *sampling) const {
+  if (!options.decode_lookahead || logits || !tokens || !sampling || d_trace || profile ||
+      !graphable(b) || sampling->size() != static_cast<size_t>(b.numSequences()))
+    return false;
+  for (const engine::RowSampling &row : *sampling)
+    if (!(row.temperature <= 0.0f || row.top_k == 1))
+      return false; // the next step's uniform is the engine's to draw
+  return true;
+}
+
+// The step queued ahead is done with: waited for, its results dropped.
+Status CudaExecutor::State::drainLookahead() {
+  if (!ahead.pending)
+    return Status::ok();
+  ahead.pending = false;
+  return cudaStatus(cudaEventSynchronize(ahead.end), path + ": a decode step queued ahead");
+}
+
+// Whether the step queued ahead ran `b`: each row of `b` is a row of it, in
+// order (rows[j]), with the same position, slot, context, pages and token.
+bool CudaExecutor::State::aheadMatches(const engine::Batch &b, std::vector<int32_t> &rows) const {
+  const engine::Batch &p = ahead.batch;
+  if (!ahead.pending || b.max_pages_per_seq != p.max_pages_per_seq ||
+      b.numSequences() > p.numSequences())
+    return false;
+  const size_t stride = static_cast<size_t>(b.max_pages_per_seq);
+  rows.clear();
+  int32_t i = 0;
+  for (int32_t j = 0; j < b.numSequences(); ++j, ++i) {
+    while (i < p.numSequences() && p.request_ids[i] != b.request_ids[j])
+      ++i;
+    if (i == p.numSequences() || p.token_ids[i] != b.token_ids[j] ||
+        p.positions[i] != b.positions[j] || p.slot_mapping[i] != b.slot_mapping[j] ||
+        p.context_lens[i] != b.context_lens[j] ||
+        !std::equal(b.block_tables.begin() + j * stride, b.block_tables.begin() + (j + 1) * stride,
+                    p.block_tables.begin() + i * stride))
+      return false;
+    rows.push_back(i);
+  }
+  return true;
+}
+
+// Queues the step after `b` (just queued, its argmax in device_tokens): every
+// row one position on, at a slot of a page its table holds already; none is
+// queued where a row needs a new page (the scheduler's to give) or the
+// table ends. Its token ids here are filled in by greedyDecodeStep with the
+// tokens `b` returns; on the GPU they come from device_tokens.
+Status CudaExecutor::State::enqueueLookahead(const engine::Batch &b) {
+  const int32_t n = b.numSequences(), stride = b.max_pages_per_seq;
+  engine::Batch &p = ahead.batch;
+  for (int32_t i = 0; i < n; ++i) {
+    const int32_t position = b.positions[i] + 1, page = position / page_size;
+    if (b.slot_mapping[i] < 0 || b.context_lens[i] >= max_seq_len || page >= stride ||
+        b.block_tables[static_cast<size_t>(i) * stride + page] < 0)
+      return Status::ok(); // a row that writes no slot, is at its end, or needs a page
+  }
+  p = b;
+  for (int32_t i = 0; i < n; ++i) {
+    const int32_t position = b.positions[i] + 1;
+    const int32_t page = b.block_tables[static_cast<size_t>(i) * stride + position / page_size];
+    p.positions[i] = position;
+    p.context_lens[i] = b.context_lens[i] + 1;
+    p.slot_mapping[i] = page * page_size + position % page_size;
+  }
+  CU(cudaEventRecord(ahead.start, stream), path + ": event");
+  Status status = runDecodeGraph(p, device_tokens);
+  if (status.isOk())
+    status = cudaStatus(
+        launchArgmax(device_logits, n, vocab_size, argmax_workspace, device_tokens, stream),
+        path + ": greedy sampling");
+  if (status.isOk())
+    status = cudaStatus(cudaMemcpyAsync(ahead.host_tokens, device_tokens,
+                                        static_cast<size_t>(n) * 4, cudaMemcpyDeviceToHost, stream),
+                        path + ": copying the sampled tokens back");
+  cudaEventRecord(ahead.end, stream);
+  batch = nullptr;
+  ahead.pending = true;
+  ++ahead.queued;
+  return withContext("queueing the next decode step ahead", status);
+}
+
+// A greedy decode step on a graph, with the step after it queued before
+// this one's tokens are read. The engine's batch either is the step queued
+// ahead by the call before (aheadMatches) or is queued now; either way the
+// next one is queued behind it, so the GPU goes from step to step while the
+// host reads tokens and schedules.
+Status CudaExecutor::State::greedyDecodeStep(const engine::Batch &b, int32_t *tokens) {
+  const int32_t n = b.numSequences();
+  std::vector<int32_t> rows;
+  const bool queued = aheadMatches(b, rows);
+  Status status = Status::ok();
+  if (queued) {
+    std::swap(step_start, ahead.start);
+    std::swap(step_end, ahead.end);
+    std::swap(host_tokens, ahead.host_tokens);
+    ahead.pending = false;
+    ++ahead.taken;
+  } else {
+    TXC_RETURN_IF_ERROR(drainLookahead());
+    rows.resize(n);
+    for (int32_t i = 0; i < n; ++i)
+      rows[i] = i;
+    CU(cudaEventRecord(step_start, stream), path + ": event");
+    status = runDecodeGraph(b);
+    if (status.isOk())
+      status = cudaStatus(
+          launchArgmax(device_logits, n, vocab_size, argmax_workspace, device_tokens, stream),
+          path + ": greedy sampling");
+    if (status.isOk())
+      status = cudaStatus(cudaMemcpyAsync(host_tokens, device_tokens, static_cast<size_t>(n) * 4,
+                                          cudaMemcpyDeviceToHost, stream),
+                          path + ": copying the sampled tokens back");
+    cudaEventRecord(step_end, stream);
+    batch = nullptr;
+  }
+  // The next step goes in behind this one only where this one's rows are
+  // the step on the GPU's first rows (device_tokens holds them in order).
+  bool prefix = true;
+  for (int32_t j = 0; j < n; ++j)
+    prefix = prefix && rows[j] == j;
+  if (status.isOk() && prefix)
+    status = enqueueLookahead(b);
+  Status sync = cudaStatus(cudaEventSynchronize(step_end), path + ": running the step on the GPU");
+  if (!status.isOk() || !sync.isOk()) {
+    cudaStreamSynchronize(stream);
+    ahead.pending = false;
+    TXC_RETURN_IF_ERROR(status);
+    return sync;
+  }
+  for (int32_t j = 0; j < n; ++j)
+    tokens[j] = host_tokens[rows[j]];
+  if (ahead.pending)
+    std::copy(tokens, tokens + n, ahead.batch.token_ids.begin());
+  cudaEventElapsedTime(&last_step_ms, step_start, step_end);
+  return Status::ok();
+}
+
+int64_t CudaExecutor::decodeStepsRunAhead() const { return state_->ahead.taken; }
+int64_t CudaExecutor::decodeStepsQueuedAhead() const { return state_->ahead.queued; }
+
+} // namespace txc::cuda

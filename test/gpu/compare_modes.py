@@ -4,13 +4,15 @@ compare: the CUDA backend's optional modes must not change what a model
 computes beyond a stated tolerance.
 
   compare_modes.py TX_RUN ARTIFACT --flags="--no-attention-pdl" --atol 0 [--batch 4]
-      [--sampled] [-- extra tx-run args, e.g. --random-weights 1]
+      [--sampled | --greedy-tokens] [-- extra tx-run args, e.g. --random-weights 1]
 
 Without --sampled: greedy, --return-logits; the logits of every generated
 token must agree within --atol and the tokens must agree up to the first
 near-tie (a step whose top-2 gap in the reference run is within 2 * atol).
 With --sampled: top-k/top-p sampling with a fixed seed and no logits (so a
 device sampler is used when the flags ask for one); the tokens must be equal.
+With --greedy-tokens: greedy without logits (the argmax on the device, the
+path the decode lookahead takes); the tokens must be equal.
 Prompts are random ids (seed 0), --batch of them in one call.
 """
 import argparse
@@ -24,8 +26,10 @@ def run(args, flags, extra):
     rng = random.Random(0)
     cmd = [args.tx_run, args.artifact, "--device", args.device, "--max-new-tokens", str(args.new),
            "--ignore-eos", "--json"] + flags + extra
-    cmd += ["--temperature", "0.8", "--top-k", "40", "--top-p", "0.9", "--seed", "11"] \
-        if args.sampled else ["--return-logits"]
+    if args.sampled:
+        cmd += ["--temperature", "0.8", "--top-k", "40", "--top-p", "0.9", "--seed", "11"]
+    elif not args.greedy_tokens:
+        cmd += ["--return-logits"]
     for _ in range(args.batch):
         cmd += ["--prompt-ids", ",".join(str(rng.randrange(args.vocab)) for _ in range(args.prompt))]
     out = subprocess.run(cmd, capture_output=True, text=True)
@@ -45,6 +49,7 @@ def main():
     ap.add_argument("--prompt", type=int, default=64)
     ap.add_argument("--new", type=int, default=16)
     ap.add_argument("--sampled", action="store_true")
+    ap.add_argument("--greedy-tokens", action="store_true")
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--vocab", type=int, default=20000, help="prompt ids are drawn below this")
     # Everything after "--" goes to both tx-run calls untouched (argparse
@@ -56,7 +61,7 @@ def main():
     mode = run(args, args.flags.split(), extra)
     worst, failures, compared = 0.0, 0, 0
     for ref, got in zip(reference, mode):
-        if args.sampled:
+        if args.sampled or args.greedy_tokens:
             compared += len(ref["output_ids"])
             if ref["output_ids"] != got["output_ids"]:
                 failures += 1
@@ -72,7 +77,8 @@ def main():
                     print(f"request {ref['request']} step {step}: token differs, gap {top[0] - top[1]:.4g}")
                 break  # the sequences diverge from here
     ok = failures == 0 and worst <= args.atol
-    print(f"{args.artifact} {args.flags}: {compared} {'tokens' if args.sampled else 'steps'} compared, "
+    tokens_only = args.sampled or args.greedy_tokens
+    print(f"{args.artifact} {args.flags}: {compared} {'tokens' if tokens_only else 'steps'} compared, "
           f"max |logit diff| {worst:.3g} (atol {args.atol:g}) -> {'PASS' if ok else 'FAIL'}")
     sys.exit(0 if ok else 1)
 

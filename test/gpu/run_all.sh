@@ -35,6 +35,12 @@ mode --flags=--no-attention-pdl --atol 0 --batch 3
 mode --flags=--no-cuda-graphs --atol 0.15 --batch 3 # split count follows the context bucket
 mode --flags=--no-fuse-norms --atol 0.15 --batch 3
 mode --flags=--host-sampling --sampled --batch 5
+# The decode lookahead: the same greedy tokens (rows of one prompt length
+# cross pages together; 40 new tokens cross two), and on Llama's shape.
+mode --flags=--decode-lookahead --greedy-tokens --batch 3 --new 40
+python3 test/gpu/compare_modes.py "$B/tx-run" "$B/llama-3-8b.txm" --flags=--decode-lookahead --greedy-tokens \
+  --batch 1 --new 24 -- --random-weights 1 2>&1 | tee -a "$OUT/modes.log" | tail -1
+[ "${PIPESTATUS[0]}" = 0 ] || fails=$((fails + 1))
 mode --flags=--fuse-rope --atol 0 --batch 3
 # Qwen3's group of 2 folds the rope into the decode attention and merges the
 # splits in a cluster by default (decodeAttentionSetup): each against its

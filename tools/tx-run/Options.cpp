@@ -58,10 +58,10 @@ Output:
 CUDA backend (the defaults are measured on the H200; these flags, marked
 (cuda), are refused with --device cpu):
   --no-cuda-graphs        (cuda) launch decode steps one kernel at a time
-  --no-decode-lookahead   (cuda) queue no greedy decode step before the
-                          previous step's tokens are back (by default the
-                          next step is queued ahead, its tokens taken on the
-                          GPU, so the GPU need not wait for the host)
+  --[no-]decode-lookahead (cuda) queue each greedy decode step's successor
+                          before its tokens are back (its token ids taken on
+                          the GPU), so the GPU need not wait for the host
+                          between steps (default off)
   --lazy-graphs           (cuda) capture each decode graph at its first step
                           instead of all of them at startup (faster startup)
   --tune-gemms            (cuda) time at startup the first algorithms
@@ -345,9 +345,9 @@ Options parseArguments(int argc, char **argv) {
     } else if (arg == "--no-cuda-graphs") {
       cudaOnly();
       options.cuda.use_cuda_graphs = false;
-    } else if (arg == "--no-decode-lookahead") {
+    } else if (arg == "--decode-lookahead" || arg == "--no-decode-lookahead") {
       cudaOnly();
-      options.cuda.decode_lookahead = false;
+      options.cuda.decode_lookahead = arg == "--decode-lookahead";
     } else if (arg == "--no-pdl") {
       cudaOnly();
       options.cuda.use_pdl = false;

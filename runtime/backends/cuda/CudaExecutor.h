@@ -230,8 +230,9 @@ struct CudaExecutorOptions {
   /// cache writes are the predicted rows' own slots, rewritten by any later
   /// step before they are read). The GPU then never waits for the host
   /// between decode steps: the host's turn-around (~7 us a step on the
-  /// H200, device run 192) overlaps the step in flight.
-  bool decode_lookahead = true;
+  /// H200, device run 192) overlaps the step in flight. Off until a GPU
+  /// has run it (bench/README.md, run 193).
+  bool decode_lookahead = false;
   /// Time every launch with CUDA events, for diagnosis (read back with
   /// launchProfile()). Each step is queued behind a ~20 ms spin kernel so
   /// the events time the GPU, not the host enqueueing launches one by one.

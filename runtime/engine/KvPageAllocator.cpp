@@ -28,6 +28,13 @@ int32_t KvPageAllocator::pagesNeededToAppend(SequenceId sequence,
   return need > 0 ? need : 0;
 }
 
+Status KvPageAllocator::reservePages(SequenceId sequence, int32_t tokens) {
+  const int32_t have = numTokens(sequence);
+  TXC_RETURN_IF_ERROR(append(sequence, tokens));
+  sequences_[sequence].num_tokens = have;
+  return Status::ok();
+}
+
 Status KvPageAllocator::append(SequenceId sequence, int32_t tokens) {
   if (tokens < 0)
     return invalidArgument("KV cache: cannot append " + std::to_string(tokens) +

@@ -181,6 +181,9 @@ ScheduledBatch Scheduler::schedule() {
     token_budget -= new_tokens;
   }
 
+  if (config_.reserve_next_page && waiting_.empty())
+    reserveNextPages(scheduled);
+
   if (!scheduled.empty()) {
     const Batch &batch = scheduled.batch;
     ++stats_.steps;
@@ -191,6 +194,29 @@ ScheduledBatch Scheduler::schedule() {
       ++stats_.mixed_steps;
   }
   return scheduled;
+}
+
+// SchedulerConfig::reserve_next_page: each row that samples a token and goes
+// on (neither its last new token nor max_seq_len) gets the page its next
+// position opens now, in the allocator and in this batch's block table.
+void Scheduler::reserveNextPages(ScheduledBatch &scheduled) {
+  Batch &batch = scheduled.batch;
+  const size_t stride = static_cast<size_t>(batch.max_pages_per_seq);
+  for (size_t i = 0; i < scheduled.sequences.size(); ++i) {
+    const Sequence &sequence = *scheduled.sequences[i];
+    const int32_t after = static_cast<int32_t>(sequence.tokens.size()) + 1;
+    const bool goes_on = scheduled.samples_token[i] &&
+                         sequence.numGenerated() + 1 < sequence.sampling.max_new_tokens &&
+                         after < config_.max_seq_len;
+    if (!goes_on || pages_.pagesNeededToAppend(sequence.id, 1) == 0 ||
+        pages_.numFreePages() == 0)
+      continue;
+    if (!pages_.reservePages(sequence.id, 1).isOk())
+      continue;
+    const std::vector<int32_t> &table = pages_.blockTable(sequence.id);
+    if (table.size() <= stride)
+      batch.block_tables[i * stride + table.size() - 1] = table.back();
+  }
 }
 
 bool Scheduler::isRunning(const Sequence *sequence) const {

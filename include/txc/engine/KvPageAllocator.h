@@ -42,6 +42,10 @@ public:
   /// first use and allocating pages as needed. All or nothing: when pages run
   /// out nothing changes and the error names the shortfall.
   Status append(SequenceId sequence, int32_t tokens);
+  /// Pages for `tokens` more tokens of `sequence` without reserving their
+  /// slots (numTokens stays): a later append of them takes no page. All or
+  /// nothing, as append.
+  Status reservePages(SequenceId sequence, int32_t tokens);
   /// Drops the sequence; each of its pages loses a reference and returns to
   /// the free list at zero. Unknown sequences are ignored.
   void release(SequenceId sequence);

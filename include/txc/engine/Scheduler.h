@@ -37,6 +37,12 @@ struct SchedulerConfig {
   int32_t num_pages = 1024;
   /// Split prompts longer than the remaining token budget across steps.
   bool chunked_prefill = true;
+  /// A row that samples a token and goes on holds the page of its next
+  /// position a step early, while no request waits: a backend that queues
+  /// the next decode step before this one's tokens are back (the CUDA
+  /// backend's decode lookahead) finds that step's slots in the tables it
+  /// has. Never more pages than the request needs (its last position's).
+  bool reserve_next_page = false;
 
   Status validate() const;
 };
@@ -111,6 +117,7 @@ private:
   // requeues it for recompute; nullptr when every running one is in it.
   Sequence *preemptYoungest(const std::vector<Sequence *> &in_this_step);
   bool isRunning(const Sequence *sequence) const;
+  void reserveNextPages(ScheduledBatch &scheduled);
   void appendToBatch(ScheduledBatch &scheduled, Sequence *sequence,
                      int32_t new_tokens);
 

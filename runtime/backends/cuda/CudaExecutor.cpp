@@ -425,7 +425,11 @@ std::vector<LaunchProfileEntry> CudaExecutor::launchProfile() const {
 }
 
 engine::EngineConfig CudaExecutor::engineConfig() const {
-  return cpu::engineConfigFor(*state_->artifact, state_->page_size, state_->num_pages);
+  engine::EngineConfig config =
+      cpu::engineConfigFor(*state_->artifact, state_->page_size, state_->num_pages);
+  // The decode lookahead queues a step only into pages its rows hold.
+  config.scheduler.reserve_next_page = state_->options.decode_lookahead;
+  return config;
 }
 
 } // namespace txc::cuda

@@ -34,7 +34,9 @@ Status CudaExecutor::State::drainLookahead() {
 }
 
 // Whether the step queued ahead ran `b`: each row of `b` is a row of it, in
-// order (rows[j]), with the same position, slot, context, pages and token.
+// order (rows[j]), with the same position, slot, context, token and the
+// pages that hold its context (the engine may have added the next one since:
+// SchedulerConfig::reserve_next_page; the step read none past its context).
 bool CudaExecutor::State::aheadMatches(const engine::Batch &b, std::vector<int32_t> &rows) const {
   const engine::Batch &p = ahead.batch;
   if (!ahead.pending || b.max_pages_per_seq != p.max_pages_per_seq ||
@@ -48,8 +50,10 @@ bool CudaExecutor::State::aheadMatches(const engine::Batch &b, std::vector<int32
       ++i;
     if (i == p.numSequences() || p.token_ids[i] != b.token_ids[j] ||
         p.positions[i] != b.positions[j] || p.slot_mapping[i] != b.slot_mapping[j] ||
-        p.context_lens[i] != b.context_lens[j] ||
-        !std::equal(b.block_tables.begin() + j * stride, b.block_tables.begin() + (j + 1) * stride,
+        p.context_lens[i] != b.context_lens[j])
+      return false;
+    const size_t used = std::min(stride, static_cast<size_t>((b.context_lens[j] + page_size - 1) / page_size));
+    if (!std::equal(b.block_tables.begin() + j * stride, b.block_tables.begin() + j * stride + used,
                     p.block_tables.begin() + i * stride))
       return false;
     rows.push_back(i);

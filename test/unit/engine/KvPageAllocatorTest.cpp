@@ -28,6 +28,27 @@ TEST(KvPageAllocatorTest, AllocatesOnAppendAcrossPageBoundaries) {
   EXPECT_EQ(pages.slotOf(2, 0), 2 * 4);
 }
 
+// reservePages takes the pages without the slots: numTokens stays, the
+// append of those tokens takes no page and slots follow in the reserved one;
+// out of pages it changes nothing.
+TEST(KvPageAllocatorTest, ReservedPagesHoldNoSlotsUntilAppended) {
+  KvPageAllocator pages(/*num_pages=*/3, /*page_size=*/4);
+  ASSERT_TRUE(pages.append(1, 4).isOk());
+  ASSERT_TRUE(pages.reservePages(1, 1).isOk());
+  EXPECT_EQ(pages.numTokens(1), 4);
+  EXPECT_EQ(pages.blockTable(1), (std::vector<int32_t>{0, 1}));
+  EXPECT_EQ(pages.numFreePages(), 1);
+  EXPECT_EQ(pages.pagesNeededToAppend(1, 4), 0);
+  ASSERT_TRUE(pages.append(1, 1).isOk());
+  EXPECT_EQ(pages.numFreePages(), 1);
+  EXPECT_EQ(pages.slotOf(1, 4), 1 * 4);
+  ASSERT_TRUE(pages.append(2, 4).isOk());
+  Status refused = pages.reservePages(2, 1);
+  EXPECT_EQ(refused.code(), StatusCode::kResourceExhausted);
+  EXPECT_EQ(pages.numTokens(2), 4);
+  EXPECT_EQ(pages.blockTable(2), (std::vector<int32_t>{2}));
+}
+
 TEST(KvPageAllocatorTest, RunningOutIsAClearErrorThatChangesNothing) {
   KvPageAllocator pages(3, 16);
   ASSERT_TRUE(pages.append(7, 40).isOk()); // 3 pages

@@ -164,6 +164,65 @@ TEST(SchedulerTest, RejectsRequestsThatCanNeverRun) {
   EXPECT_TRUE(scheduler.admissible(std::vector<int32_t>(5, 1), sampling).isOk());
 }
 
+// reserve_next_page: a decode row whose next position opens a page holds it
+// a step early (in the allocator and in the batch's table), and the next
+// step writes into it without taking another; nothing is reserved for a
+// row's last token, nor while a request waits for pages.
+TEST(SchedulerTest, ReservesTheNextPageAStepEarly) {
+  SchedulerConfig config = smallConfig();
+  config.reserve_next_page = true;
+  Scheduler scheduler(config);
+  scheduler.add(makeSequence(0, 2, /*max_new_tokens=*/4));
+  ScheduledBatch prefill = scheduler.schedule(); // positions 0-1 in page 0
+  ASSERT_EQ(scheduler.pages().numFreePages(), 31);
+  completeStep(scheduler, prefill);
+  ScheduledBatch first = scheduler.schedule(); // position 2; 3 is in page 0 too
+  EXPECT_EQ(first.batch.slot_mapping, (std::vector<int32_t>{2}));
+  EXPECT_EQ(scheduler.pages().numFreePages(), 31);
+  completeStep(scheduler, first);
+  ScheduledBatch second = scheduler.schedule(); // position 3; 4 opens page 1
+  EXPECT_EQ(second.batch.slot_mapping, (std::vector<int32_t>{3}));
+  EXPECT_EQ(scheduler.pages().numFreePages(), 30);
+  EXPECT_EQ(second.batch.block_tables[0], 0);
+  EXPECT_EQ(second.batch.block_tables[1], 1) << "page 1 is in the table a step early";
+  completeStep(scheduler, second);
+  ScheduledBatch third = scheduler.schedule(); // position 4: the reserved page
+  EXPECT_EQ(third.batch.slot_mapping, (std::vector<int32_t>{4}));
+  EXPECT_EQ(scheduler.pages().numFreePages(), 30);
+  EXPECT_EQ(third.batch.block_tables[1], 1);
+
+  // 2 new tokens: the decode step samples the last, so page 1 (position 4's)
+  // is not taken; without the option no page is taken before its position.
+  Scheduler last(config);
+  last.add(makeSequence(0, 3, /*max_new_tokens=*/2));
+  ScheduledBatch last_prefill = last.schedule(); // positions 0-2
+  completeStep(last, last_prefill);
+  ScheduledBatch last_decode = last.schedule(); // position 3 samples the last token
+  EXPECT_EQ(last_decode.batch.block_tables[1], -1);
+  EXPECT_EQ(last.pages().numFreePages(), 31);
+
+  SchedulerConfig plain_config = smallConfig();
+  Scheduler plain(plain_config);
+  plain.add(makeSequence(0, 3, 8));
+  ScheduledBatch plain_prefill = plain.schedule();
+  completeStep(plain, plain_prefill);
+  ScheduledBatch plain_decode = plain.schedule(); // position 3; 4 opens page 1
+  EXPECT_EQ(plain_decode.batch.block_tables[1], -1);
+  EXPECT_EQ(plain.pages().numFreePages(), 31);
+
+  // A request waiting (one sequence at a time, max_num_seqs 1): none reserved.
+  SchedulerConfig one_at_a_time = config;
+  one_at_a_time.max_num_seqs = 1;
+  Scheduler busy(one_at_a_time);
+  busy.add(makeSequence(0, 3, 8));
+  busy.add(makeSequence(1, 3, 8));
+  ScheduledBatch busy_prefill = busy.schedule();
+  completeStep(busy, busy_prefill);
+  ScheduledBatch busy_decode = busy.schedule(); // position 3 of sequence 0
+  ASSERT_EQ(busy_decode.batch.request_ids, (std::vector<RequestId>{0}));
+  EXPECT_EQ(busy_decode.batch.block_tables[1], -1);
+}
+
 TEST(SchedulerTest, ConfigValidationNamesTheField) {
   SchedulerConfig config = smallConfig();
   config.page_size = 0;

@@ -99,10 +99,11 @@ Status Engine::step() {
       if (!scheduled.samples_token[i])
         continue; // greedy on a row nobody reads
       const Sequence &sequence = *scheduled.sequences[i];
+      const auto generated = static_cast<uint64_t>(sequence.numGenerated());
       row_sampling_[i] = {sequence.sampling.temperature, sequence.sampling.top_k,
                           sequence.sampling.top_p,
-                          samplingUniform(sequence.sampling.seed,
-                                          static_cast<uint64_t>(sequence.numGenerated()))};
+                          samplingUniform(sequence.sampling.seed, generated),
+                          samplingUniform(sequence.sampling.seed, generated + 1)};
     }
     device_tokens_.assign(static_cast<size_t>(batch.numSequences()), -1);
     executed = executor_.executeSampled(batch, row_sampling_, device_tokens_.data());

@@ -58,10 +58,11 @@ Output:
 CUDA backend (the defaults are measured on the H200; these flags, marked
 (cuda), are refused with --device cpu):
   --no-cuda-graphs        (cuda) launch decode steps one kernel at a time
-  --[no-]decode-lookahead (cuda) queue each greedy decode step's successor
-                          before its tokens are back (its token ids taken on
-                          the GPU), so the GPU need not wait for the host
-                          between steps (default off)
+  --[no-]decode-lookahead (cuda) queue each decode step's successor before
+                          its tokens are back (its token ids taken on the
+                          GPU; greedy or sampled on the device), so the GPU
+                          need not wait for the host between steps (default
+                          off)
   --lazy-graphs           (cuda) capture each decode graph at its first step
                           instead of all of them at startup (faster startup)
   --tune-gemms            (cuda) time at startup the first algorithms

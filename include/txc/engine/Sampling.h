@@ -45,6 +45,9 @@ struct RowSampling {
   int32_t top_k = 0;
   float top_p = 1.0f;
   double uniform = 0.0;
+  /// The uniform of the sequence's next token: a backend that queues the
+  /// next step before this one's tokens are back draws it with this.
+  double next_uniform = 0.0;
 };
 
 /// Rejects values no sampler can honour, naming the field and the limit.

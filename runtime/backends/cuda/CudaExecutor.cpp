@@ -356,7 +356,8 @@ Status CudaExecutor::State::prepare() {
     size_t sampling_bytes = static_cast<size_t>(max_num_seqs) * sizeof(engine::RowSampling);
     TXC_ASSIGN_OR_RETURN(void *ds, allocate(sampling_bytes, "sampling parameters"));
     device_row_sampling = static_cast<engine::RowSampling *>(ds);
-    CU(cudaMallocHost(&host_row_sampling, sampling_bytes), path + ": pinned sampling parameters");
+    // Two halves: a step queued ahead stages its rows beside the step before.
+    CU(cudaMallocHost(&host_row_sampling, 2 * sampling_bytes), path + ": pinned sampling parameters");
     sampling_workspace_bytes = samplingWorkspaceBytes(vocab_size);
     TXC_ASSIGN_OR_RETURN(sampling_workspace,
                          allocate(sampling_workspace_bytes, "the sampling workspace"));

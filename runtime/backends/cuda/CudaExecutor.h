@@ -221,10 +221,11 @@ struct CudaExecutorOptions {
   /// Decode steps (one new token per sequence) replay a CUDA graph per
   /// batch-size bucket. Off with profile_launches (events per launch).
   bool use_cuda_graphs = true;
-  /// A greedy decode step on a graph queues the step after it before its
+  /// A decode step on a graph whose tokens are drawn on the GPU (the argmax,
+  /// or the sampler: device_sampling) queues the step after it before its
   /// tokens are read: the next batch predicted (every row one position on,
   /// its slot in a page it already holds), its token ids copied on the GPU
-  /// from this step's argmax. The engine's next batch runs on that step
+  /// from this step's draw, its own drawn with the engine's next uniforms. The engine's next batch runs on that step
   /// when it matches (the same rows, or rows dropped from the end, with the
   /// tokens returned); otherwise the step is waited for and dropped (its
   /// cache writes are the predicted rows' own slots, rewritten by any later

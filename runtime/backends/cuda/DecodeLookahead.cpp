@@ -1,13 +1,16 @@
 //===- DecodeLookahead.cpp - The next greedy decode step, queued ahead ----===//
 //
-// CudaExecutorOptions::decode_lookahead: a greedy decode step on a graph
-// queues the step after it before its own tokens are read, so the GPU goes
+// CudaExecutorOptions::decode_lookahead: a decode step on a graph whose
+// tokens are drawn on the GPU (the argmax, or the sampler with the engine's
+// next uniforms) queues the step after it before its own tokens are read, so the GPU goes
 // from step to step while the host reads tokens and schedules (device run
 // 192: the GPU waited ~7 us a step for the host on the H200).
 //
 //===----------------------------------------------------------------------===//
 // First, on its own: it settles the TXC_RETURN_IF_ERROR clash (see there).
 #include "runtime/backends/cuda/ExecutorState.h"
+
+#include "runtime/backends/cuda/Sampler.h"
 
 #include <algorithm>
 
@@ -19,9 +22,11 @@ bool CudaExecutor::State::lookaheadEligible(const engine::Batch &b, const float 
   if (!options.decode_lookahead || logits || !tokens || !sampling || d_trace || profile ||
       !graphable(b) || sampling->size() != static_cast<size_t>(b.numSequences()))
     return false;
+  if (options.device_sampling)
+    return true;
   for (const engine::RowSampling &row : *sampling)
     if (!(row.temperature <= 0.0f || row.top_k == 1))
-      return false; // the next step's uniform is the engine's to draw
+      return false; // rows sampled on the host need their logits back first
   return true;
 }
 
@@ -33,11 +38,20 @@ Status CudaExecutor::State::drainLookahead() {
   return cudaStatus(cudaEventSynchronize(ahead.end), path + ": a decode step queued ahead");
 }
 
+namespace {
+bool sameDraw(const engine::RowSampling &a, const engine::RowSampling &b) {
+  return a.temperature == b.temperature && a.top_k == b.top_k && a.top_p == b.top_p &&
+         a.uniform == b.uniform;
+}
+} // namespace
+
 // Whether the step queued ahead ran `b`: each row of `b` is a row of it, in
-// order (rows[j]), with the same position, slot, context, token and the
+// order (rows[j]), with the same position, slot, context, token, draw and the
 // pages that hold its context (the engine may have added the next one since:
 // SchedulerConfig::reserve_next_page; the step read none past its context).
-bool CudaExecutor::State::aheadMatches(const engine::Batch &b, std::vector<int32_t> &rows) const {
+bool CudaExecutor::State::aheadMatches(const engine::Batch &b,
+                                       const std::vector<engine::RowSampling> &sampling,
+                                       std::vector<int32_t> &rows) const {
   const engine::Batch &p = ahead.batch;
   if (!ahead.pending || b.max_pages_per_seq != p.max_pages_per_seq ||
       b.numSequences() > p.numSequences())
@@ -50,7 +64,7 @@ bool CudaExecutor::State::aheadMatches(const engine::Batch &b, std::vector<int32
       ++i;
     if (i == p.numSequences() || p.token_ids[i] != b.token_ids[j] ||
         p.positions[i] != b.positions[j] || p.slot_mapping[i] != b.slot_mapping[j] ||
-        p.context_lens[i] != b.context_lens[j])
+        p.context_lens[i] != b.context_lens[j] || !sameDraw(ahead.sampling[i], sampling[j]))
       return false;
     const size_t used = std::min(stride, static_cast<size_t>((b.context_lens[j] + page_size - 1) / page_size));
     if (!std::equal(b.block_tables.begin() + j * stride, b.block_tables.begin() + j * stride + used,
@@ -61,34 +75,59 @@ bool CudaExecutor::State::aheadMatches(const engine::Batch &b, std::vector<int32
   return true;
 }
 
-// Queues the step after `b` (just queued, its argmax in device_tokens): every
-// row one position on, at a slot of a page its table holds already; none is
-// queued where a row needs a new page (the scheduler's to give) or the
-// table ends. Its token ids here are filled in by greedyDecodeStep with the
-// tokens `b` returns; on the GPU they come from device_tokens.
-Status CudaExecutor::State::enqueueLookahead(const engine::Batch &b) {
+// The tokens of the `n` rows of device_logits into device_tokens: the argmax
+// where every row is greedy, else the sampler, its rows staged through one
+// half of the pinned buffer (the other may still feed the step before).
+Status CudaExecutor::State::enqueueDraw(int32_t n, const std::vector<engine::RowSampling> &sampling) {
+  bool all_greedy = true;
+  for (int32_t i = 0; i < n; ++i)
+    all_greedy = all_greedy && (sampling[i].temperature <= 0.0f || sampling[i].top_k == 1);
+  if (all_greedy)
+    return cudaStatus(launchArgmax(device_logits, n, vocab_size, argmax_workspace, device_tokens, stream),
+                      path + ": greedy sampling");
+  sampling_half ^= 1;
+  engine::RowSampling *staged = host_row_sampling + static_cast<size_t>(sampling_half) * max_num_seqs;
+  std::copy(sampling.begin(), sampling.begin() + n, staged);
+  CU(cudaMemcpyAsync(device_row_sampling, staged, sizeof(engine::RowSampling) * n,
+                     cudaMemcpyHostToDevice, stream),
+     path + ": copying the sampling parameters");
+  return cudaStatus(launchSampling(device_logits, n, vocab_size, device_row_sampling, sampling_workspace,
+                                   sampling_workspace_bytes, device_tokens, stream),
+                    path + ": sampling");
+}
+
+// Queues the step after `b` (just queued, its tokens in device_tokens): every
+// row one position on, at a slot of a page its table holds already (the
+// engine's reserve_next_page gives it a step early); none is queued where a
+// row needs a page the engine has not given, reaches max_seq_len, or writes
+// no slot. Its token ids here are filled in by decodeStepAhead with the
+// tokens `b` returns; on the GPU they come from device_tokens. Its draws are
+// `sampling`'s with the next uniforms.
+Status CudaExecutor::State::enqueueLookahead(const engine::Batch &b,
+                                             const std::vector<engine::RowSampling> &sampling) {
   const int32_t n = b.numSequences(), stride = b.max_pages_per_seq;
-  engine::Batch &p = ahead.batch;
   for (int32_t i = 0; i < n; ++i) {
     const int32_t position = b.positions[i] + 1, page = position / page_size;
     if (b.slot_mapping[i] < 0 || b.context_lens[i] >= max_seq_len || page >= stride ||
         b.block_tables[static_cast<size_t>(i) * stride + page] < 0)
       return Status::ok(); // a row that writes no slot, is at its end, or needs a page
   }
+  engine::Batch &p = ahead.batch;
   p = b;
+  ahead.sampling.assign(sampling.begin(), sampling.begin() + n);
   for (int32_t i = 0; i < n; ++i) {
     const int32_t position = b.positions[i] + 1;
     const int32_t page = b.block_tables[static_cast<size_t>(i) * stride + position / page_size];
     p.positions[i] = position;
     p.context_lens[i] = b.context_lens[i] + 1;
     p.slot_mapping[i] = page * page_size + position % page_size;
+    ahead.sampling[i].uniform = sampling[i].next_uniform;
+    ahead.sampling[i].next_uniform = 0.0;
   }
   CU(cudaEventRecord(ahead.start, stream), path + ": event");
   Status status = runDecodeGraph(p, device_tokens);
   if (status.isOk())
-    status = cudaStatus(
-        launchArgmax(device_logits, n, vocab_size, argmax_workspace, device_tokens, stream),
-        path + ": greedy sampling");
+    status = enqueueDraw(n, ahead.sampling);
   if (status.isOk())
     status = cudaStatus(cudaMemcpyAsync(ahead.host_tokens, device_tokens,
                                         static_cast<size_t>(n) * 4, cudaMemcpyDeviceToHost, stream),
@@ -100,15 +139,17 @@ Status CudaExecutor::State::enqueueLookahead(const engine::Batch &b) {
   return withContext("queueing the next decode step ahead", status);
 }
 
-// A greedy decode step on a graph, with the step after it queued before
-// this one's tokens are read. The engine's batch either is the step queued
-// ahead by the call before (aheadMatches) or is queued now; either way the
-// next one is queued behind it, so the GPU goes from step to step while the
-// host reads tokens and schedules.
-Status CudaExecutor::State::greedyDecodeStep(const engine::Batch &b, int32_t *tokens) {
+// A decode step with its tokens drawn on the GPU, with the step after it
+// queued before this one's tokens are read. The engine's batch either is the
+// step queued ahead by the call before (aheadMatches) or is queued now;
+// either way the next one is queued behind it, so the GPU goes from step to
+// step while the host reads tokens and schedules.
+Status CudaExecutor::State::decodeStepAhead(const engine::Batch &b,
+                                            const std::vector<engine::RowSampling> &sampling,
+                                            int32_t *tokens) {
   const int32_t n = b.numSequences();
   std::vector<int32_t> rows;
-  const bool queued = aheadMatches(b, rows);
+  const bool queued = aheadMatches(b, sampling, rows);
   Status status = Status::ok();
   if (queued) {
     std::swap(step_start, ahead.start);
@@ -124,9 +165,7 @@ Status CudaExecutor::State::greedyDecodeStep(const engine::Batch &b, int32_t *to
     CU(cudaEventRecord(step_start, stream), path + ": event");
     status = runDecodeGraph(b);
     if (status.isOk())
-      status = cudaStatus(
-          launchArgmax(device_logits, n, vocab_size, argmax_workspace, device_tokens, stream),
-          path + ": greedy sampling");
+      status = enqueueDraw(n, sampling);
     if (status.isOk())
       status = cudaStatus(cudaMemcpyAsync(host_tokens, device_tokens, static_cast<size_t>(n) * 4,
                                           cudaMemcpyDeviceToHost, stream),
@@ -140,7 +179,7 @@ Status CudaExecutor::State::greedyDecodeStep(const engine::Batch &b, int32_t *to
   for (int32_t j = 0; j < n; ++j)
     prefix = prefix && rows[j] == j;
   if (status.isOk() && prefix)
-    status = enqueueLookahead(b);
+    status = enqueueLookahead(b, sampling);
   Status sync = cudaStatus(cudaEventSynchronize(step_end), path + ": running the step on the GPU");
   if (!status.isOk() || !sync.isOk()) {
     cudaStreamSynchronize(stream);

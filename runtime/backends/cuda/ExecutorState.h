@@ -177,6 +177,7 @@ struct CudaExecutor::State {
   struct Lookahead {
     bool pending = false;
     engine::Batch batch;
+    std::vector<engine::RowSampling> sampling; // its rows' draws (uniform: the next_uniform given)
     cudaEvent_t start = nullptr, end = nullptr;
     int32_t *host_tokens = nullptr;
     int64_t queued = 0, taken = 0; // steps queued ahead, and run by the engine's batch
@@ -185,6 +186,7 @@ struct CudaExecutor::State {
   // inputs are written while the copy of the step queued before may still
   // be waiting for the GPU.
   int input_half = 0;
+  int sampling_half = 0; // the same for host_row_sampling
   // Decode steps replay a CUDA graph per (batch bucket, context bucket); the
   // context bucket fixes the split-KV count the graph was captured with.
   std::map<std::pair<int32_t, int32_t>, cudaGraphExec_t> decode_graphs;
@@ -263,9 +265,12 @@ struct CudaExecutor::State {
   Status runDecodeGraph(const engine::Batch &batch, const int32_t *device_token_ids = nullptr);
   bool lookaheadEligible(const engine::Batch &batch, const float *logits, const int32_t *tokens,
                          const std::vector<engine::RowSampling> *sampling) const;
-  Status greedyDecodeStep(const engine::Batch &batch, int32_t *tokens);
-  bool aheadMatches(const engine::Batch &batch, std::vector<int32_t> &rows) const;
-  Status enqueueLookahead(const engine::Batch &batch);
+  Status decodeStepAhead(const engine::Batch &batch, const std::vector<engine::RowSampling> &sampling,
+                         int32_t *tokens);
+  bool aheadMatches(const engine::Batch &batch, const std::vector<engine::RowSampling> &sampling,
+                    std::vector<int32_t> &rows) const;
+  Status enqueueDraw(int32_t rows, const std::vector<engine::RowSampling> &sampling);
+  Status enqueueLookahead(const engine::Batch &batch, const std::vector<engine::RowSampling> &sampling);
   Status drainLookahead();
   Status step(const engine::Batch &batch, float *logits, int32_t *tokens,
               const std::vector<engine::RowSampling> *sampling = nullptr);

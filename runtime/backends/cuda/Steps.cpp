@@ -300,7 +300,7 @@ Status CudaExecutor::State::step(const engine::Batch &b, float *logits, int32_t 
     return outOfRange(path + ": batch of " + std::to_string(n) +
                       " sequences exceeds max_num_seqs " + std::to_string(device_logits_rows));
   if (lookaheadEligible(b, logits, tokens, sampling))
-    return greedyDecodeStep(b, tokens);
+    return decodeStepAhead(b, *sampling, tokens);
   TXC_RETURN_IF_ERROR(drainLookahead());
   const bool traced = d_trace && b.numTokens() == n;
   if (traced)

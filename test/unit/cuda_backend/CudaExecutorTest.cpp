@@ -372,7 +372,8 @@ StaggeredRun generateStaggered(const artifact::LoadedArtifact &artifact,
                                const CudaExecutorOptions &options,
                                const std::vector<std::vector<int32_t>> &prompt_ids,
                                const std::vector<int32_t> &new_tokens,
-                               const std::vector<int32_t> &stops = {}) {
+                               const std::vector<int32_t> &stops = {},
+                               engine::SamplingParams sampling = {}) {
   StaggeredRun run;
   auto executor = CudaExecutor::create(artifact, options);
   EXPECT_TRUE(executor.isOk()) << executor.status().toString();
@@ -386,6 +387,8 @@ StaggeredRun generateStaggered(const artifact::LoadedArtifact &artifact,
   for (size_t i = 0; i < prompt_ids.size(); ++i) {
     engine::Request request;
     request.prompt_ids = prompt_ids[i];
+    request.sampling = sampling;
+    request.sampling.seed += i;
     request.sampling.max_new_tokens = new_tokens[i];
     request.sampling.ignore_eos = true;
     request.sampling.stop_token_ids = stops;
@@ -402,12 +405,13 @@ StaggeredRun generateStaggered(const artifact::LoadedArtifact &artifact,
   return run;
 }
 
-// decode_lookahead: greedy decode steps queued before the previous step's
-// tokens are back give the tokens of steps run one at a time, where rows
-// finish at different steps (the queued step taken by fewer rows, or
-// dropped), cross into new pages (nothing queued) or stop at a stop token
-// (the queued step dropped); and one sequence runs nearly every decode step
-// on a step queued ahead.
+// decode_lookahead: decode steps queued before the previous step's tokens
+// are back give the tokens of steps run one at a time, where rows finish at
+// different steps (the queued step taken by fewer rows, or dropped), cross
+// into new pages (given a step early by the engine), stop at a stop token
+// (the queued step dropped), reach max_seq_len, or are sampled on the device
+// (the queued step drawn with the engine's next uniform); and one sequence
+// runs every decode step but the first on a step queued ahead.
 TEST(CudaExecutorTest, DecodeLookaheadGivesTheTokensOfOneStepAtATime) {
   TXC_SKIP_WITHOUT_GPU();
   for (bool grouped : {false, true}) {
@@ -447,6 +451,19 @@ TEST(CudaExecutorTest, DecodeLookaheadGivesTheTokensOfOneStepAtATime) {
     StaggeredRun stopped_ahead = generateStaggered(**artifact, ahead, one, {40}, stop);
     EXPECT_EQ(stopped_ahead.tokens, stopped.tokens) << what << ", a stop token";
     EXPECT_LE(stopped.tokens[0].size(), 13u) << what;
+
+    // Top-k / top-p sampling on the device: the queued step draws with the
+    // engine's next uniform, the same tokens as step by step.
+    engine::SamplingParams sampled;
+    sampled.temperature = 1.2f;
+    sampled.top_k = 20;
+    sampled.top_p = 0.9f;
+    sampled.seed = 42;
+    StaggeredRun drawn = generateStaggered(**artifact, step_by_step, prompts(), staggered, {}, sampled);
+    StaggeredRun drawn_ahead = generateStaggered(**artifact, ahead, prompts(), staggered, {}, sampled);
+    EXPECT_EQ(drawn_ahead.tokens, drawn.tokens) << what << ", sampled";
+    EXPECT_NE(drawn.tokens, expected.tokens) << what << ": sampling must not be greedy here";
+    EXPECT_GT(drawn_ahead.taken, 30) << what << ", sampled";
 
     // To the artifact's max_seq_len (128): the step queued past the last
     // token stays inside the cache's pages and the captured graphs.

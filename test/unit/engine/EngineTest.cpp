@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
 
 namespace txc::engine {
 namespace {
@@ -261,7 +262,9 @@ TEST(EngineTest, ExecutorFailureEndsEveryRequestAndFreesPages) {
 // A backend that samples "on the device": its own logits through the host
 // sampler given only the RowSampling the engine passes (the uniform, not the
 // seed), or -1 (NaN row) for the request named by nan_request. Equal outputs
-// to host sampling mean the engine passed every row's choices.
+// to host sampling mean the engine passed every row's choices. It also checks
+// each sampled row's next_uniform against the uniform of that request's next
+// sampled row (what a backend queueing the next step ahead draws with).
 class FakeSamplingExecutor : public FakeExecutor {
 public:
   using FakeExecutor::FakeExecutor;
@@ -273,6 +276,14 @@ public:
     std::vector<float> logits(static_cast<size_t>(batch.numSequences()) * vocabSize());
     TXC_RETURN_IF_ERROR(execute(batch, logits.data()));
     for (int32_t i = 0; i < batch.numSequences(); ++i) {
+      if (sampling[i].uniform == 0.0 && sampling[i].next_uniform == 0.0)
+        continue; // a prompt chunk's row: nothing drawn
+      auto promise = next_uniforms.find(batch.request_ids[i]);
+      if (promise != next_uniforms.end())
+        ++(promise->second == sampling[i].uniform ? kept_promises : broken_promises);
+      next_uniforms[batch.request_ids[i]] = sampling[i].next_uniform;
+    }
+    for (int32_t i = 0; i < batch.numSequences(); ++i) {
       const float *row = logits.data() + static_cast<size_t>(i) * vocabSize();
       StatusOr<int32_t> token = sampleTokenWithUniform(row, vocabSize(), sampling[i]);
       tokens[i] = token.isOk() && batch.request_ids[i] != nan_request ? *token : -1;
@@ -281,6 +292,8 @@ public:
   }
   int64_t sampled_steps = 0;
   RequestId nan_request = -1;
+  std::map<RequestId, double> next_uniforms;
+  int64_t kept_promises = 0, broken_promises = 0;
 
 };
 
@@ -300,6 +313,8 @@ TEST(EngineTest, DeviceSamplingGetsEachRowsChoicesAndMatchesHostSampling) {
   EXPECT_EQ(outputsOf({*results, {}, {}}), outputsOf(host));
   EXPECT_EQ(executor.sampled_steps, static_cast<int64_t>(executor.batches().size()))
       << "every step samples on the device";
+  EXPECT_GT(executor.kept_promises, 10);
+  EXPECT_EQ(executor.broken_promises, 0) << "next_uniform is the next step's uniform";
 }
 
 TEST(EngineTest, DeviceSamplingNanRowFailsTheStep) {

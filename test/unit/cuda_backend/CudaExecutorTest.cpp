@@ -16,6 +16,7 @@
 #include "runtime/backends/cuda/CudaExecutor.h"
 
 #include <cmath>
+#include <utility>
 
 namespace txc::cuda {
 namespace {
@@ -43,6 +44,18 @@ StatusOr<std::unique_ptr<artifact::LoadedArtifact>> tinyArtifact(const TinyModel
   return artifact::LoadedArtifact::load(path);
 }
 
+/// Request i of a test batch: `sampling` with its seed offset by i, EOS ignored.
+engine::Request testRequest(const std::vector<int32_t> &prompt, engine::SamplingParams sampling,
+                            size_t i, int32_t max_new_tokens) {
+  engine::Request request;
+  request.prompt_ids = prompt;
+  request.sampling = std::move(sampling);
+  request.sampling.seed += i;
+  request.sampling.max_new_tokens = max_new_tokens;
+  request.sampling.ignore_eos = true;
+  return request;
+}
+
 /// Runs every prompt together, greedy, 8 new tokens each; with
 /// `keep_logits` through a LogitsRecorder (host sampling), else with
 /// device greedy sampling.
@@ -59,12 +72,7 @@ Generation generate(const artifact::LoadedArtifact &artifact, const CudaExecutor
   EXPECT_TRUE(engine.isOk()) << engine.status().toString();
   std::vector<engine::Request> requests;
   for (size_t i = 0; i < prompt_ids.size(); ++i) {
-    engine::Request request;
-    request.prompt_ids = prompt_ids[i];
-    request.sampling = sampling;
-    request.sampling.seed += i;
-    request.sampling.max_new_tokens = 8;
-    request.sampling.ignore_eos = true;
+    engine::Request request = testRequest(prompt_ids[i], sampling, i, 8);
     requests.push_back(request);
     if (keep_logits)
       recorder.expectRequest(static_cast<engine::RequestId>(i),
@@ -385,14 +393,8 @@ StaggeredRun generateStaggered(const artifact::LoadedArtifact &artifact,
     return run;
   std::vector<engine::Request> requests;
   for (size_t i = 0; i < prompt_ids.size(); ++i) {
-    engine::Request request;
-    request.prompt_ids = prompt_ids[i];
-    request.sampling = sampling;
-    request.sampling.seed += i;
-    request.sampling.max_new_tokens = new_tokens[i];
-    request.sampling.ignore_eos = true;
-    request.sampling.stop_token_ids = stops;
-    requests.push_back(request);
+    requests.push_back(testRequest(prompt_ids[i], sampling, i, new_tokens[i]));
+    requests.back().sampling.stop_token_ids = stops;
   }
   auto results = (*engine)->generate(requests);
   EXPECT_TRUE(results.isOk()) << results.status().toString();

@@ -43,8 +43,9 @@ For every model (a shape name from make_shape_checkpoint.py, or a directory with
    near-tie.
 3. Speed, the same prompts for every engine (random ids, seed fixed):
    - batch-1 decode ms/token, 128-token prompt, --new tokens:
-     txc: median decode-step wall time of the backend (`tx-run --timing`: host wall of the
-          step, and GPU stream time) and, engine included, (whole run of `new` tokens - whole
+     txc: median decode-step wall time (`tx-run --timing`: since session 32 the token
+          interval, one decode step's return to the next's, the engine's host work
+          included; and GPU stream time) and, engine included, (whole run of `new` tokens - whole
           run of 1 token) / (new - 1); both are generate() times that exclude loading. These
           runs take tx-run's default path (CUDA graphs for decode, greedy argmax on the GPU).
           With --profile-ops, one more batch-1 run with `tx-run --profile-ops` (no CUDA graphs,
@@ -52,8 +53,9 @@ For every model (a shape name from make_shape_checkpoint.py, or a directory with
      HF:  the median of per-step marks (a logits processor that records a CUDA event per
           generated token and changes nothing: one interval = forward + sampling + loop) and
           (generate(new) - generate(1)) / (new - 1), medians of --reps, after a warm-up.
-     The "step median" rows compare txc's backend step (without the engine's host work) with
-     HF's whole loop iteration; the "engine incl." / difference rows compare like with like.
+     The "step median" rows compare txc's token interval (before session 32: its backend
+     step without the engine's host work) with HF's whole loop iteration; the "engine incl."
+     / difference rows compare whole runs.
    - time to first token, 2048-token prompt: txc the whole run of 1 new token (prefill, one
      sampling, engine) and the prefill-step median; HF generate(max_new_tokens=1). HF with a
      static cache prefills eagerly (generate compiles only the decode step), so its TTFT is

@@ -41,14 +41,64 @@ __device__ float blockMax(float v, float *shared) {
   return total;
 }
 
+// A 16-bit table's row in 16-byte chunks of 8 elements, a thread's chunks
+// (up to kEmbeddingChunks a pass) asked for at once: the row comes from
+// DRAM, and the element loop below issued its loads one round trip apart
+// (bench/sass_load_chains.py: 4 in series at 1024 columns and 256 threads).
+// Out: the table's type (copied) or fp32 (widened); 0 outside the table.
+constexpr int kEmbeddingChunks = 4;
+__device__ __forceinline__ void embedRowInChunks(const uint4 *src, bool inside, int64_t chunks,
+                                                 bool widen, bool bf16, void *out_row) {
+  for (int64_t base = threadIdx.x; base < chunks; base += int64_t{blockDim.x} * kEmbeddingChunks) {
+    uint4 chunk[kEmbeddingChunks];
+#pragma unroll
+    for (int u = 0; u < kEmbeddingChunks; ++u) {
+      const int64_t i = base + u * int64_t{blockDim.x};
+      chunk[u] = inside && i < chunks ? __ldg(src + i) : make_uint4(0, 0, 0, 0);
+    }
+#pragma unroll
+    for (int u = 0; u < kEmbeddingChunks; ++u) {
+      const int64_t i = base + u * int64_t{blockDim.x};
+      if (i >= chunks)
+        break;
+      if (!widen) {
+        static_cast<uint4 *>(out_row)[i] = chunk[u];
+        continue;
+      }
+      const unsigned words[4] = {chunk[u].x, chunk[u].y, chunk[u].z, chunk[u].w};
+      float f[8];
+#pragma unroll
+      for (int w = 0; w < 4; ++w) {
+        const float2 pair =
+            bf16 ? __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162 *>(&words[w]))
+                 : __half22float2(*reinterpret_cast<const __half2 *>(&words[w]));
+        f[2 * w] = pair.x;
+        f[2 * w + 1] = pair.y;
+      }
+      float4 *dst = static_cast<float4 *>(out_row) + 2 * i;
+      dst[0] = make_float4(f[0], f[1], f[2], f[3]);
+      dst[1] = make_float4(f[4], f[5], f[6], f[7]);
+    }
+  }
+}
+
 __global__ void embeddingKernel(const int32_t *tokens, const void *table, EType table_type,
                                 int64_t table_rows, int64_t cols, int64_t vocab_start, void *out,
                                 EType out_type, const StepRopeFactors factors) {
   int64_t t = blockIdx.x;
   int64_t row = static_cast<int64_t>(tokens[t]) - vocab_start;
   bool inside = row >= 0 && row < table_rows;
-  for (int64_t c = threadIdx.x; c < cols; c += blockDim.x)
-    st(out, out_type, t * cols + c, inside ? ld(table, table_type, row * cols + c) : 0.0f);
+  const bool half_table = table_type == EType::kBF16 || table_type == EType::kF16;
+  const bool aligned = ((reinterpret_cast<uintptr_t>(table) | reinterpret_cast<uintptr_t>(out)) % 16) == 0;
+  if (half_table && (out_type == table_type || out_type == EType::kF32) && cols % 8 == 0 && aligned) {
+    const bool widen = out_type == EType::kF32;
+    void *out_row = static_cast<char *>(out) + t * cols * (widen ? 4 : 2);
+    embedRowInChunks(static_cast<const uint4 *>(table) + (inside ? row : 0) * (cols / 8), inside, cols / 8,
+                     widen, table_type == EType::kBF16, out_row);
+  } else {
+    for (int64_t c = threadIdx.x; c < cols; c += blockDim.x)
+      st(out, out_type, t * cols + c, inside ? ld(table, table_type, row * cols + c) : 0.0f);
+  }
   if (!factors.positions)
     return;
   const float pos = static_cast<float>(factors.positions[t]);

@@ -16,6 +16,9 @@
 
 #include "runtime/backends/cuda/CudaKernels.h"
 
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
 #include <cmath>
 #include <limits>
 #include <random>
@@ -104,6 +107,61 @@ TEST(RopeFactorsTest, TheEmbeddingKernelComputesEverySetAtRandomPositions) {
   for (void *p : {static_cast<void *>(d_positions), static_cast<void *>(d_tokens), static_cast<void *>(d_table),
                   static_cast<void *>(d_rows)})
     cudaFree(p);
+}
+
+// 16-bit tables whose rows are whole 16-byte chunks are read a chunk at a
+// time (all of a thread's at once) and copied, or widened to fp32; others
+// element by element. Every row exact, zeros for tokens outside the table
+// (a vocab_start shard), the output poisoned first.
+template <typename T> void checkEmbeddingRows(EType type, EType out_type, int64_t cols) {
+  SCOPED_TRACE("cols " + std::to_string(cols) + (out_type == EType::kF32 ? ", widened" : ", copied"));
+  constexpr int64_t kRows = 9, kVocab = 20, kStart = 3;
+  std::mt19937 rng(static_cast<uint32_t>(cols));
+  std::vector<int32_t> tokens(kRows);
+  for (int32_t &token : tokens)
+    token = std::uniform_int_distribution<int32_t>(0, kStart + kVocab + 2)(rng); // some outside
+  std::vector<T> table(kVocab * cols);
+  for (T &v : table)
+    v = static_cast<T>(std::uniform_real_distribution<float>(-2.0f, 2.0f)(rng));
+  int32_t *d_tokens = upload(tokens);
+  T *d_table = upload(table);
+  const size_t out_bytes = kRows * cols * (out_type == EType::kF32 ? 4 : 2);
+  void *d_out = nullptr;
+  ASSERT_EQ(cudaMalloc(&d_out, out_bytes), cudaSuccess);
+  ASSERT_EQ(cudaMemset(d_out, 0x7f, out_bytes), cudaSuccess);
+  ASSERT_EQ(launchEmbedding(d_tokens, kRows, d_table, type, kVocab, cols, kStart, d_out, out_type,
+                            StepRopeFactors{}, nullptr),
+            cudaSuccess);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  std::vector<float> got(kRows * cols);
+  if (out_type == EType::kF32) {
+    got = download(static_cast<float *>(d_out), kRows * cols);
+  } else {
+    const std::vector<T> raw = download(static_cast<T *>(d_out), kRows * cols);
+    for (size_t i = 0; i < raw.size(); ++i)
+      got[i] = static_cast<float>(raw[i]);
+  }
+  for (int64_t t = 0; t < kRows; ++t) {
+    const int64_t row = tokens[t] - kStart;
+    for (int64_t c = 0; c < cols; ++c) {
+      const float want = row >= 0 && row < kVocab ? static_cast<float>(table[row * cols + c]) : 0.0f;
+      ASSERT_EQ(got[t * cols + c], want) << "row " << t << " (token " << tokens[t] << "), column " << c;
+    }
+  }
+  for (void *p : {static_cast<void *>(d_tokens), static_cast<void *>(d_table), d_out})
+    cudaFree(p);
+}
+
+TEST(RopeFactorsTest, SixteenBitEmbeddingRowsAreCopiedOrWidenedExactly) {
+  TXC_SKIP_WITHOUT_GPU();
+  // 1024: one chunk a thread; 2400: 300 chunks, two for some threads; 44:
+  // not whole chunks (the element loop).
+  for (int64_t cols : {1024, 2400, 44}) {
+    checkEmbeddingRows<__nv_bfloat16>(EType::kBF16, EType::kBF16, cols);
+    checkEmbeddingRows<__nv_bfloat16>(EType::kBF16, EType::kF32, cols);
+    checkEmbeddingRows<__half>(EType::kF16, EType::kF16, cols);
+    checkEmbeddingRows<__half>(EType::kF16, EType::kF32, cols);
+  }
 }
 
 TEST(RopeFactorsTest, AnEmptyStepLaunchesNothingAndBadSizesAreRefused) {

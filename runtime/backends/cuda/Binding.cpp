@@ -159,10 +159,14 @@ Status CudaExecutor::State::validateBatch(const engine::Batch &b) const {
 
 // One pinned staging buffer in two halves (input_half: the copy of a step
 // queued ahead may still be waiting for the GPU while the next step's
-// inputs are written), one host-to-device copy per step.
-Status CudaExecutor::State::uploadInputs(const engine::Batch &b) {
+// inputs are written), one host-to-device copy per step; without
+// `with_token_ids` the copy leaves the token ids on the device as they are
+// (a step queued ahead whose ids the argmax before it wrote in place).
+Status CudaExecutor::State::uploadInputs(const engine::Batch &b, bool with_token_ids) {
   size_t t = b.token_ids.size(), s = b.context_lens.size();
   size_t need = 3 * t + (s + 1) + s + b.block_tables.size();
+  if (need > inputs_capacity && !with_token_ids)
+    return internalError(path + ": a step queued ahead outgrew the step inputs its token ids are in");
   if (need > inputs_capacity) {
     // Growing is rare; wait for whatever is queued (a step ahead reads the
     // old buffers), then free them.
@@ -202,7 +206,9 @@ Status CudaExecutor::State::uploadInputs(const engine::Batch &b) {
         std::max(max_new_tokens, b.query_start_offsets[i + 1] - b.query_start_offsets[i]);
     max_context = std::max(max_context, b.context_lens[i]);
   }
-  return cudaStatus(cudaMemcpyAsync(device_inputs, h, offset * 4, cudaMemcpyHostToDevice, stream),
+  const size_t skip = with_token_ids ? 0 : t;
+  return cudaStatus(cudaMemcpyAsync(device_inputs + skip, h + skip, (offset - skip) * 4,
+                                    cudaMemcpyHostToDevice, stream),
                     path + ": copying the step inputs");
 }
 

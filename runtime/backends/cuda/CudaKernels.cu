@@ -397,7 +397,7 @@ __device__ void argmaxBlockReduce(float &best, int32_t &index) {
 
 __global__ void __launch_bounds__(kArgmaxThreads)
     argmaxKernel(const float *logits, int64_t vocab, float *slice_values, int32_t *slice_indices,
-                 unsigned *counters, int32_t *out) {
+                 unsigned *counters, int32_t *out, int32_t *also_out) {
   __shared__ bool last;
   const int64_t row = blockIdx.y, slice = blockIdx.x;
   const float *values = logits + row * vocab;
@@ -469,6 +469,8 @@ __global__ void __launch_bounds__(kArgmaxThreads)
     }
   }
   out[row] = row_nan || index == INT32_MAX ? -1 : index;
+  if (also_out)
+    also_out[row] = out[row];
 }
 
 __global__ void spinKernel(long long cycles) {
@@ -516,14 +518,14 @@ size_t argmaxWorkspaceBytes(int64_t rows) {
 }
 
 cudaError_t launchArgmax(const float *logits, int64_t rows, int64_t vocab, void *workspace,
-                         int32_t *out, cudaStream_t stream) {
+                         int32_t *out, cudaStream_t stream, int32_t *also_out) {
   if (rows <= 0)
     return cudaSuccess;
   float *slice_values = static_cast<float *>(workspace);
   int32_t *slice_indices = reinterpret_cast<int32_t *>(slice_values + rows * kArgmaxSlices);
   unsigned *counters = reinterpret_cast<unsigned *>(slice_indices + rows * kArgmaxSlices);
   argmaxKernel<<<dim3(kArgmaxSlices, static_cast<unsigned>(rows)), kArgmaxThreads, 0, stream>>>(
-      logits, vocab, slice_values, slice_indices, counters, out);
+      logits, vocab, slice_values, slice_indices, counters, out, also_out);
   return cudaGetLastError();
 }
 

@@ -76,14 +76,18 @@ bool CudaExecutor::State::aheadMatches(const engine::Batch &b,
 }
 
 // The tokens of the `n` rows of device_logits into device_tokens: the argmax
-// where every row is greedy, else the sampler, its rows staged through one
-// half of the pinned buffer (the other may still feed the step before).
+// where every row is greedy, which also writes them over this step's token
+// ids in the inputs (the next step's, queued ahead: no copy between the
+// graphs), else the sampler, its rows staged through one half of the pinned
+// buffer (the other may still feed the step before).
 Status CudaExecutor::State::enqueueDraw(int32_t n, const std::vector<engine::RowSampling> &sampling) {
   bool all_greedy = true;
   for (int32_t i = 0; i < n; ++i)
     all_greedy = all_greedy && (sampling[i].temperature <= 0.0f || sampling[i].top_k == 1);
+  draw_fed_token_ids = all_greedy;
   if (all_greedy)
-    return cudaStatus(launchArgmax(device_logits, n, vocab_size, argmax_workspace, device_tokens, stream),
+    return cudaStatus(launchArgmax(device_logits, n, vocab_size, argmax_workspace, device_tokens, stream,
+                                   const_cast<int32_t *>(d_tokens)),
                       path + ": greedy sampling");
   sampling_half ^= 1;
   engine::RowSampling *staged = host_row_sampling + static_cast<size_t>(sampling_half) * max_num_seqs;
@@ -125,7 +129,7 @@ Status CudaExecutor::State::enqueueLookahead(const engine::Batch &b,
     ahead.sampling[i].next_uniform = 0.0;
   }
   CU(cudaEventRecord(ahead.start, stream), path + ": event");
-  Status status = runDecodeGraph(p, device_tokens);
+  Status status = runDecodeGraph(p, device_tokens, draw_fed_token_ids);
   if (status.isOk())
     status = enqueueDraw(n, ahead.sampling);
   if (status.isOk())

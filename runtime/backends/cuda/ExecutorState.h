@@ -258,11 +258,12 @@ struct CudaExecutor::State {
   StatusOr<void *> allocate(uint64_t bytes, const std::string &what);
   Status prepare();
   Status validateBatch(const engine::Batch &batch) const;
-  Status uploadInputs(const engine::Batch &batch);
+  Status uploadInputs(const engine::Batch &batch, bool with_token_ids = true);
   Status runLaunch(int index, const pb::Launch &launch);
   Status enqueueLaunches(const engine::Batch &batch);
   bool graphable(const engine::Batch &batch) const;
-  Status runDecodeGraph(const engine::Batch &batch, const int32_t *device_token_ids = nullptr);
+  Status runDecodeGraph(const engine::Batch &batch, const int32_t *device_token_ids = nullptr,
+                        bool token_ids_in_place = false);
   bool lookaheadEligible(const engine::Batch &batch, const float *logits, const int32_t *tokens,
                          const std::vector<engine::RowSampling> *sampling) const;
   Status decodeStepAhead(const engine::Batch &batch, const std::vector<engine::RowSampling> &sampling,
@@ -270,6 +271,10 @@ struct CudaExecutor::State {
   bool aheadMatches(const engine::Batch &batch, const std::vector<engine::RowSampling> &sampling,
                     std::vector<int32_t> &rows) const;
   Status enqueueDraw(int32_t rows, const std::vector<engine::RowSampling> &sampling);
+  // Whether the last draw also wrote its tokens into the step inputs' token
+  // ids (the argmax does; the sampler does not): the step queued after it
+  // then uploads the rest of its inputs only.
+  bool draw_fed_token_ids = false;
   Status enqueueLookahead(const engine::Batch &batch, const std::vector<engine::RowSampling> &sampling);
   Status drainLookahead();
   Status step(const engine::Batch &batch, float *logits, int32_t *tokens,

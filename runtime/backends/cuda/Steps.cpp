@@ -221,9 +221,11 @@ bool CudaExecutor::State::graphable(const engine::Batch &b) const {
 // copied to the fixed input buffer, then one graph launch. A graph is
 // captured the first time its (batch, context) bucket is seen, by running
 // the ordinary launch path under stream capture.
-// With `device_token_ids` the step's token ids are copied from there on the
-// GPU after the upload (a step queued ahead: the previous step's argmax).
-Status CudaExecutor::State::runDecodeGraph(const engine::Batch &b, const int32_t *device_token_ids) {
+// A step queued ahead takes its token ids from the GPU: copied from
+// `device_token_ids` after the upload, or with `token_ids_in_place` left as
+// the argmax before it wrote them into the inputs (the upload skips them).
+Status CudaExecutor::State::runDecodeGraph(const engine::Batch &b, const int32_t *device_token_ids,
+                                           bool token_ids_in_place) {
   int32_t n = b.numSequences();
   int32_t bucket = batchBucket(n, graph_max_batch);
   int32_t stride = b.max_pages_per_seq;
@@ -241,8 +243,8 @@ Status CudaExecutor::State::runDecodeGraph(const engine::Batch &b, const int32_t
   padded.block_tables.assign(b.block_tables.begin(), b.block_tables.end());
   padded.block_tables.resize(static_cast<size_t>(bucket) * stride, 0);
   padded.max_pages_per_seq = stride;
-  TXC_RETURN_IF_ERROR(uploadInputs(padded));
-  if (device_token_ids)
+  TXC_RETURN_IF_ERROR(uploadInputs(padded, !token_ids_in_place));
+  if (device_token_ids && !token_ids_in_place)
     CU(cudaMemcpyAsync(const_cast<int32_t *>(d_tokens), device_token_ids,
                        static_cast<size_t>(n) * sizeof(int32_t), cudaMemcpyDeviceToDevice, stream),
        path + ": the token ids of a step queued ahead");

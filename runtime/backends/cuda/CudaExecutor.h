@@ -224,12 +224,12 @@ struct CudaExecutorOptions {
   /// A decode step on a graph whose tokens are drawn on the GPU (the argmax,
   /// or the sampler: device_sampling) queues the step after it before its
   /// tokens are read: the next batch predicted (every row one position on,
-  /// its slot in a page it already holds), its token ids copied on the GPU
-  /// from this step's draw, its own drawn with the engine's next uniforms. The engine's next batch runs on that step
-  /// when it matches (the same rows, or rows dropped from the end, with the
-  /// tokens returned); otherwise the step is waited for and dropped (its
-  /// cache writes are the predicted rows' own slots, rewritten by any later
-  /// step before they are read). The GPU then never waits for the host
+  /// its slot in a page it already holds), its token ids this step's draw
+  /// on the GPU, its own drawn with the engine's next uniforms. The engine's
+  /// next batch runs on that step when it matches (the same rows, or a
+  /// subset, with the tokens returned); otherwise the step is waited for and
+  /// dropped (its cache writes are the predicted rows' own slots, rewritten
+  /// by any later step before they are read). The GPU then never waits for the host
   /// between decode steps: the host's turn-around (~7 us a step on the
   /// H200, device run 192) overlaps the step in flight. Off until a GPU
   /// has run it (bench/README.md, run 193).

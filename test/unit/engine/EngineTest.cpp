@@ -140,6 +140,40 @@ TEST(EngineTest, PreemptionUnderATightPageBudgetMatchesAlone) {
   EXPECT_GT(together.stats.max_sequences_in_a_step, 1);
 }
 
+// reserve_next_page (what the CUDA decode lookahead asks of the scheduler):
+// the same outputs as each request alone and every page back at the end,
+// with pages to spare (some step's table then holds a page past its
+// context), under a tight page budget (preemption) and with requests
+// waiting (few sequences a step).
+TEST(EngineTest, ReservingTheNextPageMatchesAloneAndFreesEveryPage) {
+  std::vector<Request> requests = mixedRequests();
+  const auto alone = outputsAlone(requests);
+  SchedulerConfig spare = generousConfig(), tight = generousConfig(), busy = generousConfig();
+  tight.num_pages = 14;
+  busy.max_num_seqs = 2;
+  busy.max_batch_tokens = 16;
+  for (SchedulerConfig *config : {&spare, &tight, &busy})
+    config->reserve_next_page = true;
+
+  EngineRun with_spare = runTogether(requests, spare);
+  EXPECT_EQ(outputsOf(with_spare), alone);
+  int ahead = 0;
+  for (const Batch &batch : with_spare.batches)
+    for (int32_t i = 0; i < batch.numSequences(); ++i) {
+      int32_t held = 0;
+      for (int32_t p = 0; p < batch.max_pages_per_seq; ++p)
+        held += batch.block_tables[i * batch.max_pages_per_seq + p] >= 0;
+      ahead += held * spare.page_size > batch.context_lens[i] + spare.page_size - 1;
+    }
+  EXPECT_GT(ahead, 0) << "some row holds the page of its next position";
+
+  EngineRun under_pressure = runTogether(requests, tight);
+  EXPECT_EQ(outputsOf(under_pressure), alone);
+  EXPECT_GT(under_pressure.stats.preemptions, 0);
+  EngineRun waiting = runTogether(requests, busy);
+  EXPECT_EQ(outputsOf(waiting), alone);
+}
+
 TEST(EngineTest, FewSequencesPerStepMatchesAlone) {
   std::vector<Request> requests = mixedRequests();
   SchedulerConfig config = generousConfig();

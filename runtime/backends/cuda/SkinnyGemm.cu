@@ -42,8 +42,52 @@ constexpr int kTiles = 1;   // mma tiles of 8 input rows (kSkinnyGemmMaxRows)
 __device__ __forceinline__ void storeTiles(const GemvArgs &a, bool swiglu, int64_t group,
                                            int64_t row0, int64_t row1, int r, int t,
                                            const float (&acc)[kTiles][4]) {
-  const float bias0 = a.bias && row0 < a.n ? ld(a.bias, a.bias_type, row0) : 0.0f;
-  const float bias1 = a.bias && row1 < a.n ? ld(a.bias, a.bias_type, row1) : 0.0f;
+  float bias0 = 0.0f, bias1 = 0.0f;
+  auto biases = [&](auto stored) { // both asked for, then converted
+    using R = decltype(stored);
+    const R *bias = static_cast<const R *>(a.bias);
+    const R b0 = row0 < a.n ? bias[row0] : R(0.0f), b1 = row1 < a.n ? bias[row1] : R(0.0f);
+    bias0 = static_cast<float>(b0);
+    bias1 = static_cast<float>(b1);
+  };
+  if (a.bias && a.bias_type == EType::kBF16)
+    biases(__nv_bfloat16(0.0f));
+  else if (a.bias && a.bias_type == EType::kF16)
+    biases(__half(0.0f));
+  else if (a.bias)
+    biases(0.0f);
+  // The residuals asked for together, as stored, before any is converted:
+  // one round trip (ld() converts each value as it loads, which made its
+  // loads wait for each other).
+  float res[kTiles][2][2] = {};
+  auto gather = [&](auto stored) {
+    using R = decltype(stored);
+    const R *residual = static_cast<const R *>(a.residual);
+    R raw[kTiles][2][2];
+#pragma unroll
+    for (int tile = 0; tile < kTiles; ++tile)
+#pragma unroll
+      for (int j = 0; j < 2; ++j) {
+        const int64_t token = tile * 8 + 2 * t + j;
+        raw[tile][j][0] = token < a.m && row0 < a.n ? residual[token * a.n + row0] : R(0.0f);
+        raw[tile][j][1] = token < a.m && row1 < a.n ? residual[token * a.n + row1] : R(0.0f);
+      }
+#pragma unroll
+    for (int tile = 0; tile < kTiles; ++tile)
+#pragma unroll
+      for (int j = 0; j < 2; ++j)
+#pragma unroll
+        for (int h = 0; h < 2; ++h)
+          res[tile][j][h] = static_cast<float>(raw[tile][j][h]);
+  };
+  if (!swiglu && a.epilogue == GemvEpilogue::kResidualAdd) {
+    if (a.out_type == EType::kBF16)
+      gather(__nv_bfloat16(0.0f));
+    else if (a.out_type == EType::kF16)
+      gather(__half(0.0f));
+    else
+      gather(0.0f);
+  }
 #pragma unroll
   for (int tile = 0; tile < kTiles; ++tile)
 #pragma unroll
@@ -56,13 +100,10 @@ __device__ __forceinline__ void storeTiles(const GemvArgs &a, bool swiglu, int64
         st(a.out, a.out_type, token * (a.n / 2) + group * 8 + r, g / (1.0f + expf(-g)) * u);
         continue;
       }
-      const bool residual = a.epilogue == GemvEpilogue::kResidualAdd;
       if (row0 < a.n)
-        st(a.out, a.out_type, token * a.n + row0,
-           g + (residual ? ld(a.residual, a.out_type, token * a.n + row0) : 0.0f));
+        st(a.out, a.out_type, token * a.n + row0, g + res[tile][j][0]);
       if (row1 < a.n)
-        st(a.out, a.out_type, token * a.n + row1,
-           u + (residual ? ld(a.residual, a.out_type, token * a.n + row1) : 0.0f));
+        st(a.out, a.out_type, token * a.n + row1, u + res[tile][j][1]);
     }
 }
 
@@ -97,7 +138,7 @@ __device__ __forceinline__ bool sumSlices(float *partial, int slices, float (&ac
 }
 
 template <typename T>
-__global__ void __launch_bounds__(kWarps * 32)
+__global__ void __launch_bounds__(kWarps * 32, 2)
     skinnyGemmKernel(const GemvArgs a, const int slices) {
   __shared__ float partial[kWarps][kTiles * 4][32];
   pdlLaunchDependents();
@@ -141,16 +182,26 @@ __global__ void __launch_bounds__(kWarps * 32)
   for (int64_t kb = kb_begin; kb < kb_end; kb += kUnroll) {
     uint4 next0[kUnroll], next1[kUnroll];
     load(kb + kUnroll, next0, next1);
+    // The pass's input chunks asked for at once, then the MMAs: loaded where
+    // used, each chunk's load went out after the MMA before it, which waits
+    // for its data (kUnroll L2 round trips a pass in series; the one-row
+    // GEMV's run 190).
+    uint4 xs[kUnroll][kTiles];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u)
+#pragma unroll
+      for (int tile = 0; tile < kTiles; ++tile) {
+        const int64_t token = tile * 8 + r;
+        xs[u][tile] = token < a.m && kb + u < kb_end ? __ldg(x + token * row_vecs + (kb + u) * 4)
+                                                     : make_uint4(0, 0, 0, 0);
+      }
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
       if (kb + u >= kb_end)
         break;
 #pragma unroll
       for (int tile = 0; tile < kTiles; ++tile) {
-        const int64_t token = tile * 8 + r;
-        uint4 xv = make_uint4(0, 0, 0, 0);
-        if (token < a.m)
-          xv = __ldg(x + token * row_vecs + (kb + u) * 4);
+        const uint4 xv = xs[u][tile];
         const unsigned first[4] = {cur0[u].x, cur1[u].x, cur0[u].y, cur1[u].y};
         const unsigned second[4] = {cur0[u].z, cur1[u].z, cur0[u].w, cur1[u].w};
         kernels::mma16816<T>(acc[tile], first, xv.x, xv.y);

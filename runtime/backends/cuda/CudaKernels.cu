@@ -167,6 +167,23 @@ __global__ void __launch_bounds__(kVecNormThreads)
   pdlWait();
   const int64_t row_vecs = cols / 8;
   const int64_t base = static_cast<int64_t>(blockIdx.x) * row_vecs;
+  // A thread's chunks of the row (and of the residual, and of the weight)
+  // are asked for together before any is used or any sum is stored: the
+  // stores may alias the inputs (row for row), so loads after a store went
+  // out one round trip after it, kVecs in series (bench/sass_load_chains.py).
+  uint4 xs[kVecs], rs[kVecs], ws[kVecs];
+#pragma unroll
+  for (int j = 0; j < kVecs; ++j) {
+    const int64_t c = threadIdx.x + j * kVecNormThreads;
+    xs[j] = rs[j] = ws[j] = uint4{};
+    if (c >= row_vecs)
+      continue;
+    xs[j] = input[base + c];
+    if (residual)
+      rs[j] = residual[base + c];
+    if (weight)
+      ws[j] = weight[c];
+  }
   float v[kVecs][8];
   float local = 0.0f;
 #pragma unroll
@@ -174,10 +191,8 @@ __global__ void __launch_bounds__(kVecNormThreads)
     const int64_t c = threadIdx.x + j * kVecNormThreads;
     if (c >= row_vecs)
       continue;
-    const uint4 x = input[base + c];
-    uint4 r = {}, s = {};
-    if (residual)
-      r = residual[base + c];
+    const uint4 x = xs[j], r = rs[j];
+    uint4 s = {};
 #pragma unroll
     for (int e = 0; e < 8; ++e) {
       float f = Vec16<T>::get(x, e);
@@ -199,7 +214,7 @@ __global__ void __launch_bounds__(kVecNormThreads)
       continue;
     uint4 o;
     if (weight) {
-      const uint4 w = weight[c];
+      const uint4 w = ws[j];
 #pragma unroll
       for (int e = 0; e < 8; ++e)
         Vec16<T>::set(o, e, v[j][e] * inv_rms * Vec16<T>::get(w, e));

@@ -427,7 +427,7 @@ __global__ void __launch_bounds__(kArgmaxThreads)
       index = static_cast<int32_t>(c);
     }
   };
-  if (vocab % 4 == 0) {
+  if (vocab % 4 == 0 && reinterpret_cast<uintptr_t>(logits) % 16 == 0) {
     // Rows of whole float4s: a thread asks for up to kArgmaxBatch of them
     // at once, then compares. The logits are the lm_head's, just written
     // (in L2): one round trip for Qwen3's 151936 (4.6 float4s a thread),

@@ -1,10 +1,11 @@
-//===- DecodeLookahead.cpp - The next greedy decode step, queued ahead ----===//
+//===- DecodeLookahead.cpp - The next decode step, queued ahead -----------===//
 //
 // CudaExecutorOptions::decode_lookahead: a decode step on a graph whose
 // tokens are drawn on the GPU (the argmax, or the sampler with the engine's
-// next uniforms) queues the step after it before its own tokens are read, so the GPU goes
-// from step to step while the host reads tokens and schedules (device run
-// 192: the GPU waited ~7 us a step for the host on the H200).
+// next uniforms) queues the step after it before its own tokens are read,
+// so the GPU goes from step to step while the host reads tokens and
+// schedules (device run 192: the GPU waited ~7 us a step for the host on
+// the H200).
 //
 //===----------------------------------------------------------------------===//
 // First, on its own: it settles the TXC_RETURN_IF_ERROR clash (see there).

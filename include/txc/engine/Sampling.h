@@ -50,6 +50,8 @@ struct RowSampling {
   double next_uniform = 0.0;
 };
 
+inline bool isGreedy(const RowSampling &row) { return row.temperature <= 0.0f || row.top_k == 1; }
+
 /// Rejects values no sampler can honour, naming the field and the limit.
 Status validateSamplingParams(const SamplingParams &params, int32_t vocab_size);
 

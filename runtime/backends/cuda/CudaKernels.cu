@@ -11,6 +11,16 @@ namespace txc::cuda {
 
 namespace {
 
+/// Element i of a 16-byte chunk of 16-bit T, as float, and back.
+template <typename T> struct Vec16 {
+  static __device__ __forceinline__ float get(const uint4 &v, int i) {
+    return static_cast<float>(reinterpret_cast<const T *>(&v)[i]);
+  }
+  static __device__ __forceinline__ void set(uint4 &v, int i, float f) {
+    reinterpret_cast<T *>(&v)[i] = static_cast<T>(f);
+  }
+};
+
 __device__ float blockSum(float v, float *shared) {
   for (int o = 16; o > 0; o >>= 1)
     v += __shfl_xor_sync(0xffffffffu, v, o);
@@ -47,8 +57,9 @@ __device__ float blockMax(float v, float *shared) {
 // (bench/sass_load_chains.py: 4 in series at 1024 columns and 256 threads).
 // Out: the table's type (copied) or fp32 (widened); 0 outside the table.
 constexpr int kEmbeddingChunks = 4;
+template <typename T>
 __device__ __forceinline__ void embedRowInChunks(const uint4 *src, bool inside, int64_t chunks,
-                                                 bool widen, bool bf16, void *out_row) {
+                                                 bool widen, void *out_row) {
   for (int64_t base = threadIdx.x; base < chunks; base += int64_t{blockDim.x} * kEmbeddingChunks) {
     uint4 chunk[kEmbeddingChunks];
 #pragma unroll
@@ -65,19 +76,11 @@ __device__ __forceinline__ void embedRowInChunks(const uint4 *src, bool inside, 
         static_cast<uint4 *>(out_row)[i] = chunk[u];
         continue;
       }
-      const unsigned words[4] = {chunk[u].x, chunk[u].y, chunk[u].z, chunk[u].w};
-      float f[8];
-#pragma unroll
-      for (int w = 0; w < 4; ++w) {
-        const float2 pair =
-            bf16 ? __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162 *>(&words[w]))
-                 : __half22float2(*reinterpret_cast<const __half2 *>(&words[w]));
-        f[2 * w] = pair.x;
-        f[2 * w + 1] = pair.y;
-      }
       float4 *dst = static_cast<float4 *>(out_row) + 2 * i;
-      dst[0] = make_float4(f[0], f[1], f[2], f[3]);
-      dst[1] = make_float4(f[4], f[5], f[6], f[7]);
+      dst[0] = make_float4(Vec16<T>::get(chunk[u], 0), Vec16<T>::get(chunk[u], 1),
+                           Vec16<T>::get(chunk[u], 2), Vec16<T>::get(chunk[u], 3));
+      dst[1] = make_float4(Vec16<T>::get(chunk[u], 4), Vec16<T>::get(chunk[u], 5),
+                           Vec16<T>::get(chunk[u], 6), Vec16<T>::get(chunk[u], 7));
     }
   }
 }
@@ -93,8 +96,11 @@ __global__ void embeddingKernel(const int32_t *tokens, const void *table, EType 
   if (half_table && (out_type == table_type || out_type == EType::kF32) && cols % 8 == 0 && aligned) {
     const bool widen = out_type == EType::kF32;
     void *out_row = static_cast<char *>(out) + t * cols * (widen ? 4 : 2);
-    embedRowInChunks(static_cast<const uint4 *>(table) + (inside ? row : 0) * (cols / 8), inside, cols / 8,
-                     widen, table_type == EType::kBF16, out_row);
+    const uint4 *src = static_cast<const uint4 *>(table) + (inside ? row : 0) * (cols / 8);
+    if (table_type == EType::kBF16)
+      embedRowInChunks<__nv_bfloat16>(src, inside, cols / 8, widen, out_row);
+    else
+      embedRowInChunks<__half>(src, inside, cols / 8, widen, out_row);
   } else {
     for (int64_t c = threadIdx.x; c < cols; c += blockDim.x)
       st(out, out_type, t * cols + c, inside ? ld(table, table_type, row * cols + c) : 0.0f);
@@ -148,15 +154,6 @@ __global__ void rmsNormKernel(const void *input, EType input_type, const void *r
 // memory (measured on the H200, device run 25: 11.9 us per Llama-3-8B
 // batch-32 norm with per-launch events).
 constexpr int kVecNormThreads = 128;
-
-template <typename T> struct Vec16 {
-  static __device__ __forceinline__ float get(const uint4 &v, int i) {
-    return static_cast<float>(reinterpret_cast<const T *>(&v)[i]);
-  }
-  static __device__ __forceinline__ void set(uint4 &v, int i, float f) {
-    reinterpret_cast<T *>(&v)[i] = static_cast<T>(f);
-  }
-};
 
 template <typename T, int kVecs>
 __global__ void __launch_bounds__(kVecNormThreads)

@@ -25,10 +25,8 @@ bool CudaExecutor::State::lookaheadEligible(const engine::Batch &b, const float 
     return false;
   if (options.device_sampling)
     return true;
-  for (const engine::RowSampling &row : *sampling)
-    if (!(row.temperature <= 0.0f || row.top_k == 1))
-      return false; // rows sampled on the host need their logits back first
-  return true;
+  // Rows sampled on the host need their logits back first.
+  return std::all_of(sampling->begin(), sampling->end(), engine::isGreedy);
 }
 
 // The step queued ahead is done with: waited for, its results dropped.
@@ -77,14 +75,13 @@ bool CudaExecutor::State::aheadMatches(const engine::Batch &b,
 }
 
 // The tokens of the `n` rows of device_logits into device_tokens: the argmax
-// where every row is greedy, which also writes them over this step's token
-// ids in the inputs (the next step's, queued ahead: no copy between the
-// graphs), else the sampler, its rows staged through one half of the pinned
-// buffer (the other may still feed the step before).
-Status CudaExecutor::State::enqueueDraw(int32_t n, const std::vector<engine::RowSampling> &sampling) {
-  bool all_greedy = true;
-  for (int32_t i = 0; i < n; ++i)
-    all_greedy = all_greedy && (sampling[i].temperature <= 0.0f || sampling[i].top_k == 1);
+// where every row is greedy (no `sampling`: all are), which also writes them
+// over this step's token ids in the inputs (the next step's, queued ahead: no
+// copy between the graphs), else the sampler, its rows staged through one
+// half of the pinned buffer (the other may still feed the step before).
+Status CudaExecutor::State::enqueueDraw(int32_t n, const std::vector<engine::RowSampling> *sampling) {
+  const bool all_greedy =
+      !sampling || std::all_of(sampling->begin(), sampling->begin() + n, engine::isGreedy);
   draw_fed_token_ids = all_greedy;
   if (all_greedy)
     return cudaStatus(launchArgmax(device_logits, n, vocab_size, argmax_workspace, device_tokens, stream,
@@ -92,13 +89,33 @@ Status CudaExecutor::State::enqueueDraw(int32_t n, const std::vector<engine::Row
                       path + ": greedy sampling");
   sampling_half ^= 1;
   engine::RowSampling *staged = host_row_sampling + static_cast<size_t>(sampling_half) * max_num_seqs;
-  std::copy(sampling.begin(), sampling.begin() + n, staged);
+  std::copy(sampling->begin(), sampling->begin() + n, staged);
   CU(cudaMemcpyAsync(device_row_sampling, staged, sizeof(engine::RowSampling) * n,
                      cudaMemcpyHostToDevice, stream),
      path + ": copying the sampling parameters");
   return cudaStatus(launchSampling(device_logits, n, vocab_size, device_row_sampling, sampling_workspace,
                                    sampling_workspace_bytes, device_tokens, stream),
                     path + ": sampling");
+}
+
+// Queues `b` on its graph with its draw and the copy of its tokens into
+// `host`, between `start` and `end`; its token ids as runDecodeGraph takes
+// them.
+Status CudaExecutor::State::enqueueStep(const engine::Batch &b,
+                                        const std::vector<engine::RowSampling> &sampling,
+                                        cudaEvent_t start, cudaEvent_t end, int32_t *host,
+                                        const int32_t *device_token_ids, bool token_ids_in_place) {
+  CU(cudaEventRecord(start, stream), path + ": event");
+  Status status = runDecodeGraph(b, device_token_ids, token_ids_in_place);
+  if (status.isOk())
+    status = enqueueDraw(b.numSequences(), &sampling);
+  if (status.isOk())
+    status = cudaStatus(cudaMemcpyAsync(host, device_tokens, static_cast<size_t>(b.numSequences()) * 4,
+                                        cudaMemcpyDeviceToHost, stream),
+                        path + ": copying the sampled tokens back");
+  cudaEventRecord(end, stream);
+  batch = nullptr;
+  return status;
 }
 
 // Queues the step after `b` (just queued, its tokens in device_tokens): every
@@ -129,16 +146,8 @@ Status CudaExecutor::State::enqueueLookahead(const engine::Batch &b,
     ahead.sampling[i].uniform = sampling[i].next_uniform;
     ahead.sampling[i].next_uniform = 0.0;
   }
-  CU(cudaEventRecord(ahead.start, stream), path + ": event");
-  Status status = runDecodeGraph(p, device_tokens, draw_fed_token_ids);
-  if (status.isOk())
-    status = enqueueDraw(n, ahead.sampling);
-  if (status.isOk())
-    status = cudaStatus(cudaMemcpyAsync(ahead.host_tokens, device_tokens,
-                                        static_cast<size_t>(n) * 4, cudaMemcpyDeviceToHost, stream),
-                        path + ": copying the sampled tokens back");
-  cudaEventRecord(ahead.end, stream);
-  batch = nullptr;
+  Status status = enqueueStep(p, ahead.sampling, ahead.start, ahead.end, ahead.host_tokens, device_tokens,
+                              draw_fed_token_ids);
   ahead.pending = true;
   ++ahead.queued;
   return withContext("queueing the next decode step ahead", status);
@@ -167,16 +176,7 @@ Status CudaExecutor::State::decodeStepAhead(const engine::Batch &b,
     rows.resize(n);
     for (int32_t i = 0; i < n; ++i)
       rows[i] = i;
-    CU(cudaEventRecord(step_start, stream), path + ": event");
-    status = runDecodeGraph(b);
-    if (status.isOk())
-      status = enqueueDraw(n, sampling);
-    if (status.isOk())
-      status = cudaStatus(cudaMemcpyAsync(host_tokens, device_tokens, static_cast<size_t>(n) * 4,
-                                          cudaMemcpyDeviceToHost, stream),
-                          path + ": copying the sampled tokens back");
-    cudaEventRecord(step_end, stream);
-    batch = nullptr;
+    status = enqueueStep(b, sampling, step_start, step_end, host_tokens, nullptr, false);
   }
   // The next step goes in behind this one only where this one's rows are
   // the step on the GPU's first rows (device_tokens holds them in order).

@@ -26,6 +26,18 @@ __device__ __forceinline__ float ld(const void *base, EType t, int64_t i) {
   }
 }
 
+/// f(a value of the type `t` stores, 0): a caller that loads several values
+/// loads them as stored and converts after, where ld() converts each as it
+/// loads and so makes the loads wait for each other.
+template <typename F> __device__ __forceinline__ void withStoredType(EType t, F &&f) {
+  if (t == EType::kBF16)
+    f(__nv_bfloat16(0.0f));
+  else if (t == EType::kF16)
+    f(__half(0.0f));
+  else
+    f(0.0f);
+}
+
 /// ld() through L2 only: for values another block of the same kernel wrote
 /// (L1 is not coherent across SMs).
 __device__ __forceinline__ float ldL2(const void *base, EType t, int64_t i) {

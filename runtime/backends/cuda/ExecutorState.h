@@ -270,7 +270,10 @@ struct CudaExecutor::State {
                          int32_t *tokens);
   bool aheadMatches(const engine::Batch &batch, const std::vector<engine::RowSampling> &sampling,
                     std::vector<int32_t> &rows) const;
-  Status enqueueDraw(int32_t rows, const std::vector<engine::RowSampling> &sampling);
+  Status enqueueDraw(int32_t rows, const std::vector<engine::RowSampling> *sampling);
+  Status enqueueStep(const engine::Batch &batch, const std::vector<engine::RowSampling> &sampling,
+                     cudaEvent_t start, cudaEvent_t end, int32_t *host, const int32_t *device_token_ids,
+                     bool token_ids_in_place);
   // Whether the last draw also wrote its tokens into the step inputs' token
   // ids (the argmax does; the sampler does not): the step queued after it
   // then uploads the rest of its inputs only.

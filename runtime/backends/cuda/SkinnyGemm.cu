@@ -50,15 +50,10 @@ __device__ __forceinline__ void storeTiles(const GemvArgs &a, bool swiglu, int64
     bias0 = static_cast<float>(b0);
     bias1 = static_cast<float>(b1);
   };
-  if (a.bias && a.bias_type == EType::kBF16)
-    biases(__nv_bfloat16(0.0f));
-  else if (a.bias && a.bias_type == EType::kF16)
-    biases(__half(0.0f));
-  else if (a.bias)
-    biases(0.0f);
+  if (a.bias)
+    withStoredType(a.bias_type, biases);
   // The residuals asked for together, as stored, before any is converted:
-  // one round trip (ld() converts each value as it loads, which made its
-  // loads wait for each other).
+  // one round trip (withStoredType).
   float res[kTiles][2][2] = {};
   auto gather = [&](auto stored) {
     using R = decltype(stored);
@@ -80,14 +75,8 @@ __device__ __forceinline__ void storeTiles(const GemvArgs &a, bool swiglu, int64
         for (int h = 0; h < 2; ++h)
           res[tile][j][h] = static_cast<float>(raw[tile][j][h]);
   };
-  if (!swiglu && a.epilogue == GemvEpilogue::kResidualAdd) {
-    if (a.out_type == EType::kBF16)
-      gather(__nv_bfloat16(0.0f));
-    else if (a.out_type == EType::kF16)
-      gather(__half(0.0f));
-    else
-      gather(0.0f);
-  }
+  if (!swiglu && a.epilogue == GemvEpilogue::kResidualAdd)
+    withStoredType(a.out_type, gather);
 #pragma unroll
   for (int tile = 0; tile < kTiles; ++tile)
 #pragma unroll

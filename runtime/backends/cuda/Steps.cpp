@@ -2,8 +2,6 @@
 // First, on its own: it settles the TXC_RETURN_IF_ERROR clash (see there).
 #include "runtime/backends/cuda/ExecutorState.h"
 
-#include "runtime/backends/cuda/Sampler.h"
-
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -35,8 +33,6 @@ Status CudaExecutor::State::warmUp() {
   const pb::CompileOptions &compile = artifact->message().options();
   int32_t max_tokens =
       static_cast<int32_t>(compile.max_batch_tokens() > 0 ? compile.max_batch_tokens() : 2048);
-  int32_t max_seq_len =
-      static_cast<int32_t>(compile.max_seq_len() > 0 ? compile.max_seq_len() : 4096);
   int32_t pages_per_seq = (max_seq_len + page_size - 1) / page_size;
   for (int32_t tokens : {max_tokens, 128, 16, 1}) {
     tokens = std::min({tokens, max_tokens, max_seq_len});
@@ -328,8 +324,7 @@ Status CudaExecutor::State::step(const engine::Batch &b, float *logits, int32_t 
     if (sampling->size() != static_cast<size_t>(n))
       status = invalidArgument(path + ": " + std::to_string(sampling->size()) +
                                " sampling choices for " + std::to_string(n) + " sequences");
-    for (const engine::RowSampling &row : *sampling)
-      all_greedy = all_greedy && (row.temperature <= 0.0f || row.top_k == 1);
+    all_greedy = std::all_of(sampling->begin(), sampling->end(), engine::isGreedy);
   }
   bool host_sampling_rows = tokens && !all_greedy && !options.device_sampling;
   if (status.isOk() && host_sampling_rows) {
@@ -337,21 +332,8 @@ Status CudaExecutor::State::step(const engine::Batch &b, float *logits, int32_t 
     status = cudaStatus(cudaMemcpyAsync(host_logits.data(), device_logits, host_logits.size() * 4,
                                         cudaMemcpyDeviceToHost, stream),
                         path + ": copying the logits back");
-  } else if (status.isOk() && tokens && !all_greedy) {
-    std::memcpy(host_row_sampling, sampling->data(), sizeof(engine::RowSampling) * n);
-    status =
-        cudaStatus(cudaMemcpyAsync(device_row_sampling, host_row_sampling,
-                                   sizeof(engine::RowSampling) * n, cudaMemcpyHostToDevice, stream),
-                   path + ": copying the sampling parameters");
-    if (status.isOk())
-      status = cudaStatus(launchSampling(device_logits, n, vocab_size, device_row_sampling,
-                                         sampling_workspace, sampling_workspace_bytes,
-                                         device_tokens, stream),
-                          path + ": sampling");
   } else if (status.isOk() && tokens) {
-    status = cudaStatus(
-        launchArgmax(device_logits, n, vocab_size, argmax_workspace, device_tokens, stream),
-        path + ": greedy sampling");
+    status = enqueueDraw(n, sampling);
   }
   if (status.isOk() && tokens && !host_sampling_rows)
     status = cudaStatus(cudaMemcpyAsync(host_tokens, device_tokens, static_cast<size_t>(n) * 4,

@@ -103,7 +103,8 @@ Status Engine::step() {
       row_sampling_[i] = {sequence.sampling.temperature, sequence.sampling.top_k,
                           sequence.sampling.top_p,
                           samplingUniform(sequence.sampling.seed, generated),
-                          samplingUniform(sequence.sampling.seed, generated + 1)};
+                          samplingUniform(sequence.sampling.seed, generated + 1),
+                          scheduler_.goesOn(sequence)};
     }
     device_tokens_.assign(static_cast<size_t>(batch.numSequences()), -1);
     executed = executor_.executeSampled(batch, row_sampling_, device_tokens_.data());

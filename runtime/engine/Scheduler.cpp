@@ -204,11 +204,8 @@ void Scheduler::reserveNextPages(ScheduledBatch &scheduled) {
   const size_t stride = static_cast<size_t>(batch.max_pages_per_seq);
   for (size_t i = 0; i < scheduled.sequences.size(); ++i) {
     const Sequence &sequence = *scheduled.sequences[i];
-    const int32_t after = static_cast<int32_t>(sequence.tokens.size()) + 1;
-    const bool goes_on = scheduled.samples_token[i] &&
-                         sequence.numGenerated() + 1 < sequence.sampling.max_new_tokens &&
-                         after < config_.max_seq_len;
-    if (!goes_on || pages_.pagesNeededToAppend(sequence.id, 1) == 0 ||
+    if (!scheduled.samples_token[i] || !goesOn(sequence) ||
+        pages_.pagesNeededToAppend(sequence.id, 1) == 0 ||
         pages_.numFreePages() == 0)
       continue;
     if (!pages_.reservePages(sequence.id, 1).isOk())
@@ -217,6 +214,11 @@ void Scheduler::reserveNextPages(ScheduledBatch &scheduled) {
     if (table.size() <= stride)
       batch.block_tables[i * stride + table.size() - 1] = table.back();
   }
+}
+
+bool Scheduler::goesOn(const Sequence &sequence) const {
+  return sequence.numGenerated() + 1 < sequence.sampling.max_new_tokens &&
+         static_cast<int32_t>(sequence.tokens.size()) + 1 < config_.max_seq_len;
 }
 
 bool Scheduler::isRunning(const Sequence *sequence) const {

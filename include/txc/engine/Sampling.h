@@ -48,6 +48,12 @@ struct RowSampling {
   /// The uniform of the sequence's next token: a backend that queues the
   /// next step before this one's tokens are back draws it with this.
   double next_uniform = 0.0;
+  /// Whether the sequence has a step after this one unless this step's token
+  /// stops it (not its last new token, not at max_seq_len): a backend queues
+  /// the next step ahead with exactly these rows, so it is the batch the
+  /// engine schedules next whenever no stop token, admission or preemption
+  /// intervenes (Scheduler::goesOn).
+  bool goes_on = false;
 };
 
 inline bool isGreedy(const RowSampling &row) { return row.temperature <= 0.0f || row.top_k == 1; }

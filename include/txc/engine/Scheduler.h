@@ -108,6 +108,11 @@ public:
   /// Every sequence, running or waiting (for error cleanup).
   std::vector<Sequence *> allSequences() const;
 
+  /// Whether `sequence`, drawing a token this step, is scheduled again after
+  /// it unless that token stops it: neither its last new token nor at
+  /// max_seq_len.
+  bool goesOn(const Sequence &sequence) const;
+
   size_t numWaiting() const { return waiting_.size(); }
   size_t numRunning() const { return running_.size(); }
   bool idle() const { return waiting_.empty() && running_.empty(); }

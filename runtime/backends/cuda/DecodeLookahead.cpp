@@ -44,32 +44,32 @@ bool sameDraw(const engine::RowSampling &a, const engine::RowSampling &b) {
 }
 } // namespace
 
-// Whether the step queued ahead ran `b`: each row of `b` is a row of it, in
-// order (rows[j]), with the same position, slot, context, token, draw and the
-// pages that hold its context (the engine may have added the next one since:
+// Whether the step queued ahead ran `b`: the same rows in the same order,
+// each with the same position, slot, context, token, draw and the pages that
+// hold its context (the engine may have added the next one since:
 // SchedulerConfig::reserve_next_page; the step read none past its context).
+// A batch of fewer rows (one stopped on a stop token) does not take it: its
+// rows' figures would be those of a step with another row in it. Device run
+// 197 took such steps (the rows that ended dropped from a step queued with
+// them): the other rows' tokens then differed from step by step's, greedy and
+// sampled, on the tiny test model; whether a kernel is not batch-invariant
+// or that path was wrong is not known, and neither is used now.
 bool CudaExecutor::State::aheadMatches(const engine::Batch &b,
-                                       const std::vector<engine::RowSampling> &sampling,
-                                       std::vector<int32_t> &rows) const {
+                                       const std::vector<engine::RowSampling> &sampling) const {
   const engine::Batch &p = ahead.batch;
   if (!ahead.pending || b.max_pages_per_seq != p.max_pages_per_seq ||
-      b.numSequences() > p.numSequences())
+      b.numSequences() != p.numSequences())
     return false;
   const size_t stride = static_cast<size_t>(b.max_pages_per_seq);
-  rows.clear();
-  int32_t i = 0;
-  for (int32_t j = 0; j < b.numSequences(); ++j, ++i) {
-    while (i < p.numSequences() && p.request_ids[i] != b.request_ids[j])
-      ++i;
-    if (i == p.numSequences() || p.token_ids[i] != b.token_ids[j] ||
-        p.positions[i] != b.positions[j] || p.slot_mapping[i] != b.slot_mapping[j] ||
-        p.context_lens[i] != b.context_lens[j] || !sameDraw(ahead.sampling[i], sampling[j]))
+  for (int32_t i = 0; i < b.numSequences(); ++i) {
+    if (p.request_ids[i] != b.request_ids[i] || p.token_ids[i] != b.token_ids[i] ||
+        p.positions[i] != b.positions[i] || p.slot_mapping[i] != b.slot_mapping[i] ||
+        p.context_lens[i] != b.context_lens[i] || !sameDraw(ahead.sampling[i], sampling[i]))
       return false;
-    const size_t used = std::min(stride, static_cast<size_t>((b.context_lens[j] + page_size - 1) / page_size));
-    if (!std::equal(b.block_tables.begin() + j * stride, b.block_tables.begin() + j * stride + used,
+    const size_t used = std::min(stride, static_cast<size_t>((b.context_lens[i] + page_size - 1) / page_size));
+    if (!std::equal(b.block_tables.begin() + i * stride, b.block_tables.begin() + i * stride + used,
                     p.block_tables.begin() + i * stride))
       return false;
-    rows.push_back(i);
   }
   return true;
 }
@@ -118,16 +118,25 @@ Status CudaExecutor::State::enqueueStep(const engine::Batch &b,
   return status;
 }
 
-// Queues the step after `b` (just queued, its tokens in device_tokens): every
-// row one position on, at a slot of a page its table holds already (the
-// engine's reserve_next_page gives it a step early); none is queued where a
-// row needs a page the engine has not given, reaches max_seq_len, or writes
-// no slot. Its token ids here are filled in by decodeStepAhead with the
-// tokens `b` returns; on the GPU they come from device_tokens. Its draws are
-// `sampling`'s with the next uniforms.
+// Queues the step after `b` (just queued, its tokens in device_tokens) for
+// the rows that go on (RowSampling::goes_on: the engine's next batch unless a
+// stop token intervenes), each one position on, at a slot of a page its table
+// holds already (the engine's reserve_next_page gives it a step early). The
+// rows that end here must be `b`'s last (the next step's token ids are the
+// first of device_tokens, in place); none is queued where one is not, where
+// none goes on, or where a row needs a page the engine has not given, reaches
+// max_seq_len, or writes no slot. Its token ids here are filled in by
+// decodeStepAhead with the tokens `b` returns. Its draws are `sampling`'s
+// with the next uniforms.
 Status CudaExecutor::State::enqueueLookahead(const engine::Batch &b,
                                              const std::vector<engine::RowSampling> &sampling) {
-  const int32_t n = b.numSequences(), stride = b.max_pages_per_seq;
+  const int32_t stride = b.max_pages_per_seq;
+  int32_t n = 0;
+  while (n < b.numSequences() && sampling[n].goes_on)
+    ++n;
+  if (n == 0 || std::any_of(sampling.begin() + n, sampling.begin() + b.numSequences(),
+                            [](const engine::RowSampling &row) { return row.goes_on; }))
+    return Status::ok(); // none goes on, or a row that ends sits before one that goes on
   for (int32_t i = 0; i < n; ++i) {
     const int32_t position = b.positions[i] + 1, page = position / page_size;
     if (b.slot_mapping[i] < 0 || b.context_lens[i] >= max_seq_len || page >= stride ||
@@ -136,6 +145,14 @@ Status CudaExecutor::State::enqueueLookahead(const engine::Batch &b,
   }
   engine::Batch &p = ahead.batch;
   p = b;
+  p.token_ids.resize(n);
+  p.positions.resize(n);
+  p.slot_mapping.resize(n);
+  p.context_lens.resize(n);
+  p.request_ids.resize(n);
+  p.query_start_offsets.resize(static_cast<size_t>(n) + 1);
+  p.logits_indices.resize(n);
+  p.block_tables.resize(static_cast<size_t>(n) * stride);
   ahead.sampling.assign(sampling.begin(), sampling.begin() + n);
   for (int32_t i = 0; i < n; ++i) {
     const int32_t position = b.positions[i] + 1;
@@ -162,8 +179,7 @@ Status CudaExecutor::State::decodeStepAhead(const engine::Batch &b,
                                             const std::vector<engine::RowSampling> &sampling,
                                             int32_t *tokens) {
   const int32_t n = b.numSequences();
-  std::vector<int32_t> rows;
-  const bool queued = aheadMatches(b, sampling, rows);
+  const bool queued = aheadMatches(b, sampling);
   Status status = Status::ok();
   if (queued) {
     std::swap(step_start, ahead.start);
@@ -173,17 +189,9 @@ Status CudaExecutor::State::decodeStepAhead(const engine::Batch &b,
     ++ahead.taken;
   } else {
     TXC_RETURN_IF_ERROR(drainLookahead());
-    rows.resize(n);
-    for (int32_t i = 0; i < n; ++i)
-      rows[i] = i;
     status = enqueueStep(b, sampling, step_start, step_end, host_tokens, nullptr, false);
   }
-  // The next step goes in behind this one only where this one's rows are
-  // the step on the GPU's first rows (device_tokens holds them in order).
-  bool prefix = true;
-  for (int32_t j = 0; j < n; ++j)
-    prefix = prefix && rows[j] == j;
-  if (status.isOk() && prefix)
+  if (status.isOk())
     status = enqueueLookahead(b, sampling);
   Status sync = cudaStatus(cudaEventSynchronize(step_end), path + ": running the step on the GPU");
   if (!status.isOk() || !sync.isOk()) {
@@ -192,10 +200,9 @@ Status CudaExecutor::State::decodeStepAhead(const engine::Batch &b,
     TXC_RETURN_IF_ERROR(status);
     return sync;
   }
-  for (int32_t j = 0; j < n; ++j)
-    tokens[j] = host_tokens[rows[j]];
+  std::copy(host_tokens, host_tokens + n, tokens);
   if (ahead.pending)
-    std::copy(tokens, tokens + n, ahead.batch.token_ids.begin());
+    std::copy(tokens, tokens + ahead.batch.numSequences(), ahead.batch.token_ids.begin());
   cudaEventElapsedTime(&last_step_ms, step_start, step_end);
   return Status::ok();
 }

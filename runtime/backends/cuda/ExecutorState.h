@@ -268,8 +268,7 @@ struct CudaExecutor::State {
                          const std::vector<engine::RowSampling> *sampling) const;
   Status decodeStepAhead(const engine::Batch &batch, const std::vector<engine::RowSampling> &sampling,
                          int32_t *tokens);
-  bool aheadMatches(const engine::Batch &batch, const std::vector<engine::RowSampling> &sampling,
-                    std::vector<int32_t> &rows) const;
+  bool aheadMatches(const engine::Batch &batch, const std::vector<engine::RowSampling> &sampling) const;
   Status enqueueDraw(int32_t rows, const std::vector<engine::RowSampling> *sampling);
   Status enqueueStep(const engine::Batch &batch, const std::vector<engine::RowSampling> &sampling,
                      cudaEvent_t start, cudaEvent_t end, int32_t *host, const int32_t *device_token_ids,

@@ -409,7 +409,8 @@ StaggeredRun generateStaggered(const artifact::LoadedArtifact &artifact,
 
 // decode_lookahead: decode steps queued before the previous step's tokens
 // are back give the tokens of steps run one at a time, where rows finish at
-// different steps (the queued step taken by fewer rows, or dropped), cross
+// different steps (the queued step holds the rows that go on, or none is
+// queued where a row that ends comes before one that goes on), cross
 // into new pages (given a step early by the engine), stop at a stop token
 // (the queued step dropped), reach max_seq_len, or are sampled on the device
 // (the queued step drawn with the engine's next uniform); and one sequence
@@ -444,7 +445,7 @@ TEST(CudaExecutorTest, DecodeLookaheadGivesTheTokensOfOneStepAtATime) {
     // row's a step early (the engine's reserve_next_page), so every other
     // step runs on the step queued ahead.
     EXPECT_EQ(alone_ahead.taken, 39) << what << ", one row";
-    EXPECT_LE(alone_ahead.queued - alone_ahead.taken, 1) << what << ", one row: only the last is dropped";
+    EXPECT_EQ(alone_ahead.queued, alone_ahead.taken) << what << ", one row: none after its last token";
 
     ASSERT_EQ(alone.tokens.size(), 1u);
     ASSERT_GT(alone.tokens[0].size(), 12u);
@@ -452,6 +453,7 @@ TEST(CudaExecutorTest, DecodeLookaheadGivesTheTokensOfOneStepAtATime) {
     StaggeredRun stopped = generateStaggered(**artifact, step_by_step, one, {40}, stop);
     StaggeredRun stopped_ahead = generateStaggered(**artifact, ahead, one, {40}, stop);
     EXPECT_EQ(stopped_ahead.tokens, stopped.tokens) << what << ", a stop token";
+    EXPECT_EQ(stopped_ahead.queued, stopped_ahead.taken + 1) << what << ": the step after the stop is dropped";
     EXPECT_LE(stopped.tokens[0].size(), 13u) << what;
 
     // Top-k / top-p sampling on the device: the queued step draws with the

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 
 namespace txc::engine {
 namespace {
@@ -298,7 +299,9 @@ TEST(EngineTest, ExecutorFailureEndsEveryRequestAndFreesPages) {
 // seed), or -1 (NaN row) for the request named by nan_request. Equal outputs
 // to host sampling mean the engine passed every row's choices. It also checks
 // each sampled row's next_uniform against the uniform of that request's next
-// sampled row (what a backend queueing the next step ahead draws with).
+// sampled row (what a backend queueing the next step ahead draws with), and
+// that a row said to go on (goes_on) is in the next step and one said to end
+// is in none after (no request here has a stop token).
 class FakeSamplingExecutor : public FakeExecutor {
 public:
   using FakeExecutor::FakeExecutor;
@@ -317,6 +320,18 @@ public:
         ++(promise->second == sampling[i].uniform ? kept_promises : broken_promises);
       next_uniforms[batch.request_ids[i]] = sampling[i].next_uniform;
     }
+    std::set<RequestId> here(batch.request_ids.begin(), batch.request_ids.end());
+    for (RequestId id : going_on)
+      ++(here.count(id) ? kept_goes_on : broken_goes_on);
+    going_on.clear();
+    for (int32_t i = 0; i < batch.numSequences(); ++i) {
+      const RequestId id = batch.request_ids[i];
+      if (ended.count(id))
+        ++broken_goes_on;
+      if (sampling[i].uniform == 0.0 && sampling[i].next_uniform == 0.0)
+        continue; // a prompt chunk's row
+      (sampling[i].goes_on ? going_on : ended).insert(id);
+    }
     for (int32_t i = 0; i < batch.numSequences(); ++i) {
       const float *row = logits.data() + static_cast<size_t>(i) * vocabSize();
       StatusOr<int32_t> token = sampleTokenWithUniform(row, vocabSize(), sampling[i]);
@@ -328,6 +343,8 @@ public:
   RequestId nan_request = -1;
   std::map<RequestId, double> next_uniforms;
   int64_t kept_promises = 0, broken_promises = 0;
+  std::set<RequestId> going_on, ended;
+  int64_t kept_goes_on = 0, broken_goes_on = 0;
 
 };
 
@@ -349,6 +366,9 @@ TEST(EngineTest, DeviceSamplingGetsEachRowsChoicesAndMatchesHostSampling) {
       << "every step samples on the device";
   EXPECT_GT(executor.kept_promises, 10);
   EXPECT_EQ(executor.broken_promises, 0) << "next_uniform is the next step's uniform";
+  EXPECT_GT(executor.kept_goes_on, 10);
+  EXPECT_EQ(executor.broken_goes_on, 0) << "goes_on says whether the row is in the next step";
+  EXPECT_EQ(executor.ended.size(), requests.size()) << "every request's last step says it ends";
 }
 
 TEST(EngineTest, DeviceSamplingNanRowFailsTheStep) {

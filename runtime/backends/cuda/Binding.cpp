@@ -176,7 +176,7 @@ Status CudaExecutor::State::uploadInputs(const engine::Batch &b, bool with_token
       cudaFreeHost(host_inputs);
     host_inputs = nullptr;
     for (auto &[key, graph] : decode_graphs) // they captured the old address
-      graph.destroy();
+      cudaGraphExecDestroy(graph);
     decode_graphs.clear();
     size_t capacity = std::max<size_t>(need * 2, 4096);
     CU(cudaMallocHost(&host_inputs, 2 * capacity * 4), path + ": pinned step inputs");

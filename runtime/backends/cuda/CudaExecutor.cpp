@@ -30,7 +30,7 @@ CudaExecutor::State::~State() {
   if (stream)
     cudaStreamSynchronize(stream);
   for (auto &[key, graph] : decode_graphs)
-    graph.destroy();
+    cudaGraphExecDestroy(graph);
   if (host_tokens)
     cudaFreeHost(host_tokens);
   if (ahead.host_tokens)

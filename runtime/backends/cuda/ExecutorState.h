@@ -189,27 +189,7 @@ struct CudaExecutor::State {
   int sampling_half = 0; // the same for host_row_sampling
   // Decode steps replay a CUDA graph per (batch bucket, context bucket); the
   // context bucket fixes the split-KV count the graph was captured with.
-  // With decode_lookahead each is instantiated twice and the two take turns:
-  // a graph exec's launch is ordered behind its own previous launch as well
-  // as the stream, and a step queued ahead is launched while the one before
-  // it, of the same graph, still runs.
-  struct DecodeGraph {
-    cudaGraphExec_t execs[2] = {nullptr, nullptr};
-    int next = 0;
-    cudaGraphExec_t take() {
-      cudaGraphExec_t exec = execs[next];
-      if (execs[1])
-        next ^= 1;
-      return exec;
-    }
-    void destroy() {
-      for (cudaGraphExec_t &exec : execs)
-        if (exec)
-          cudaGraphExecDestroy(exec);
-      execs[0] = execs[1] = nullptr;
-    }
-  };
-  std::map<std::pair<int32_t, int32_t>, DecodeGraph> decode_graphs;
+  std::map<std::pair<int32_t, int32_t>, cudaGraphExec_t> decode_graphs;
   std::set<int32_t> gemm_tuned_buckets; // tune_gemms: batch buckets already run uncaptured
   int32_t graph_max_batch = 0;          // 0: no graphs
   engine::Batch padded;                 // the bucket-sized batch a graph runs

@@ -271,24 +271,19 @@ Status CudaExecutor::State::runDecodeGraph(const engine::Batch &b, const int32_t
     graph_context = 0;
     TXC_RETURN_IF_ERROR(captured);
     TXC_RETURN_IF_ERROR(ended);
-    DecodeGraph execs;
-    Status instantiated = cudaStatus(cudaGraphInstantiate(&execs.execs[0], graph, 0),
+    cudaGraphExec_t exec = nullptr;
+    Status instantiated = cudaStatus(cudaGraphInstantiate(&exec, graph, 0),
                                      path + ": instantiating the decode graph");
-    if (instantiated.isOk() && options.decode_lookahead)
-      instantiated = cudaStatus(cudaGraphInstantiate(&execs.execs[1], graph, 0),
-                                path + ": instantiating the decode graph's second copy");
     cudaGraphDestroy(graph);
-    if (!instantiated.isOk())
-      execs.destroy();
     TXC_RETURN_IF_ERROR(instantiated);
-    it = decode_graphs.emplace(key, execs).first;
+    it = decode_graphs.emplace(key, exec).first;
     if (d_trace)
       graph_trace_labels[key] = trace_labels;
   }
   if (d_trace)
     step_trace_labels = graph_trace_labels[key];
   batch = &b;
-  return cudaStatus(cudaGraphLaunch(it->second.take(), stream), path + ": launching the decode graph");
+  return cudaStatus(cudaGraphLaunch(it->second, stream), path + ": launching the decode graph");
 }
 
 // Runs one step; returns the logits rows (`logits`) or their argmax

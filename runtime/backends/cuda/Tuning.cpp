@@ -101,10 +101,7 @@ Status CudaExecutor::State::tuneDecodeAttention(int32_t max_seq_len, int32_t pag
     Status sync = cudaStatus(cudaStreamSynchronize(stream), path + ": a tuning step");
     batch = nullptr;
     if (!decode_graphs.empty()) {
-      DecodeGraph &graph = decode_graphs.begin()->second;
-      graphs.push_back(graph.execs[0]);
-      if (graph.execs[1])
-        cudaGraphExecDestroy(graph.execs[1]);
+      graphs.push_back(decode_graphs.begin()->second);
       decode_graphs.clear();
     }
     if (!status.isOk())

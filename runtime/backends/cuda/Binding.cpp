@@ -159,13 +159,16 @@ Status CudaExecutor::State::validateBatch(const engine::Batch &b) const {
 
 // One pinned staging buffer in two halves (input_half: the copy of a step
 // queued ahead may still be waiting for the GPU while the next step's
-// inputs are written), one host-to-device copy per step; without
-// `with_token_ids` the copy leaves the token ids on the device as they are
-// (a step queued ahead whose ids the argmax before it wrote in place).
-Status CudaExecutor::State::uploadInputs(const engine::Batch &b, bool with_token_ids) {
+// inputs are written), one host-to-device copy per step; the first
+// `device_token_ids` token ids are left on the device as they are (a step
+// queued ahead whose ids the argmax before it wrote in place); the padding
+// rows' after them are copied like the rest (run 199: a padding row's stale
+// token id changed the other rows' figures, so a queued step must see the
+// padding a step run alone sees).
+Status CudaExecutor::State::uploadInputs(const engine::Batch &b, int32_t device_token_ids) {
   size_t t = b.token_ids.size(), s = b.context_lens.size();
   size_t need = 3 * t + (s + 1) + s + b.block_tables.size();
-  if (need > inputs_capacity && !with_token_ids)
+  if (need > inputs_capacity && device_token_ids > 0)
     return internalError(path + ": a step queued ahead outgrew the step inputs its token ids are in");
   if (need > inputs_capacity) {
     // Growing is rare; wait for whatever is queued (a step ahead reads the
@@ -206,7 +209,7 @@ Status CudaExecutor::State::uploadInputs(const engine::Batch &b, bool with_token
         std::max(max_new_tokens, b.query_start_offsets[i + 1] - b.query_start_offsets[i]);
     max_context = std::max(max_context, b.context_lens[i]);
   }
-  const size_t skip = with_token_ids ? 0 : t;
+  const size_t skip = static_cast<size_t>(device_token_ids);
   return cudaStatus(cudaMemcpyAsync(device_inputs + skip, h + skip, (offset - skip) * 4,
                                     cudaMemcpyHostToDevice, stream),
                     path + ": copying the step inputs");

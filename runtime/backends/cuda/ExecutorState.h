@@ -258,7 +258,7 @@ struct CudaExecutor::State {
   StatusOr<void *> allocate(uint64_t bytes, const std::string &what);
   Status prepare();
   Status validateBatch(const engine::Batch &batch) const;
-  Status uploadInputs(const engine::Batch &batch, bool with_token_ids = true);
+  Status uploadInputs(const engine::Batch &batch, int32_t device_token_ids = 0);
   Status runLaunch(int index, const pb::Launch &launch);
   Status enqueueLaunches(const engine::Batch &batch);
   bool graphable(const engine::Batch &batch) const;

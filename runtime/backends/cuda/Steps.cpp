@@ -239,7 +239,7 @@ Status CudaExecutor::State::runDecodeGraph(const engine::Batch &b, const int32_t
   padded.block_tables.assign(b.block_tables.begin(), b.block_tables.end());
   padded.block_tables.resize(static_cast<size_t>(bucket) * stride, 0);
   padded.max_pages_per_seq = stride;
-  TXC_RETURN_IF_ERROR(uploadInputs(padded, !token_ids_in_place));
+  TXC_RETURN_IF_ERROR(uploadInputs(padded, token_ids_in_place ? n : 0));
   if (device_token_ids && !token_ids_in_place)
     CU(cudaMemcpyAsync(const_cast<int32_t *>(d_tokens), device_token_ids,
                        static_cast<size_t>(n) * sizeof(int32_t), cudaMemcpyDeviceToDevice, stream),

@@ -162,9 +162,8 @@ Status CudaExecutor::State::validateBatch(const engine::Batch &b) const {
 // inputs are written), one host-to-device copy per step; the first
 // `device_token_ids` token ids are left on the device as they are (a step
 // queued ahead whose ids the argmax before it wrote in place); the padding
-// rows' after them are copied like the rest (run 199: a padding row's stale
-// token id changed the other rows' figures, so a queued step must see the
-// padding a step run alone sees).
+// rows' after them are copied like the rest, so a queued step's inputs are
+// those of the same step run alone.
 Status CudaExecutor::State::uploadInputs(const engine::Batch &b, int32_t device_token_ids) {
   size_t t = b.token_ids.size(), s = b.context_lens.size();
   size_t need = 3 * t + (s + 1) + s + b.block_tables.size();

@@ -377,6 +377,22 @@ constexpr int kArgmaxSlices = 32;
 constexpr int kArgmaxBatch = 8; // float4s a thread asks for before comparing
 constexpr int32_t kArgmaxNan = -2; // a slice's index when it saw a NaN
 
+// A row's place in the argmax workspace: its slices' winners and the count of
+// slices done. Laid out by row, whatever the launch's row count, so a row's
+// count is where the last launch left it (at 0). Laid out by the row count
+// (all winners, then all counts) a launch of fewer rows found its counts
+// among the winners a launch of more had written: rows whose count was not 0
+// went unwritten (the row kept the token before) or read stale slices. Since
+// 3bb3a76 every greedy step after a launch of more rows (a prefill of more
+// sequences, a step before rows ended) could lose rows' tokens: found from
+// device runs 197-199, where a step of fewer rows gave tokens the CPU backend
+// does not, row 0's and row 2's repeating their last one.
+struct ArgmaxRow {
+  float values[kArgmaxSlices];
+  int32_t indices[kArgmaxSlices];
+  unsigned count;
+};
+
 __device__ __forceinline__ bool argmaxBetter(float v, int32_t i, float w, int32_t j) {
   return v > w || (v == w && i < j);
 }
@@ -408,8 +424,7 @@ __device__ void argmaxBlockReduce(float &best, int32_t &index) {
 }
 
 __global__ void __launch_bounds__(kArgmaxThreads)
-    argmaxKernel(const float *logits, int64_t vocab, float *slice_values, int32_t *slice_indices,
-                 unsigned *counters, int32_t *out, int32_t *also_out) {
+    argmaxKernel(const float *logits, int64_t vocab, ArgmaxRow *workspace, int32_t *out, int32_t *also_out) {
   __shared__ bool last;
   const int64_t row = blockIdx.y, slice = blockIdx.x;
   const float *values = logits + row * vocab;
@@ -456,14 +471,15 @@ __global__ void __launch_bounds__(kArgmaxThreads)
   }
   const bool any_nan = __syncthreads_or(nan);
   argmaxBlockReduce(best, index);
+  ArgmaxRow &slots = workspace[row];
   if (threadIdx.x == 0) {
-    slice_values[row * kArgmaxSlices + slice] = best;
-    slice_indices[row * kArgmaxSlices + slice] = any_nan ? kArgmaxNan : index;
+    slots.values[slice] = best;
+    slots.indices[slice] = any_nan ? kArgmaxNan : index;
     // The acquire-release count publishes the slice's winner and, in the
     // row's last block, shows this thread the other slices' winners.
-    last = kernels::atomicAddAcqRelGpu(counters + row, 1u) == kArgmaxSlices - 1;
+    last = kernels::atomicAddAcqRelGpu(&slots.count, 1u) == kArgmaxSlices - 1;
     if (last)
-      counters[row] = 0;
+      slots.count = 0;
   }
   __syncthreads();
   if (!last || threadIdx.x != 0)
@@ -472,8 +488,8 @@ __global__ void __launch_bounds__(kArgmaxThreads)
   index = INT32_MAX;
   bool row_nan = false;
   for (int s = 0; s < kArgmaxSlices; ++s) { // in slice order: ties keep the lowest index
-    const float v = __ldcg(slice_values + row * kArgmaxSlices + s);
-    const int32_t i = __ldcg(slice_indices + row * kArgmaxSlices + s);
+    const float v = __ldcg(slots.values + s);
+    const int32_t i = __ldcg(slots.indices + s);
     row_nan = row_nan || i == kArgmaxNan;
     if (i != kArgmaxNan && argmaxBetter(v, i, best, index)) {
       best = v;
@@ -524,20 +540,14 @@ cudaError_t launchEmptyKernel(bool pdl, unsigned long long *trace, cudaStream_t 
   return launchKernel(emptyPdlKernel, dim3(1), dim3(32), 0, stream, pdl, trace);
 }
 
-size_t argmaxWorkspaceBytes(int64_t rows) {
-  return static_cast<size_t>(rows) *
-         (kArgmaxSlices * (sizeof(float) + sizeof(int32_t)) + sizeof(unsigned));
-}
+size_t argmaxWorkspaceBytes(int64_t rows) { return static_cast<size_t>(rows) * sizeof(ArgmaxRow); }
 
 cudaError_t launchArgmax(const float *logits, int64_t rows, int64_t vocab, void *workspace,
                          int32_t *out, cudaStream_t stream, int32_t *also_out) {
   if (rows <= 0)
     return cudaSuccess;
-  float *slice_values = static_cast<float *>(workspace);
-  int32_t *slice_indices = reinterpret_cast<int32_t *>(slice_values + rows * kArgmaxSlices);
-  unsigned *counters = reinterpret_cast<unsigned *>(slice_indices + rows * kArgmaxSlices);
   argmaxKernel<<<dim3(kArgmaxSlices, static_cast<unsigned>(rows)), kArgmaxThreads, 0, stream>>>(
-      logits, vocab, slice_values, slice_indices, counters, out, also_out);
+      logits, vocab, static_cast<ArgmaxRow *>(workspace), out, also_out);
   return cudaGetLastError();
 }
 

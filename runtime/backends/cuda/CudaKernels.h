@@ -37,8 +37,10 @@ cudaError_t launchEmptyKernel(bool pdl, unsigned long long *trace, cudaStream_t 
 
 /// out[r] = argmax of fp32 logits row r (ties to the lowest id; -1 for a row
 /// with a NaN or only -inf), and also_out[r] where given (the next step's
-/// token ids, for a step queued ahead). `workspace`: argmaxWorkspaceBytes(rows)
-/// bytes, zeroed once before the first launch (per-row counters, left at zero).
+/// token ids, for a step queued ahead). `workspace`: argmaxWorkspaceBytes of
+/// the most rows any launch takes, zeroed once before the first launch
+/// (per-row counters, left at zero; a launch of any row count may follow
+/// another).
 size_t argmaxWorkspaceBytes(int64_t rows);
 cudaError_t launchArgmax(const float *logits, int64_t rows, int64_t vocab, void *workspace,
                          int32_t *out, cudaStream_t stream, int32_t *also_out = nullptr);

@@ -48,12 +48,12 @@ bool sameDraw(const engine::RowSampling &a, const engine::RowSampling &b) {
 // each with the same position, slot, context, token, draw and the pages that
 // hold its context (the engine may have added the next one since:
 // SchedulerConfig::reserve_next_page; the step read none past its context).
-// A batch of fewer rows (one stopped on a stop token) does not take it: its
-// rows' figures would be those of a step with another row in it. Device run
-// 197 took such steps (the rows that ended dropped from a step queued with
-// them): the other rows' tokens then differed from step by step's, greedy and
-// sampled, on the tiny test model; whether a kernel is not batch-invariant
-// or that path was wrong is not known, and neither is used now.
+// A batch of fewer rows (one stopped on a stop token) does not take it: the
+// step is waited for and dropped, so the queued step always holds what a
+// step run alone would (device run 197 took such steps by their rows; its
+// differences from step by step were the argmax losing rows' tokens after a
+// launch of more rows, fixed in argmaxKernel's workspace layout, not the
+// take).
 bool CudaExecutor::State::aheadMatches(const engine::Batch &b,
                                        const std::vector<engine::RowSampling> &sampling) const {
   const engine::Batch &p = ahead.batch;

@@ -16,7 +16,9 @@
 #include "runtime/backends/cpu/LogitsRecorder.h"
 #include "runtime/backends/cuda/CudaExecutor.h"
 
+#include <algorithm>
 #include <cmath>
+#include <functional>
 #include <utility>
 
 namespace txc::cuda {
@@ -508,12 +510,15 @@ Generation generateRecorded(engine::StepExecutor &executor, const engine::Engine
 }
 
 // Rows that finish at different steps move up in the batch (the engine
-// drops a finished row; the rows after it take its place): each row's
-// logits at every step still match the CPU backend's for the same request,
-// up to the row's first token that differs at a near-tie (its history
-// differs after it). The goldens and the mode comparisons run rows that all
-// stop together, so this is where a row computed at another row's place in
-// the batch would show.
+// drops a finished row; the rows after it take its place) and each step has
+// fewer rows than the one before: each row's logits at every step still
+// match the CPU backend's for the same request, up to the row's first token
+// that differs at a near-tie (its history differs after it), and so do the
+// tokens the device draws (the argmax, step by step and with the decode
+// lookahead) up to a near-tie of the CPU's logits. The goldens and the mode
+// comparisons run rows that all stop together after a prefill of as many:
+// the argmax's workspace, laid out by the launch's row count until run 199,
+// lost rows' tokens only here.
 TEST(CudaExecutorTest, RowsFinishingApartMatchTheCpuBackend) {
   TXC_SKIP_WITHOUT_GPU();
   TinyModelOptions model; // f32: the CPU backend's arithmetic to ~1e-5
@@ -542,6 +547,25 @@ TEST(CudaExecutorTest, RowsFinishingApartMatchTheCpuBackend) {
     }
   }
   EXPECT_GT(compared, 60);
+
+  for (bool lookahead : {false, true}) {
+    CudaExecutorOptions options;
+    options.decode_lookahead = lookahead;
+    StaggeredRun drawn = generateStaggered(**artifact, options, prompts(), staggered);
+    ASSERT_EQ(drawn.tokens.size(), staggered.size());
+    int64_t equal = 0;
+    for (size_t r = 0; r < staggered.size(); ++r)
+      for (size_t s = 0; s < cpu_run.tokens[r].size() && s < drawn.tokens[r].size(); ++s) {
+        std::vector<float> row = cpu_run.logits[r][s];
+        std::partial_sort(row.begin(), row.begin() + 2, row.end(), std::greater<float>());
+        if (row[0] - row[1] < 1e-3f)
+          break; // a near-tie on the CPU: either token is right
+        ASSERT_EQ(drawn.tokens[r][s], cpu_run.tokens[r][s])
+            << "request " << r << ", token " << s << (lookahead ? ", with the lookahead" : ", step by step");
+        ++equal;
+      }
+    EXPECT_GT(equal, 60) << (lookahead ? "with the lookahead" : "step by step");
+  }
 }
 
 /// One sequence of `prompt`, greedy, 4 new tokens, on an executor with

@@ -59,27 +59,24 @@ engine::Request testRequest(const std::vector<int32_t> &prompt, engine::Sampling
   return request;
 }
 
-/// Runs every prompt together, greedy, 8 new tokens each; with
-/// `keep_logits` through a LogitsRecorder (host sampling), else with
-/// device greedy sampling.
-Generation generate(const artifact::LoadedArtifact &artifact, const CudaExecutorOptions &options,
-                    bool keep_logits, engine::SamplingParams sampling = {},
-                    const std::vector<std::vector<int32_t>> &prompt_ids = prompts()) {
+/// The requests of `prompt_ids` together through `executor` (any backend),
+/// request i stopping after new_tokens[i] tokens; with `keep_logits` their
+/// logits recorded (host sampling), else drawn as the executor draws.
+Generation runRequests(engine::StepExecutor &executor, const engine::EngineConfig &config,
+                       const std::vector<std::vector<int32_t>> &prompt_ids,
+                       const std::vector<int32_t> &new_tokens, bool keep_logits,
+                       const engine::SamplingParams &sampling = {}) {
   Generation run;
-  auto executor = CudaExecutor::create(artifact, options);
-  EXPECT_TRUE(executor.isOk()) << executor.status().toString();
-  if (!executor.isOk())
-    return run;
-  cpu::LogitsRecorder recorder(**executor);
-  auto engine = engine::Engine::create(recorder, (*executor)->engineConfig());
+  cpu::LogitsRecorder recorder(executor);
+  auto engine = engine::Engine::create(recorder, config);
   EXPECT_TRUE(engine.isOk()) << engine.status().toString();
+  if (!engine.isOk())
+    return run;
   std::vector<engine::Request> requests;
   for (size_t i = 0; i < prompt_ids.size(); ++i) {
-    engine::Request request = testRequest(prompt_ids[i], sampling, i, 8);
-    requests.push_back(request);
+    requests.push_back(testRequest(prompt_ids[i], sampling, i, new_tokens[i]));
     if (keep_logits)
-      recorder.expectRequest(static_cast<engine::RequestId>(i),
-                             static_cast<int32_t>(request.prompt_ids.size()));
+      recorder.expectRequest(static_cast<engine::RequestId>(i), static_cast<int32_t>(prompt_ids[i].size()));
   }
   auto results = (*engine)->generate(requests);
   EXPECT_TRUE(results.isOk()) << results.status().toString();
@@ -90,6 +87,21 @@ Generation generate(const artifact::LoadedArtifact &artifact, const CudaExecutor
     if (keep_logits)
       run.logits.push_back(recorder.rows(static_cast<engine::RequestId>(i)));
   }
+  return run;
+}
+
+/// Runs every prompt together, greedy, 8 new tokens each; with
+/// `keep_logits` through a LogitsRecorder (host sampling), else with
+/// device greedy sampling.
+Generation generate(const artifact::LoadedArtifact &artifact, const CudaExecutorOptions &options,
+                    bool keep_logits, engine::SamplingParams sampling = {},
+                    const std::vector<std::vector<int32_t>> &prompt_ids = prompts()) {
+  auto executor = CudaExecutor::create(artifact, options);
+  EXPECT_TRUE(executor.isOk()) << executor.status().toString();
+  if (!executor.isOk())
+    return {};
+  Generation run = runRequests(**executor, (*executor)->engineConfig(), prompt_ids,
+                               std::vector<int32_t>(prompt_ids.size(), 8), keep_logits, sampling);
   run.graphs = (*executor)->decodeGraphCount();
   run.decode_attention = (*executor)->decodeAttention();
   run.tuning = (*executor)->decodeAttentionTuning();
@@ -482,33 +494,6 @@ TEST(CudaExecutorTest, DecodeLookaheadGivesTheTokensOfOneStepAtATime) {
   }
 }
 
-/// Greedy through `executor` (any backend), its logits recorded: request i
-/// of `prompt_ids` stops after new_tokens[i] tokens.
-Generation generateRecorded(engine::StepExecutor &executor, const engine::EngineConfig &config,
-                            const std::vector<std::vector<int32_t>> &prompt_ids,
-                            const std::vector<int32_t> &new_tokens) {
-  Generation run;
-  cpu::LogitsRecorder recorder(executor);
-  auto engine = engine::Engine::create(recorder, config);
-  EXPECT_TRUE(engine.isOk()) << engine.status().toString();
-  if (!engine.isOk())
-    return run;
-  std::vector<engine::Request> requests;
-  for (size_t i = 0; i < prompt_ids.size(); ++i) {
-    requests.push_back(testRequest(prompt_ids[i], {}, i, new_tokens[i]));
-    recorder.expectRequest(static_cast<engine::RequestId>(i), static_cast<int32_t>(prompt_ids[i].size()));
-  }
-  auto results = (*engine)->generate(requests);
-  EXPECT_TRUE(results.isOk()) << results.status().toString();
-  if (!results.isOk())
-    return run;
-  for (size_t i = 0; i < requests.size(); ++i) {
-    run.tokens.push_back((*results)[i].output_ids);
-    run.logits.push_back(recorder.rows(static_cast<engine::RequestId>(i)));
-  }
-  return run;
-}
-
 // Rows that finish at different steps move up in the batch (the engine
 // drops a finished row; the rows after it take its place) and each step has
 // fewer rows than the one before: each row's logits at every step still
@@ -529,8 +514,9 @@ TEST(CudaExecutorTest, RowsFinishingApartMatchTheCpuBackend) {
   auto cuda_executor = CudaExecutor::create(**artifact, {});
   ASSERT_TRUE(cuda_executor.isOk()) << cuda_executor.status().toString();
   const std::vector<int32_t> staggered = {3, 40, 7, 25, 1};
-  Generation cpu_run = generateRecorded(**cpu_executor, (*cpu_executor)->engineConfig(), prompts(), staggered);
-  Generation cuda_run = generateRecorded(**cuda_executor, (*cuda_executor)->engineConfig(), prompts(), staggered);
+  Generation cpu_run = runRequests(**cpu_executor, (*cpu_executor)->engineConfig(), prompts(), staggered, true);
+  Generation cuda_run =
+      runRequests(**cuda_executor, (*cuda_executor)->engineConfig(), prompts(), staggered, true);
   ASSERT_EQ(cpu_run.logits.size(), staggered.size());
   ASSERT_EQ(cuda_run.logits.size(), staggered.size());
   int64_t compared = 0;

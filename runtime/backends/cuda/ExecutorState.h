@@ -169,7 +169,7 @@ struct CudaExecutor::State {
   void *sampling_workspace = nullptr;
   size_t sampling_workspace_bytes = 0;
   std::vector<float> host_logits; // non-greedy rows sampled on the host
-  // decode_lookahead: the step queued ahead (greedyDecodeStep) and what it
+  // decode_lookahead: the step queued ahead (decodeStepAhead) and what it
   // ran: its batch, whose token ids are the tokens returned for the step
   // before it (its own inputs come from that step's argmax on the GPU), and
   // its events and pinned tokens (swapped with step_start, step_end and

@@ -60,12 +60,14 @@ engine::Request testRequest(const std::vector<int32_t> &prompt, engine::Sampling
 }
 
 /// The requests of `prompt_ids` together through `executor` (any backend),
-/// request i stopping after new_tokens[i] tokens; with `keep_logits` their
-/// logits recorded (host sampling), else drawn as the executor draws.
+/// request i stopping after new_tokens[i] tokens or at one of `stops`; with
+/// `keep_logits` their logits recorded (host sampling), else drawn as the
+/// executor draws.
 Generation runRequests(engine::StepExecutor &executor, const engine::EngineConfig &config,
                        const std::vector<std::vector<int32_t>> &prompt_ids,
                        const std::vector<int32_t> &new_tokens, bool keep_logits,
-                       const engine::SamplingParams &sampling = {}) {
+                       const engine::SamplingParams &sampling = {},
+                       const std::vector<int32_t> &stops = {}) {
   Generation run;
   cpu::LogitsRecorder recorder(executor);
   auto engine = engine::Engine::create(recorder, config);
@@ -75,6 +77,7 @@ Generation runRequests(engine::StepExecutor &executor, const engine::EngineConfi
   std::vector<engine::Request> requests;
   for (size_t i = 0; i < prompt_ids.size(); ++i) {
     requests.push_back(testRequest(prompt_ids[i], sampling, i, new_tokens[i]));
+    requests.back().sampling.stop_token_ids = stops;
     if (keep_logits)
       recorder.expectRequest(static_cast<engine::RequestId>(i), static_cast<int32_t>(prompt_ids[i].size()));
   }
@@ -402,21 +405,8 @@ StaggeredRun generateStaggered(const artifact::LoadedArtifact &artifact,
   EXPECT_TRUE(executor.isOk()) << executor.status().toString();
   if (!executor.isOk())
     return run;
-  auto engine = engine::Engine::create(**executor, (*executor)->engineConfig());
-  EXPECT_TRUE(engine.isOk()) << engine.status().toString();
-  if (!engine.isOk())
-    return run;
-  std::vector<engine::Request> requests;
-  for (size_t i = 0; i < prompt_ids.size(); ++i) {
-    requests.push_back(testRequest(prompt_ids[i], sampling, i, new_tokens[i]));
-    requests.back().sampling.stop_token_ids = stops;
-  }
-  auto results = (*engine)->generate(requests);
-  EXPECT_TRUE(results.isOk()) << results.status().toString();
-  if (!results.isOk())
-    return run;
-  for (const auto &result : *results)
-    run.tokens.push_back(result.output_ids);
+  run.tokens = runRequests(**executor, (*executor)->engineConfig(), prompt_ids, new_tokens, false, sampling, stops)
+                   .tokens;
   run.queued = (*executor)->decodeStepsQueuedAhead();
   run.taken = (*executor)->decodeStepsRunAhead();
   return run;

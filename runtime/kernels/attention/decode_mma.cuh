@@ -183,7 +183,8 @@ __device__ __forceinline__ void foldRope(const DecodeParams &params, typename Tr
   for (int i = 0; i < kPerThread; ++i) {
     const int idx = threadIdx.x + i * Traits::kThreads, j = idx / CPR, c = idx % CPR;
     if (idx < kChunks && rowLoaded(j)) // through the L2: a dry pass must leave no line in L1
-      staged[i] = __ldcg(reinterpret_cast<const uint4 *>(rowSource(j) + c * 8));
+      staged[i] = dry && !params.warm_fold_loads ? make_uint4(0u, 0u, 0u, 0u)
+                                                 : __ldcg(reinterpret_cast<const uint4 *>(rowSource(j) + c * 8));
   }
 #pragma unroll
   for (int i = 0; i < kPerThread; ++i) {

@@ -161,6 +161,9 @@ struct CudaExecutorOptions {
   /// warm_fold_loads); off, it stages zeros and reaches the wait one L2
   /// round trip sooner.
   bool attention_warm_fold_loads = true;
+  /// The dry pass before the prologue's copies are issued, on the query
+  /// heads alone (DecodeParams::warm_fold_first).
+  bool attention_warm_fold_first = false;
   /// With use_pdl: the GEMV right after the decode attention (o_proj) lets
   /// the next kernel launch only once its own wait has released, so the
   /// gate/up GEMV's weights do not stream while the attention runs

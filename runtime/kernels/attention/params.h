@@ -157,6 +157,11 @@ struct DecodeParams {
   // GEMV faster, and block 0 passed its wait 1.4-1.65 us after that GEMV's
   // last block against 0.5-1.1 for the GEMVs (run 190's trace).
   bool warm_fold_loads = true;
+  // The dry pass before the prologue (its K/V copies, the rotary factors)
+  // instead of after it, for the query heads only: it then overlaps the L2
+  // round trip for kv_len, the page entries and the rotary factors that the
+  // prologue waits on.
+  bool warm_fold_first = false;
   // The tensor-core kernel with one stage of K/V in shared memory instead of
   // its pipeline (tiles then load and run one after another): for chunks of
   // one tile, as in the decode step at short contexts, where the pipeline's

@@ -390,6 +390,13 @@ TEST(CudaExecutorTest, RepeatedFoldPassesChangeNoLogit) {
   dry_fold_without_loads.attention_warm_fold_loads = false;
   expectSameGenerations(**artifact, without_dry_fold, dry_fold_without_loads, 0.0,
                         "a dry fold on staged zeros before the wait");
+  for (bool loads : {true, false}) {
+    CudaExecutorOptions dry_fold_first = with_dry_fold;
+    dry_fold_first.attention_warm_fold_first = true;
+    dry_fold_first.attention_warm_fold_loads = loads;
+    expectSameGenerations(**artifact, without_dry_fold, dry_fold_first, 0.0,
+                          loads ? "a dry fold before the prologue" : "a dry fold on zeros before the prologue");
+  }
 }
 
 /// Greedy on the device, request i of `prompt_ids` stopping after

@@ -338,9 +338,9 @@ __global__ void __launch_bounds__(Traits::kThreads)
   // drop theirs: a predicated load was scheduled after kv_len's first use
   // (the wait for kv_len), one round trip later.
   float2 rope_factor = make_float2(0.f, 0.f);
-  if (rope)
+  if (rope && params.rope_half > 0)
     rope_factor = reinterpret_cast<const float2 *>(
-        params.rope_factors)[seq * params.rope_half + min(tid, max(params.rope_half - 1, 0))];
+        params.rope_factors)[seq * params.rope_half + min(tid, params.rope_half - 1)];
   const KVCacheView &kv = params.kv;
   // A thread's rows of a tile: r = tid / CPR + i * kRowsPerPass.
   constexpr int kRowsPerPass = Traits::kThreads / CPR;

@@ -31,6 +31,7 @@ struct CompileOptions {
   int64_t tensorParallel = 1;
   int64_t maxBatchTokens = 2048;
   int64_t maxSeqs = 256;
+  /// `txc compile` caps its default at the model's max_position_embeddings.
   int64_t maxSeqLen = 4096;
   int64_t kvPageSize = 16;
   /// Verify the IR after every pass (slower; tests turn it on).

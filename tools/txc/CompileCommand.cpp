@@ -23,6 +23,7 @@
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <sstream>
@@ -50,7 +51,9 @@ cl::opt<int64_t> maxBatchTokens("max-batch-tokens",
                                 cl::init(2048), cl::sub(compileCommand));
 cl::opt<int64_t> maxSeqs("max-seqs", cl::desc("Most sequences in one step (default 256)"),
                          cl::init(256), cl::sub(compileCommand));
-cl::opt<int64_t> maxSeqLen("max-seq-len", cl::desc("Longest sequence served (default 4096)"),
+cl::opt<int64_t> maxSeqLen("max-seq-len",
+                           cl::desc("Longest sequence served (default 4096, or the model's "
+                                    "max_position_embeddings where that is shorter)"),
                            cl::init(4096), cl::sub(compileCommand));
 cl::opt<int64_t> pageSize("kv-page-size", cl::desc("Tokens per KV-cache page (default 16)"),
                           cl::init(16), cl::sub(compileCommand));
@@ -98,6 +101,23 @@ int fail(const std::string &message) {
 }
 
 bool isMlirFile(const std::string &path) { return llvm::sys::path::extension(path) == ".mlir"; }
+
+/// The longest sequence the artifact serves: --max-seq-len, else 4096 capped
+/// at the context the model was trained for (a sequence that reaches it ends
+/// with finish_reason "length" instead of running on past the positions the
+/// model knows, as vLLM's max_model_len does).
+int64_t servedSeqLen(mlir::ModuleOp module) {
+  auto trained = module->getAttrOfType<mlir::IntegerAttr>("tx.max_position_embeddings");
+  const int64_t positions = trained ? trained.getInt() : 0;
+  if (maxSeqLen.getNumOccurrences()) {
+    if (positions > 0 && maxSeqLen > positions)
+      llvm::errs() << "txc compile: warning: --max-seq-len " << maxSeqLen
+                   << " is past the model's max_position_embeddings (" << positions
+                   << "): later positions are extrapolated\n";
+    return maxSeqLen;
+  }
+  return positions > 0 ? std::min<int64_t>(maxSeqLen, positions) : maxSeqLen;
+}
 
 } // namespace
 
@@ -171,7 +191,7 @@ int runCompile() {
   options.tensorParallel = tensorParallel;
   options.maxBatchTokens = maxBatchTokens;
   options.maxSeqs = maxSeqs;
-  options.maxSeqLen = maxSeqLen;
+  options.maxSeqLen = servedSeqLen(*module);
   options.kvPageSize = pageSize;
   options.verifyEach = verifyEach;
   options.foldNormWeights = !noFoldNormWeights;

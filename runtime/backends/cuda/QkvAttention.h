@@ -1,0 +1,83 @@
+//===- QkvAttention.h - A decode layer's QKV projection and attention, one launch -*- C++ -*-===//
+//
+// At batch 1 a decode layer's QKV GEMV and its attention are two kernels
+// whose boundary is a grid-wide dependency: the attention waits (PDL) for
+// the GEMV's last block, 0.6-1.65 us after it (device run 190's trace), and
+// then reloads the QKV rows from L2. Yet a KV head's attention needs only
+// its own rows: its group's query heads, its key and its value ((G + 2) *
+// head_dim rows of W). Here one thread-block cluster per KV head computes
+// those rows (each CTA a slice, weights in registers before the PDL wait,
+// as the GEMV does), meets at a cluster barrier, gathers the head's rows
+// through distributed shared memory, applies q/k-norm and rotary, appends
+// the new key and value to the paged cache, and runs the attention over
+// the context cut across the cluster's CTAs (their keys copied into shared
+// memory before the wait), merging the CTAs' softmax states through
+// distributed shared memory. The dependency between the projection and
+// the attention stays inside a GPC.
+//
+// Not yet used by the executor: bench/decode_ops_bench.cu times it against
+// the two-kernel path's figures, QkvAttentionTest checks it against an fp64
+// reference (bench/README.md, session 35).
+//
+//===----------------------------------------------------------------------===//
+#ifndef TXC_RUNTIME_BACKENDS_CUDA_QKVATTENTION_H
+#define TXC_RUNTIME_BACKENDS_CUDA_QKVATTENTION_H
+
+#include "attention/params.h"
+#include "runtime/backends/cuda/CudaKernels.h"
+
+#include <cstdint>
+#include <cuda_runtime.h>
+#include <string>
+
+namespace txc::cuda {
+
+/// CTAs a KV head: the non-portable cluster size the H100/H200 schedule.
+constexpr int kQkvAttentionCluster = 16;
+/// Keys one CTA holds in shared memory: the kernel serves contexts up to
+/// kQkvAttentionCluster * kQkvAttentionKeysPerCta tokens.
+constexpr int kQkvAttentionKeysPerCta = 64;
+
+struct QkvAttentionArgs {
+  const void *x = nullptr;    // [k]: the layer's input (RMSNorm's, its weight folded into w)
+  const void *w = nullptr;    // [(heads + 2 kv_heads) * head_dim, k]: q heads, k heads, v heads
+  const void *bias = nullptr; // [(heads + 2 kv_heads) * head_dim] or null
+  EType bias_type = EType::kF32;
+  EType type = EType::kBF16; // x, w, the cache, out and the q/k norms' weights
+  int64_t k = 0;
+  /// The fused input RMSNorm (GemvArgs::norm with the weight folded):
+  /// inv_rms(x) scales the finished dot products.
+  bool norm = true;
+  float norm_eps = 0.0f;
+  int heads = 0, kv_heads = 0, head_dim = 0;
+  const void *q_norm = nullptr; // [head_dim] or null (Qwen3's q_norm)
+  const void *k_norm = nullptr;
+  float qk_norm_eps = 0.0f;
+  /// The token's rotary factors, rope_half (cos, sin) pairs (the step's
+  /// StepRopeFactors row, attention scaling included).
+  const float *rope_factors = nullptr;
+  int rope_half = 0;
+  /// The paged cache (the element type `type`); the new token's key and
+  /// value go to slot slot_mapping[0] (page * page_size + offset; none when
+  /// negative), the context is kv_lens[0] keys with the new one last.
+  kernels::KVCacheView kv;
+  const int *kv_lens = nullptr;
+  const int *slot_mapping = nullptr;
+  float sm_scale_log2 = 0.0f; // softmax scale times log2(e)
+  void *out = nullptr;        // [heads * head_dim]
+  bool pdl = false;
+};
+
+/// Whether launchQkvAttention takes these arguments; where not, `why`
+/// says which limit (the caller keeps the two-kernel path).
+bool qkvAttentionSupports(const QkvAttentionArgs &args, std::string *why = nullptr);
+
+/// One sequence (batch 1): grid kQkvAttentionCluster x kv_heads CTAs in
+/// clusters of kQkvAttentionCluster. kv_lens[0] must not exceed
+/// kQkvAttentionCluster * kQkvAttentionKeysPerCta (read on the device;
+/// longer contexts are the caller's to route elsewhere).
+cudaError_t launchQkvAttention(const QkvAttentionArgs &args, cudaStream_t stream);
+
+} // namespace txc::cuda
+
+#endif

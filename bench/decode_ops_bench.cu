@@ -22,7 +22,10 @@
 // the defaults, then each model's step of GEMVs with gemvConfigFor against
 // one with the sweep's fastest configuration for every shape.
 //
-//   decode_ops_bench [--sweep] [--json FILE]
+// --steps times only the copy, the launch floor and the models' steps (the
+// step of GEMVs and the fused QKV + attention ones), for a short device call.
+//
+//   decode_ops_bench [--sweep | --steps] [--json FILE]
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/backends/cuda/CublasGemm.h"
@@ -128,15 +131,17 @@ struct Shape {
 
 int main(int argc, char **argv) {
   const char *json_path = nullptr;
-  bool sweep = false;
+  bool sweep = false, steps_only = false;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     if (arg == "--sweep") {
       sweep = true;
+    } else if (arg == "--steps") {
+      steps_only = true;
     } else if (arg == "--json" && i + 1 < argc) {
       json_path = argv[++i];
     } else {
-      std::fprintf(stderr, "usage: decode_ops_bench [--sweep] [--json FILE]\n");
+      std::fprintf(stderr, "usage: decode_ops_bench [--sweep | --steps] [--json FILE]\n");
       return 2;
     }
   }
@@ -261,6 +266,8 @@ int main(int argc, char **argv) {
       {"llama-3-8b", "lm_head (f32)", 128256, 4096, GemvEpilogue::kNone, true},
   };
   for (const Shape &s : shapes) {
+    if (steps_only)
+      break;
     size_t weight_bytes = size_t(s.n) * s.k * 2;
     int copies = static_cast<int>(std::max<size_t>(1, (size_t(256) << 20) / weight_bytes + 1));
     copies = std::min(copies, kLaunches);
@@ -535,7 +542,7 @@ int main(int argc, char **argv) {
           step_bytes / (best_ms * 1e6));
     }
     for (Kernel kernel : {Kernel::kCublas, Kernel::kCublasTuned, Kernel::kDecode}) {
-      if (sweep)
+      if (sweep || steps_only)
         break;
       const float ms = timeStep(kernel, kStepRows);
       row(std::string(model.name) + " step of GEMMs (graph)" + tag(kernel), kStepRows, "graph+pdl",

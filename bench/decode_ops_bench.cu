@@ -432,11 +432,13 @@ int main(int argc, char **argv) {
     CHECK(cudaMalloc(&fused_ints, (kMaxFusedKeys / 16 + 2) * sizeof(int)));
     CHECK(cudaMalloc(&rope_zero, 128 * sizeof(float)));
     CHECK(cudaMemset(rope_zero, 0, 128 * sizeof(float)));
+    int fused_max_kv_len = kMaxFusedKeys; // the CTAs' shared memory for keys
     auto setFusedKvLen = [&](int kv_len) {
       std::vector<int> ints(kMaxFusedKeys / 16 + 2);
       for (int p = 0; p < kMaxFusedKeys / 16; ++p)
         ints[p] = p;
       ints[kMaxFusedKeys / 16] = kv_len;
+      fused_max_kv_len = kv_len;
       ints[kMaxFusedKeys / 16 + 1] = kv_len - 1; // identity pages: the slot is the position
       CHECK(cudaMemcpy(fused_ints, ints.data(), ints.size() * sizeof(int), cudaMemcpyHostToDevice));
     };
@@ -469,6 +471,7 @@ int main(int argc, char **argv) {
       a.kv.num_pages = kMaxFusedKeys / 16;
       a.kv_lens = fused_ints + kMaxFusedKeys / 16;
       a.slot_mapping = fused_ints + kMaxFusedKeys / 16 + 1;
+      a.max_kv_len = fused_max_kv_len;
       a.sm_scale_log2 = 0.1275f;
       a.out = out;
       a.pdl = true;

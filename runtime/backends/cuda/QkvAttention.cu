@@ -51,9 +51,12 @@ template <typename T, int D, int G> struct QkvAttentionShape {
   static_assert(kRowsPerHead % (2 * kQkvAttentionCluster) == 0, "row pairs split evenly");
   static_assert(G * D % kQkvAttentionCluster == 0, "outputs split evenly");
   static_assert(D == 128, "a lane holds 4 elements of a head");
-  // K then V of the CTA's keys: kQkvAttentionKeysPerCta rows of D elements.
-  static constexpr int kTileBytes = 2 * kQkvAttentionKeysPerCta * D * static_cast<int>(sizeof(T));
+  // K then V of a CTA's keys: `keys` rows of D elements each.
+  static constexpr int tileBytes(int keys) { return 2 * keys * D * static_cast<int>(sizeof(T)); }
 };
+
+/// Keys a CTA holds for contexts up to max_kv_len.
+__host__ __device__ inline int tileKeys(int max_kv_len) { return (max_kv_len + kQkvAttentionCluster - 1) / kQkvAttentionCluster; }
 
 /// Row j of KV head h's rows (its G query heads, then its key, then its
 /// value) as a row of the QKV weight.
@@ -76,9 +79,10 @@ __global__ void __launch_bounds__(kThreads, 1) qkvAttentionKernel(const QkvAtten
   constexpr int C = kQkvAttentionCluster;
   constexpr int R = Shape::kRowsPerCta;
   constexpr int kMaxKeys = kQkvAttentionKeysPerCta;
+  const int tile_keys = tileKeys(a.max_kv_len);
   extern __shared__ __align__(16) unsigned char dynamic_smem[];
-  T *k_tile = reinterpret_cast<T *>(dynamic_smem); // [kMaxKeys][D]
-  T *v_tile = k_tile + kMaxKeys * D;               // [kMaxKeys][D]
+  T *k_tile = reinterpret_cast<T *>(dynamic_smem); // [tile_keys][D]
+  T *v_tile = k_tile + tile_keys * D;              // [tile_keys][D]
   __shared__ float rows[R];                        // this CTA's QKV rows
   __shared__ __align__(16) float head[(G + 2) * D]; // h's rows, roped
   __shared__ float rope_cs[D];                      // (cos, sin) pairs
@@ -95,8 +99,8 @@ __global__ void __launch_bounds__(kThreads, 1) qkvAttentionKernel(const QkvAtten
   // --- Before the wait: nothing here is written by the previous kernel.
   const int kv_len = a.kv_lens[0];
   const int chunk = (kv_len + C - 1) / C;
-  if (chunk > kMaxKeys)
-    __trap(); // the host routes longer contexts elsewhere (qkvAttentionSupports)
+  if (chunk > tile_keys)
+    __trap(); // past max_kv_len: the host routes longer contexts elsewhere
   const int key_begin = min(kv_len, rank * chunk), key_end = min(kv_len, key_begin + chunk);
   const int newest = kv_len - 1; // from the projection, not the cache
   {
@@ -335,9 +339,10 @@ template <typename T, int G>
 cudaError_t launchFor(const QkvAttentionArgs &a, cudaStream_t stream) {
   constexpr int D = 128;
   auto kernel = qkvAttentionKernel<T, D, G>;
-  const int smem = QkvAttentionShape<T, D, G>::kTileBytes;
+  const int smem = QkvAttentionShape<T, D, G>::tileBytes(tileKeys(a.max_kv_len));
   static const cudaError_t configured = [&] {
-    cudaError_t status = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+    cudaError_t status = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                              QkvAttentionShape<T, D, G>::tileBytes(kQkvAttentionKeysPerCta));
     if (status == cudaSuccess)
       status = cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
     return status;
@@ -388,6 +393,9 @@ bool qkvAttentionSupports(const QkvAttentionArgs &a, std::string *why) {
     return no("a paged cache of 16-byte aligned rows");
   if (a.kv_lens == nullptr || a.slot_mapping == nullptr || a.out == nullptr)
     return no("kv_lens, slot_mapping and out");
+  if (a.max_kv_len < 1 || a.max_kv_len > kQkvAttentionCluster * kQkvAttentionKeysPerCta)
+    return no("contexts of at most " + std::to_string(kQkvAttentionCluster * kQkvAttentionKeysPerCta) +
+              " keys (max_kv_len " + std::to_string(a.max_kv_len) + ")");
   return true;
 }
 

@@ -63,6 +63,10 @@ struct QkvAttentionArgs {
   kernels::KVCacheView kv;
   const int *kv_lens = nullptr;
   const int *slot_mapping = nullptr;
+  /// The longest context this launch may see (at most kQkvAttentionCluster *
+  /// kQkvAttentionKeysPerCta): it sizes the CTAs' shared memory for keys, so
+  /// a short context leaves the SM's L1 to the GEMVs beside it.
+  int max_kv_len = kQkvAttentionCluster * kQkvAttentionKeysPerCta;
   float sm_scale_log2 = 0.0f; // softmax scale times log2(e)
   void *out = nullptr;        // [heads * head_dim]
   bool pdl = false;
@@ -73,9 +77,9 @@ struct QkvAttentionArgs {
 bool qkvAttentionSupports(const QkvAttentionArgs &args, std::string *why = nullptr);
 
 /// One sequence (batch 1): grid kQkvAttentionCluster x kv_heads CTAs in
-/// clusters of kQkvAttentionCluster. kv_lens[0] must not exceed
-/// kQkvAttentionCluster * kQkvAttentionKeysPerCta (read on the device;
-/// longer contexts are the caller's to route elsewhere).
+/// clusters of kQkvAttentionCluster. kv_lens[0] must not exceed max_kv_len
+/// (read on the device, where a longer context traps: the caller routes
+/// longer contexts elsewhere).
 cudaError_t launchQkvAttention(const QkvAttentionArgs &args, cudaStream_t stream);
 
 } // namespace txc::cuda

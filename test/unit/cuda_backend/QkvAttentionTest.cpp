@@ -201,6 +201,8 @@ void runCase(const QkvAttentionCase &c) {
   a.kv.num_pages = num_pages;
   a.kv_lens = static_cast<const int *>(dlen);
   a.slot_mapping = static_cast<const int *>(dslot);
+  // Shared memory for exactly this context, or for the kernel's longest.
+  a.max_kv_len = c.kv_len % 3 == 0 ? kQkvAttentionCluster * kQkvAttentionKeysPerCta : c.kv_len;
   a.sm_scale_log2 = static_cast<float>(scale * 1.4426950408889634);
   a.out = dout;
   a.pdl = c.kv_len % 2 == 1; // alone on the stream, PDL must change nothing
@@ -286,6 +288,23 @@ TEST(QkvAttentionTest, SupportsNamesWhatItRefuses) {
   a.type = EType::kF32;
   EXPECT_FALSE(qkvAttentionSupports(a, &why));
   EXPECT_EQ(why, "a 16-bit element type");
+  // A complete set of arguments (pointers never dereferenced here), then
+  // a context past the kernel's limit.
+  alignas(16) static unsigned char storage[64];
+  a.type = EType::kBF16;
+  a.k = 1024;
+  a.x = a.w = a.kv.k = a.kv.v = a.out = storage;
+  a.rope_factors = reinterpret_cast<const float *>(storage);
+  a.rope_half = 64;
+  a.kv.page_table = a.kv_lens = a.slot_mapping = reinterpret_cast<const int *>(storage);
+  a.kv.page_size = 16;
+  a.kv.token_stride = 1024;
+  a.kv.head_stride = 128;
+  a.kv.page_stride = 32768;
+  EXPECT_TRUE(qkvAttentionSupports(a, &why)) << why;
+  a.max_kv_len = kQkvAttentionCluster * kQkvAttentionKeysPerCta + 1;
+  EXPECT_FALSE(qkvAttentionSupports(a, &why));
+  EXPECT_EQ(why, "contexts of at most 1024 keys (max_kv_len 1025)");
 }
 
 } // namespace

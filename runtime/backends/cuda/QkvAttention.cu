@@ -12,13 +12,15 @@
 //   cluster barrier 1: every CTA gathers h's (G + 2) * D rows from the
 //     cluster's shared memory, normalizes and rotates the query heads and
 //     the key (attention/rope.cuh's arithmetic, rounded as the decode
-//     attention's fold rounds them); the CTA whose chunk holds the newest
-//     key appends it and the value to the cache;
+//     attention's fold rounds them);
 //   its keys' scores (a warp a key, G heads at once), the softmax state a
 //     head and its unnormalized output;
 //   cluster barrier 2: rank r merges outputs [r * G * D / C, (r + 1) *
-//     G * D / C) over the cluster's states and stores them;
-//   cluster barrier 3: no CTA leaves while another reads its shared memory.
+//     G * D / C) over the cluster's states;
+//   cluster barrier 3: no CTA leaves while another reads its shared memory;
+//     then the merged outputs are stored and the CTA whose chunk holds the
+//     newest key appends it and the value to the cache (global stores after
+//     the last barrier: its release fences global memory, MEMBAR.ALL.GPU).
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/backends/cuda/QkvAttention.h"
@@ -227,16 +229,6 @@ __global__ void __launch_bounds__(kThreads, 1) qkvAttentionKernel(const QkvAtten
   }
   kernels::cpAsyncWait<0>();
   __syncthreads();
-  // The CTA whose chunk holds the newest key appends it and its value.
-  if (slot >= 0 && key_begin <= newest && newest < key_end && warp >= G && warp <= G + 1) {
-    const int page = slot / a.kv.page_size, offset = slot % a.kv.page_size;
-    const long long base = static_cast<long long>(page) * a.kv.page_stride +
-                           static_cast<long long>(h) * a.kv.head_stride +
-                           static_cast<long long>(offset) * a.kv.token_stride;
-    T *cache = static_cast<T *>(warp == G ? const_cast<void *>(a.kv.k) : const_cast<void *>(a.kv.v));
-    for (int i = lane; i < D; i += 32)
-      cache[base + i] = gemv::Pack<T>::fromFloat(head[warp * D + i]);
-  }
 
   // --- Scores: a warp a key, lane l holding elements 4l..4l+3 of each head.
   const int keys = key_end - key_begin;
@@ -308,15 +300,19 @@ __global__ void __launch_bounds__(kThreads, 1) qkvAttentionKernel(const QkvAtten
 
   clusterSync(); // 2: every CTA's softmax state is in its shared memory
 
-  for (int t = threadIdx.x; t < Shape::kOutputsPerCta; t += kThreads) {
-    const int idx = rank * Shape::kOutputsPerCta + t;
-    const int g = idx / D;
+  // Each thread merges at most one output (kOutputsPerCta <= kThreads) and
+  // stores it after barrier 3, so the store is not fenced by it.
+  static_assert(Shape::kOutputsPerCta <= kThreads, "one output a thread");
+  const int out_index = rank * Shape::kOutputsPerCta + threadIdx.x;
+  float merged = 0.0f;
+  if (threadIdx.x < Shape::kOutputsPerCta) {
+    const int g = out_index / D;
     float m_c[C], l_c[C], acc_c[C];
 #pragma unroll
     for (int c = 0; c < C; ++c) {
       m_c[c] = loadCluster(clusterSharedAddress(&state_m[g], c));
       l_c[c] = loadCluster(clusterSharedAddress(&state_l[g], c));
-      acc_c[c] = loadCluster(clusterSharedAddress(&state_acc[idx], c));
+      acc_c[c] = loadCluster(clusterSharedAddress(&state_acc[out_index], c));
     }
     float m = -INFINITY;
 #pragma unroll
@@ -329,10 +325,28 @@ __global__ void __launch_bounds__(kThreads, 1) qkvAttentionKernel(const QkvAtten
       l = fmaf(l_c[c], scale, l);
       acc = fmaf(acc_c[c], scale, acc);
     }
-    static_cast<T *>(a.out)[static_cast<int64_t>(h) * G * D + idx] = gemv::Pack<T>::fromFloat(acc / l);
+    merged = acc / l; // l > 0: the newest key is in some CTA's chunk
   }
 
   clusterSync(); // 3: the others have read this CTA's states
+
+  if (threadIdx.x < Shape::kOutputsPerCta)
+    static_cast<T *>(a.out)[static_cast<int64_t>(h) * G * D + out_index] = gemv::Pack<T>::fromFloat(merged);
+
+  // The CTA whose chunk holds the newest key appends it and its value,
+  // last: a cluster barrier's release fences global memory too
+  // (MEMBAR.ALL.GPU in the SASS), so stores before one would hold every
+  // CTA of the cluster until they land. The cache is read again only by
+  // a later launch.
+  if (slot >= 0 && key_begin <= newest && newest < key_end && warp >= G && warp <= G + 1) {
+    const int page = slot / a.kv.page_size, offset = slot % a.kv.page_size;
+    const long long base = static_cast<long long>(page) * a.kv.page_stride +
+                           static_cast<long long>(h) * a.kv.head_stride +
+                           static_cast<long long>(offset) * a.kv.token_stride;
+    T *cache = static_cast<T *>(warp == G ? const_cast<void *>(a.kv.k) : const_cast<void *>(a.kv.v));
+    for (int i = lane; i < D; i += 32)
+      cache[base + i] = gemv::Pack<T>::fromFloat(head[warp * D + i]);
+  }
 }
 
 template <typename T, int G>

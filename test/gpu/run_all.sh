@@ -37,8 +37,8 @@ mode --flags=--no-fuse-norms --atol 0.15 --batch 3
 mode --flags=--host-sampling --sampled --batch 5
 # The decode lookahead: the same greedy tokens (rows of one prompt length
 # cross pages together; 40 new tokens cross two), and on Llama's shape.
-mode --flags=--decode-lookahead --greedy-tokens --batch 3 --new 40
-python3 test/gpu/compare_modes.py "$B/tx-run" "$B/llama-3-8b.txm" --flags=--decode-lookahead --greedy-tokens \
+mode --flags=--no-decode-lookahead --greedy-tokens --batch 3 --new 40
+python3 test/gpu/compare_modes.py "$B/tx-run" "$B/llama-3-8b.txm" --flags=--no-decode-lookahead --greedy-tokens \
   --batch 1 --new 24 -- --random-weights 1 2>&1 | tee -a "$OUT/modes.log" | tail -1
 [ "${PIPESTATUS[0]}" = 0 ] || fails=$((fails + 1))
 mode --flags=--fuse-rope --atol 0 --batch 3

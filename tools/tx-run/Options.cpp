@@ -62,7 +62,7 @@ CUDA backend (the defaults are measured on the H200; these flags, marked
                           its tokens are back (its token ids taken on the
                           GPU; greedy or sampled on the device), so the GPU
                           need not wait for the host between steps (default
-                          off)
+                          on)
   --lazy-graphs           (cuda) capture each decode graph at its first step
                           instead of all of them at startup (faster startup)
   --tune-gemms            (cuda) time at startup the first algorithms

@@ -240,9 +240,8 @@ struct CudaExecutorOptions {
   /// by any later step before they are read). The GPU then never waits for
   /// the host between decode steps: the host's turn-around (7-8 us a step,
   /// device runs 192 and 193) overlaps the step in flight; Qwen3-0.6B b1
-  /// -3 to -6 us a step on the H100 (runs 193, 198). Off until its unit
-  /// test passes on a GPU with exactly the rows that go on (run 199).
-  bool decode_lookahead = false;
+  /// -3 to -6 us a step on the H100 (runs 193, 198).
+  bool decode_lookahead = true;
   /// Time every launch with CUDA events, for diagnosis (read back with
   /// launchProfile()). Each step is queued behind a ~20 ms spin kernel so
   /// the events time the GPU, not the host enqueueing launches one by one.

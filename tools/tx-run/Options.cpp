@@ -136,14 +136,6 @@ times the step's parts; bench/ and test/gpu/ use them, serving does not):
                           SM's instruction cache (default: where a KV head
                           serves at most 2 query heads, as measured on the
                           H200)
-  --attention-warm-fold-loads, --no-attention-warm-fold-loads
-                          (cuda) whether that dry pass loads the query and
-                          key rows as the real pass does (default) or stages
-                          zeros, reaching the wait one L2 round trip sooner
-  --attention-warm-fold-first
-                          (cuda) that dry pass runs first, on the query heads
-                          alone, while the page entries and rotary factors
-                          load (default: after the prologue's copies)
   --gemv-after-attention-late-dependents
                           (cuda) the GEMV after the decode attention lets
                           the kernel after it launch once its wait releases,
@@ -341,12 +333,6 @@ Options parseArguments(int argc, char **argv) {
     } else if (arg == "--attention-warm-fold" || arg == "--no-attention-warm-fold") {
       cudaOnly();
       options.cuda.attention_warm_fold = arg == "--attention-warm-fold";
-    } else if (arg == "--attention-warm-fold-loads" || arg == "--no-attention-warm-fold-loads") {
-      cudaOnly();
-      options.cuda.attention_warm_fold_loads = arg == "--attention-warm-fold-loads";
-    } else if (arg == "--attention-warm-fold-first") {
-      cudaOnly();
-      options.cuda.attention_warm_fold_first = true;
     } else if (arg == "--attention-fold-passes") {
       cudaOnly();
       options.cuda.attention_fold_passes = static_cast<int>(parseInteger(arg, value(), 1, 8));

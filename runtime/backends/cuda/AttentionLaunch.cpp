@@ -124,8 +124,6 @@ Status CudaExecutor::State::attention(const LaunchAttributes &attributes, const 
       p.dependents = decodeDependents(options);
       p.diagnostic_fold_passes = std::max(1, options.attention_fold_passes);
       p.warm_fold = decode_attention.warm_fold;
-      p.warm_fold_loads = options.attention_warm_fold_loads;
-      p.warm_fold_first = options.attention_warm_fold_first;
       p.cluster_combine = decode_attention.cluster_combine;
       p.cluster_max_splits = options.attention_cluster_max_splits;
       int splits = 1;

@@ -157,13 +157,6 @@ struct CudaExecutorOptions {
   /// a dry pass, so the real one finds its instructions in the SM's cache
   /// (DecodeParams::warm_fold). Unset: decodeAttentionSetup decides.
   std::optional<bool> attention_warm_fold;
-  /// The dry pass loads what the real one loads (DecodeParams::
-  /// warm_fold_loads); off, it stages zeros and reaches the wait one L2
-  /// round trip sooner.
-  bool attention_warm_fold_loads = true;
-  /// The dry pass before the prologue's copies are issued, on the query
-  /// heads alone (DecodeParams::warm_fold_first).
-  bool attention_warm_fold_first = false;
   /// With use_pdl: the GEMV right after the decode attention (o_proj) lets
   /// the next kernel launch only once its own wait has released, so the
   /// gate/up GEMV's weights do not stream while the attention runs

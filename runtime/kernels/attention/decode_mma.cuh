@@ -183,8 +183,7 @@ __device__ __forceinline__ void foldRope(const DecodeParams &params, typename Tr
   for (int i = 0; i < kPerThread; ++i) {
     const int idx = threadIdx.x + i * Traits::kThreads, j = idx / CPR, c = idx % CPR;
     if (idx < kChunks && rowLoaded(j)) // through the L2: a dry pass must leave no line in L1
-      staged[i] = dry && !params.warm_fold_loads ? make_uint4(0u, 0u, 0u, 0u)
-                                                 : __ldcg(reinterpret_cast<const uint4 *>(rowSource(j) + c * 8));
+      staged[i] = __ldcg(reinterpret_cast<const uint4 *>(rowSource(j) + c * 8));
   }
 #pragma unroll
   for (int i = 0; i < kPerThread; ++i) {
@@ -329,44 +328,15 @@ __global__ void __launch_bounds__(Traits::kThreads)
   if (!early)
     waitForPredecessor();
 
+  const int kv_len = params.kv_lens[seq];
   // The folded rope's factors of pair tid, loaded beside kv_len (a CTA
   // that starts after the QKV GEMV has ended has every load before its wait
   // on the step's critical path) and stored into the fold's scratch before
   // the wait.
   const bool rope = params.maybe_rope_qkv != nullptr;
-  // Every thread loads (pair min(tid, rope_half - 1)) and the extra ones
-  // drop theirs: a predicated load was scheduled after kv_len's first use
-  // (the wait for kv_len), one round trip later.
   float2 rope_factor = make_float2(0.f, 0.f);
-  if (rope && params.rope_half > 0)
-    rope_factor = reinterpret_cast<const float2 *>(
-        params.rope_factors)[seq * params.rope_half + min(tid, params.rope_half - 1)];
-  const KVCacheView &kv = params.kv;
-  // A thread's rows of a tile: r = tid / CPR + i * kRowsPerPass.
-  constexpr int kRowsPerPass = Traits::kThreads / CPR;
-  constexpr int kTileRowsPerThread = BN / kRowsPerPass;
-  static_assert(BN % kRowsPerPass == 0, "a tile's rows spread evenly over the threads");
-  // The wide CTA's early tile: its page-table entries, loaded beside kv_len
-  // where their keys do not depend on it (the first split of a variant
-  // without a window starts at key 0; the executor runs the wide CTA as one
-  // split). Before device run 82 they waited for kv_len: one more L2 round
-  // trip before the wait of a CTA that starts late, and the wide CTA starts
-  // as the QKV GEMV ends (it needs an SM of its own). Until session 34 they
-  // still went out one round trip after kv_len (the SASS): the compiler
-  // scheduled kv_len's chunk arithmetic (uniform registers: an R2UR, which
-  // waits for the load) ahead of them, whatever the source order. Not in
-  // the 4-warp kernel: there the CTAs of the other splits, whose chunks
-  // start where kv_len says, set the wait.
-  const bool pages_ahead =
-      Traits::kWide && early && split == 0 && !Variant::kWindow && kv.page_table != nullptr;
-  int prologue_pages[kTileRowsPerThread];
-#pragma unroll
-  for (int i = 0; i < kTileRowsPerThread; ++i)
-    prologue_pages[i] = pages_ahead ? kvPageAhead<Traits::kPageSize>(kv, seq, tid / CPR + i * kRowsPerPass) : 0;
-  // kv_len's first use waits for the last entry as well (afterLoaded): the
-  // compiler then issues every entry's load before it, and both wait out
-  // one round trip together.
-  const int kv_len = afterLoaded(params.kv_lens[seq], prologue_pages[kTileRowsPerThread - 1]);
+  if (rope && tid < params.rope_half)
+    rope_factor = reinterpret_cast<const float2 *>(params.rope_factors)[seq * params.rope_half + tid];
   auto ropeFactors = [&]() {
     if (rope && tid < params.rope_half) {
       rope_cos_sin[2 * tid] = rope_factor.x;
@@ -389,8 +359,29 @@ __global__ void __launch_bounds__(Traits::kThreads)
     }
   };
 
+  const KVCacheView &kv = params.kv;
   const T *k_base = static_cast<const T *>(kv.k) + kv_head * kv.head_stride;
   const T *v_base = static_cast<const T *>(kv.v) + kv_head * kv.head_stride;
+  // A thread's rows of a tile: r = tid / CPR + i * kRowsPerPass.
+  constexpr int kRowsPerPass = Traits::kThreads / CPR;
+  constexpr int kTileRowsPerThread = BN / kRowsPerPass;
+  static_assert(BN % kRowsPerPass == 0, "a tile's rows spread evenly over the threads");
+  // The wide CTA's early tile: its page-table entries, loaded beside kv_len
+  // where their keys do not depend on it (the first split of a variant
+  // without a window starts at key 0; the executor runs the wide CTA as one
+  // split). Before device run 82 they waited for kv_len: one more L2 round
+  // trip before the wait of a CTA that starts late, and the wide CTA starts
+  // as the QKV GEMV ends (it needs an SM of its own). Not in the 4-warp
+  // kernel: there the CTAs of the other splits, whose chunks start where
+  // kv_len says, set the wait.
+  const bool pages_ahead =
+      Traits::kWide && early && split == 0 && !Variant::kWindow && kv.page_table != nullptr;
+  int prologue_pages[kTileRowsPerThread];
+  if (pages_ahead) {
+#pragma unroll
+    for (int i = 0; i < kTileRowsPerThread; ++i)
+      prologue_pages[i] = kvPageAhead<Traits::kPageSize>(kv, seq, tid / CPR + i * kRowsPerPass);
+  }
   // Rows of keys in [tile * BN, ...) of the chunk; past chunk_end zeros; the
   // row of key `skip` is not written at all (the early path loads it after
   // the wait). With `pages_known` the rows' pages are prologue_pages.
@@ -466,35 +457,23 @@ __global__ void __launch_bounds__(Traits::kThreads)
     // attention's critical path, so every key it can have in flight by then
     // shortens it. Without the fold, one more group after the wait carries
     // the newest key and Q, and the first tile waits for every group.
-    auto issuePrologue = [&]() {
 #pragma unroll
-      for (int s = 0; s < STAGES - 1; ++s) {
-        if (s < num_tiles && s < prologue_tiles)
-          loadTile(s, s, newest, pages_ahead && s == 0);
-        cpAsyncCommit();
-      }
-      ropeFactors();
-      if (rope)
-        zeroPaddedQueryRows();
-    };
-    // DecodeParams::warm_fold: pass 0, before the wait, is the dry one. With
-    // warm_fold_first it comes before the prologue, for the query heads
-    // alone (no key to own, no stage row): then it needs nothing of kv_len,
-    // the page entries or the rotary factors and runs while they load. One
-    // call site each, in a loop kept rolled: the dry pass warms the very
-    // instructions the real one runs.
-    const int first_pass = rope && params.warm_fold ? 0 : 1;
-    const bool dry_first = first_pass == 0 && params.warm_fold_first;
+    for (int s = 0; s < STAGES - 1; ++s) {
+      if (s < num_tiles && s < prologue_tiles)
+        loadTile(s, s, newest, pages_ahead && s == 0);
+      cpAsyncCommit();
+    }
+    ropeFactors();
+    if (rope)
+      zeroPaddedQueryRows();
+    // DecodeParams::warm_fold: pass 0, before the wait, is the dry one.
 #pragma unroll 1
-    for (int pass = first_pass; pass < 2; ++pass) {
-      if (pass == (dry_first ? 1 : first_pass))
-        issuePrologue();
+    for (int pass = rope && params.warm_fold ? 0 : 1; pass < 2; ++pass) {
       if (pass == 1)
         waitForPredecessor();
-      const bool dry_query_only = pass == 0 && dry_first;
       if (rope)
         foldRope<Traits>(params, smem_q, newest_stage_k, newest_stage_v, rope_scratch, rope_cos_sin, kv_head, seq,
-                         holds_newest && !dry_query_only, dry_query_only ? -1 : rope_staged_row, pass == 0);
+                         holds_newest, rope_staged_row, pass == 0);
     }
     if (!rope) {
       if (newest_in_prologue && tid < CPR) {

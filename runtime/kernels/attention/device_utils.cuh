@@ -186,17 +186,6 @@ __device__ __forceinline__ int kvPageAhead(const KVCacheView &kv, int seq, int t
                min(page_index, static_cast<int>(kv.page_table_stride) - 1));
 }
 
-/// `value`, made to depend on `other` as well: a byte permute that keeps
-/// value's four bytes (the compiler cannot see through the asm). Whatever
-/// uses the result waits for both loads, so the compiler schedules that
-/// use after both are issued: one round trip for the two, where it would
-/// otherwise put value's first use (and its wait) before the other load.
-__device__ __forceinline__ int afterLoaded(int value, int other) {
-  int result;
-  asm("prmt.b32 %0, %1, %2, 0x3210;" : "=r"(result) : "r"(value), "r"(other));
-  return result;
-}
-
 /// kvRowOffset for a token whose page kvPageAhead found.
 template <int kPageSize>
 __device__ __forceinline__ long long kvRowOffsetInPage(const KVCacheView &kv, int page, int token) {

@@ -149,19 +149,6 @@ struct DecodeParams {
   // its wait for the dry pass (Qwen3 ~3.5 us: yes; Llama-3-8B ~1 us:
   // +0.006 ms).
   bool warm_fold = false;
-  // Whether the dry pass loads the QKV rows and norm weights as the real
-  // pass does (one L2 round trip under the QKV GEMV's weight streams) or
-  // stages zeros in their place (the same instructions after the loads).
-  // The loads keep the CTA from its wait: Qwen3-0.6B's wide CTAs are
-  // resident ~2.9 us before the QKV GEMV ends since device run 190 made that
-  // GEMV faster, and block 0 passed its wait 1.4-1.65 us after that GEMV's
-  // last block against 0.5-1.1 for the GEMVs (run 190's trace).
-  bool warm_fold_loads = true;
-  // The dry pass before the prologue (its K/V copies, the rotary factors)
-  // instead of after it, for the query heads only: it then overlaps the L2
-  // round trip for kv_len, the page entries and the rotary factors that the
-  // prologue waits on.
-  bool warm_fold_first = false;
   // The tensor-core kernel with one stage of K/V in shared memory instead of
   // its pipeline (tiles then load and run one after another): for chunks of
   // one tile, as in the decode step at short contexts, where the pipeline's

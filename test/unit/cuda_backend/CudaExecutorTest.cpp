@@ -371,8 +371,7 @@ TEST(CudaExecutorTest, DependentsOfTheDecodeAttentionChangeNoLogit) {
 // attention_fold_passes (a diagnostic): the folded rope's arithmetic run
 // three times a head, the last kept, changes no logit; nor does the
 // attention running its fold dry before the wait (attention_warm_fold),
-// with or without its loads, where a cache store or a stale line kept from
-// the dry pass would show.
+// where a cache store or a stale line kept from the dry pass would show.
 TEST(CudaExecutorTest, RepeatedFoldPassesChangeNoLogit) {
   TXC_SKIP_WITHOUT_GPU();
   TinyModelOptions model = groupOfTwoModel(2);
@@ -386,17 +385,6 @@ TEST(CudaExecutorTest, RepeatedFoldPassesChangeNoLogit) {
   with_dry_fold.attention_warm_fold = true;
   without_dry_fold.attention_warm_fold = false;
   expectSameGenerations(**artifact, without_dry_fold, with_dry_fold, 0.0, "a dry fold before the wait");
-  CudaExecutorOptions dry_fold_without_loads = with_dry_fold;
-  dry_fold_without_loads.attention_warm_fold_loads = false;
-  expectSameGenerations(**artifact, without_dry_fold, dry_fold_without_loads, 0.0,
-                        "a dry fold on staged zeros before the wait");
-  for (bool loads : {true, false}) {
-    CudaExecutorOptions dry_fold_first = with_dry_fold;
-    dry_fold_first.attention_warm_fold_first = true;
-    dry_fold_first.attention_warm_fold_loads = loads;
-    expectSameGenerations(**artifact, without_dry_fold, dry_fold_first, 0.0,
-                          loads ? "a dry fold before the prologue" : "a dry fold on zeros before the prologue");
-  }
 }
 
 /// Greedy on the device, request i of `prompt_ids` stopping after

@@ -15,9 +15,12 @@
 // distributed shared memory. The dependency between the projection and
 // the attention stays inside a GPC.
 //
-// Not yet used by the executor: bench/decode_ops_bench.cu times it against
-// the two-kernel path's figures, QkvAttentionTest checks it against an fp64
-// reference (bench/README.md, session 35).
+// Not used by the executor: as built it lost (device run 203, H100: it adds
+// 10.9 us a Qwen3 layer over the QKV GEMV at 129 keys, where the attention
+// apart adds ~7). It stays for the variants bench/README.md run 203 lists
+// (smaller clusters, mbarrier exchanges instead of cluster barriers), to go
+// if they lose too. QkvAttentionTest checks it against an fp64 reference;
+// bench/decode_ops_bench.cu --steps times it in each model's step.
 //
 //===----------------------------------------------------------------------===//
 #ifndef TXC_RUNTIME_BACKENDS_CUDA_QKVATTENTION_H

@@ -45,20 +45,21 @@ constexpr int kWarps = 16;
 constexpr int kThreads = kWarps * 32;
 constexpr int kUnroll = 4; // 16-byte chunks a lane a row per pass
 
-template <typename T, int D, int G> struct QkvAttentionShape {
+template <typename T, int D, int G, int C> struct QkvAttentionShape {
   static constexpr int kRowsPerHead = (G + 2) * D;
-  static constexpr int kRowsPerCta = kRowsPerHead / kQkvAttentionCluster;
+  static constexpr int kRowsPerCta = kRowsPerHead / C;
   static constexpr int kPairsPerCta = kRowsPerCta / 2;
-  static constexpr int kOutputsPerCta = G * D / kQkvAttentionCluster;
-  static_assert(kRowsPerHead % (2 * kQkvAttentionCluster) == 0, "row pairs split evenly");
-  static_assert(G * D % kQkvAttentionCluster == 0, "outputs split evenly");
+  static constexpr int kOutputsPerCta = G * D / C;
+  static constexpr int kMaxKeys = kQkvAttentionMaxKvLen / C; // a CTA's share of the longest context
+  static_assert(kRowsPerHead % (2 * C) == 0, "row pairs split evenly");
+  static_assert(G * D % C == 0, "outputs split evenly");
   static_assert(D == 128, "a lane holds 4 elements of a head");
   // K then V of a CTA's keys: `keys` rows of D elements each.
   static constexpr int tileBytes(int keys) { return 2 * keys * D * static_cast<int>(sizeof(T)); }
 };
 
-/// Keys a CTA holds for contexts up to max_kv_len.
-__host__ __device__ inline int tileKeys(int max_kv_len) { return (max_kv_len + kQkvAttentionCluster - 1) / kQkvAttentionCluster; }
+/// Keys a CTA of a `cluster`-CTA cluster holds for contexts up to max_kv_len.
+__host__ __device__ inline int tileKeys(int max_kv_len, int cluster) { return (max_kv_len + cluster - 1) / cluster; }
 
 /// Row j of KV head h's rows (its G query heads, then its key, then its
 /// value) as a row of the QKV weight.
@@ -75,13 +76,12 @@ template <typename T> __device__ __forceinline__ float rounded(float v) {
   return gemv::Pack<T>::toFloat(gemv::Pack<T>::fromFloat(v));
 }
 
-template <typename T, int D, int G>
+template <typename T, int D, int G, int C>
 __global__ void __launch_bounds__(kThreads, 1) qkvAttentionKernel(const QkvAttentionArgs a) {
-  using Shape = QkvAttentionShape<T, D, G>;
-  constexpr int C = kQkvAttentionCluster;
+  using Shape = QkvAttentionShape<T, D, G, C>;
   constexpr int R = Shape::kRowsPerCta;
-  constexpr int kMaxKeys = kQkvAttentionKeysPerCta;
-  const int tile_keys = tileKeys(a.max_kv_len);
+  constexpr int kMaxKeys = Shape::kMaxKeys;
+  const int tile_keys = tileKeys(a.max_kv_len, C);
   extern __shared__ __align__(16) unsigned char dynamic_smem[];
   T *k_tile = reinterpret_cast<T *>(dynamic_smem); // [tile_keys][D]
   T *v_tile = k_tile + tile_keys * D;              // [tile_keys][D]
@@ -349,33 +349,38 @@ __global__ void __launch_bounds__(kThreads, 1) qkvAttentionKernel(const QkvAtten
   }
 }
 
-template <typename T, int G>
+template <typename T, int G, int C>
 cudaError_t launchFor(const QkvAttentionArgs &a, cudaStream_t stream) {
   constexpr int D = 128;
-  auto kernel = qkvAttentionKernel<T, D, G>;
-  const int smem = QkvAttentionShape<T, D, G>::tileBytes(tileKeys(a.max_kv_len));
+  using Shape = QkvAttentionShape<T, D, G, C>;
+  auto kernel = qkvAttentionKernel<T, D, G, C>;
+  const int smem = Shape::tileBytes(tileKeys(a.max_kv_len, C));
   static const cudaError_t configured = [&] {
-    cudaError_t status = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                              QkvAttentionShape<T, D, G>::tileBytes(kQkvAttentionKeysPerCta));
-    if (status == cudaSuccess)
+    cudaError_t status =
+        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Shape::tileBytes(Shape::kMaxKeys));
+    if (status == cudaSuccess && C > 8)
       status = cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
     return status;
   }();
   if (configured != cudaSuccess)
     return configured;
-  const dim3 grid(kQkvAttentionCluster, static_cast<unsigned>(a.kv_heads), 1);
+  const dim3 grid(C, static_cast<unsigned>(a.kv_heads), 1);
   return kernels::launchKernelInClusters(kernel, grid, dim3(kThreads), smem, stream, a.pdl,
-                                         static_cast<unsigned>(kQkvAttentionCluster), a);
+                                         static_cast<unsigned>(C), a);
+}
+
+template <typename T, int G> cudaError_t launchClustered(const QkvAttentionArgs &a, cudaStream_t stream) {
+  return a.cluster == 8 ? launchFor<T, G, 8>(a, stream) : launchFor<T, G, 16>(a, stream);
 }
 
 template <typename T> cudaError_t launchTyped(const QkvAttentionArgs &a, cudaStream_t stream) {
   switch (a.heads / a.kv_heads) {
   case 2:
-    return launchFor<T, 2>(a, stream);
+    return launchClustered<T, 2>(a, stream);
   case 4:
-    return launchFor<T, 4>(a, stream);
+    return launchClustered<T, 4>(a, stream);
   case 8:
-    return launchFor<T, 8>(a, stream);
+    return launchClustered<T, 8>(a, stream);
   default:
     return cudaErrorInvalidValue;
   }
@@ -407,9 +412,11 @@ bool qkvAttentionSupports(const QkvAttentionArgs &a, std::string *why) {
     return no("a paged cache of 16-byte aligned rows");
   if (a.kv_lens == nullptr || a.slot_mapping == nullptr || a.out == nullptr)
     return no("kv_lens, slot_mapping and out");
-  if (a.max_kv_len < 1 || a.max_kv_len > kQkvAttentionCluster * kQkvAttentionKeysPerCta)
-    return no("contexts of at most " + std::to_string(kQkvAttentionCluster * kQkvAttentionKeysPerCta) +
-              " keys (max_kv_len " + std::to_string(a.max_kv_len) + ")");
+  if (a.max_kv_len < 1 || a.max_kv_len > kQkvAttentionMaxKvLen)
+    return no("contexts of at most " + std::to_string(kQkvAttentionMaxKvLen) + " keys (max_kv_len " +
+              std::to_string(a.max_kv_len) + ")");
+  if (a.cluster != 8 && a.cluster != 16)
+    return no("clusters of 8 or 16 CTAs (got " + std::to_string(a.cluster) + ")");
   return true;
 }
 

@@ -35,11 +35,9 @@
 
 namespace txc::cuda {
 
-/// CTAs a KV head: the non-portable cluster size the H100/H200 schedule.
-constexpr int kQkvAttentionCluster = 16;
-/// Keys one CTA holds in shared memory: the kernel serves contexts up to
-/// kQkvAttentionCluster * kQkvAttentionKeysPerCta tokens.
-constexpr int kQkvAttentionKeysPerCta = 64;
+/// The longest context the kernel serves (its keys cut over the cluster's
+/// CTAs, each holding its share in shared memory).
+constexpr int kQkvAttentionMaxKvLen = 1024;
 
 struct QkvAttentionArgs {
   const void *x = nullptr;    // [k]: the layer's input (RMSNorm's, its weight folded into w)
@@ -66,10 +64,13 @@ struct QkvAttentionArgs {
   kernels::KVCacheView kv;
   const int *kv_lens = nullptr;
   const int *slot_mapping = nullptr;
-  /// The longest context this launch may see (at most kQkvAttentionCluster *
-  /// kQkvAttentionKeysPerCta): it sizes the CTAs' shared memory for keys, so
-  /// a short context leaves the SM's L1 to the GEMVs beside it.
-  int max_kv_len = kQkvAttentionCluster * kQkvAttentionKeysPerCta;
+  /// The longest context this launch may see (at most kQkvAttentionMaxKvLen):
+  /// it sizes the CTAs' shared memory for keys, so a short context leaves
+  /// the SM's L1 to the GEMVs beside it.
+  int max_kv_len = kQkvAttentionMaxKvLen;
+  /// CTAs a KV head: 16 (the non-portable cluster size the H100/H200
+  /// schedule) or 8 (portable; each CTA twice the rows and keys).
+  int cluster = 16;
   float sm_scale_log2 = 0.0f; // softmax scale times log2(e)
   void *out = nullptr;        // [heads * head_dim]
   bool pdl = false;
@@ -79,8 +80,8 @@ struct QkvAttentionArgs {
 /// says which limit (the caller keeps the two-kernel path).
 bool qkvAttentionSupports(const QkvAttentionArgs &args, std::string *why = nullptr);
 
-/// One sequence (batch 1): grid kQkvAttentionCluster x kv_heads CTAs in
-/// clusters of kQkvAttentionCluster. kv_lens[0] must not exceed max_kv_len
+/// One sequence (batch 1): grid `cluster` x kv_heads CTAs in clusters of
+/// `cluster`. kv_lens[0] must not exceed max_kv_len
 /// (read on the device, where a longer context traps: the caller routes
 /// longer contexts elsewhere).
 cudaError_t launchQkvAttention(const QkvAttentionArgs &args, cudaStream_t stream);

@@ -71,12 +71,52 @@ __device__ __forceinline__ int64_t qkvRow(int j, int h, int G, int D, int heads,
   return static_cast<int64_t>(heads + kv_heads) * D + static_cast<int64_t>(h) * D + (j - (G + 1) * D);
 }
 
+/// The push exchange (QkvAttentionArgs::exchange == kPush): a sender stores
+/// straight into the receiver's shared memory with st.async, whose bytes
+/// complete a transaction count on the receiver's mbarrier, and the
+/// receiver waits on that barrier alone. No cluster barrier's release, which
+/// ptxas compiles to MEMBAR.ALL.GPU (run 203's suspect (2)).
+__device__ __forceinline__ void mbarrierInit(unsigned long long *bar, unsigned count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(kernels::smemAddress(bar)), "r"(count) : "memory");
+}
+__device__ __forceinline__ void mbarrierExpectTx(unsigned long long *bar, unsigned bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(kernels::smemAddress(bar)),
+               "r"(bytes)
+               : "memory");
+}
+__device__ __forceinline__ void mbarrierWait(unsigned long long *bar, unsigned phase) {
+  asm volatile("{\n\t.reg .pred done;\n\tWAIT_LOOP:\n\t"
+               "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n\t"
+               "@!done bra WAIT_LOOP;\n\t}" ::"r"(kernels::smemAddress(bar)),
+               "r"(phase)
+               : "memory");
+}
+/// Every CTA of the cluster past this point, without a release (no
+/// memory ordering; before any push, so the peers' barriers exist).
+__device__ __forceinline__ void clusterSyncRelaxed() {
+  asm volatile("barrier.cluster.arrive.relaxed.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
+}
+/// `value` into CTA `rank`'s copy of `local`, counted on its copy of `bar`.
+__device__ __forceinline__ void push(const float *local, unsigned rank, unsigned long long *bar, float value) {
+  asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.b32 [%0], %1, [%2];" ::"r"(
+                   clusterSharedAddress(local, rank)),
+               "r"(__float_as_uint(value)), "r"(clusterSharedAddress(bar, rank))
+               : "memory");
+}
+__device__ __forceinline__ void push2(const float *local, unsigned rank, unsigned long long *bar, float v0,
+                                      float v1) {
+  asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.v2.b32 [%0], {%1, %2}, [%3];" ::"r"(
+                   clusterSharedAddress(local, rank)),
+               "r"(__float_as_uint(v0)), "r"(__float_as_uint(v1)), "r"(clusterSharedAddress(bar, rank))
+               : "memory");
+}
+
 template <typename T> __device__ __forceinline__ float toFloat(T v) { return gemv::Pack<T>::toFloat(v); }
 template <typename T> __device__ __forceinline__ float rounded(float v) {
   return gemv::Pack<T>::toFloat(gemv::Pack<T>::fromFloat(v));
 }
 
-template <typename T, int D, int G, int C>
+template <typename T, int D, int G, int C, bool kPush>
 __global__ void __launch_bounds__(kThreads, 1) qkvAttentionKernel(const QkvAttentionArgs a) {
   using Shape = QkvAttentionShape<T, D, G, C>;
   constexpr int R = Shape::kRowsPerCta;
@@ -91,7 +131,12 @@ __global__ void __launch_bounds__(kThreads, 1) qkvAttentionKernel(const QkvAtten
   __shared__ float q_norm_w[D], k_norm_w[D];
   __shared__ float scores[G][kMaxKeys];
   __shared__ float state_m[G], state_l[G];
-  __shared__ __align__(16) float state_acc[G * D];
+  __shared__ __align__(16) float state_acc[kPush ? 1 : G * D];
+  // The push exchange's receive buffers: the states of every CTA for this
+  // CTA's outputs, and its two barriers (the head's rows, the states).
+  __shared__ float recv_acc[kPush ? C : 1][Shape::kOutputsPerCta];
+  __shared__ float recv_m[kPush ? C : 1][G], recv_l[kPush ? C : 1][G];
+  __shared__ unsigned long long exchange_bars[2];
 
   kernels::pdlLaunchDependents();
   const int rank = static_cast<int>(clusterCtaRank());
@@ -146,6 +191,17 @@ __global__ void __launch_bounds__(kThreads, 1) qkvAttentionKernel(const QkvAtten
       }
   }
 
+  if constexpr (kPush) {
+    if (threadIdx.x == 0) {
+      mbarrierInit(&exchange_bars[0], 1);
+      mbarrierInit(&exchange_bars[1], 1);
+      asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+      mbarrierExpectTx(&exchange_bars[0], (G + 2) * D * 4);
+      mbarrierExpectTx(&exchange_bars[1], C * (Shape::kOutputsPerCta + 2 * G) * 4);
+    }
+    clusterSyncRelaxed(); // the peers' barriers exist before anyone pushes
+  }
+
   kernels::pdlWait();
 
   // --- The projection: a warp a row pair, K unsplit.
@@ -186,27 +242,34 @@ __global__ void __launch_bounds__(kThreads, 1) qkvAttentionKernel(const QkvAtten
       acc1 += __shfl_xor_sync(0xffffffffu, acc1, o);
       squares += __shfl_xor_sync(0xffffffffu, squares, o);
     }
-    if (lane == 0) {
-      // gemv::storePair's epilogue: the norm's scale, the bias, one rounding.
-      if (a.norm) {
-        const float inv_rms = 1.0f / sqrtf(squares / static_cast<float>(a.k) + a.norm_eps);
-        acc0 *= inv_rms;
-        acc1 *= inv_rms;
-      }
-      if (a.bias) {
-        acc0 += ld(a.bias, a.bias_type, qkvRow(rank * R + 2 * pair, h, G, D, a.heads, a.kv_heads));
-        acc1 += ld(a.bias, a.bias_type, qkvRow(rank * R + 2 * pair + 1, h, G, D, a.heads, a.kv_heads));
-      }
+    // gemv::storePair's epilogue (every lane holds the sums): the norm's
+    // scale, the bias, one rounding.
+    if (a.norm) {
+      const float inv_rms = 1.0f / sqrtf(squares / static_cast<float>(a.k) + a.norm_eps);
+      acc0 *= inv_rms;
+      acc1 *= inv_rms;
+    }
+    if (a.bias) {
+      acc0 += ld(a.bias, a.bias_type, qkvRow(rank * R + 2 * pair, h, G, D, a.heads, a.kv_heads));
+      acc1 += ld(a.bias, a.bias_type, qkvRow(rank * R + 2 * pair + 1, h, G, D, a.heads, a.kv_heads));
+    }
+    if constexpr (kPush) {
+      if (lane < C) // lane c pushes the pair into CTA c's head
+        push2(&head[rank * R + 2 * pair], lane, &exchange_bars[0], rounded<T>(acc0), rounded<T>(acc1));
+    } else if (lane == 0) {
       rows[2 * pair] = rounded<T>(acc0);
       rows[2 * pair + 1] = rounded<T>(acc1);
     }
   }
 
-  clusterSync(); // 1: every CTA's rows are in its shared memory
-
-  for (int j = threadIdx.x; j < (G + 2) * D; j += kThreads)
-    head[j] = loadCluster(clusterSharedAddress(&rows[j % R], static_cast<unsigned>(j / R)));
-  __syncthreads();
+  if constexpr (kPush) {
+    mbarrierWait(&exchange_bars[0], 0); // every row of the head has landed here
+  } else {
+    clusterSync(); // 1: every CTA's rows are in its shared memory
+    for (int j = threadIdx.x; j < (G + 2) * D; j += kThreads)
+      head[j] = loadCluster(clusterSharedAddress(&rows[j % R], static_cast<unsigned>(j / R)));
+    __syncthreads();
+  }
   // Query heads (warps 0..G-1) and the key (warp G): q/k-norm and rotary in
   // registers, rounded to the storage type as the fold stores them.
   if (warp <= G) {
@@ -281,7 +344,12 @@ __global__ void __launch_bounds__(kThreads, 1) qkvAttentionKernel(const QkvAtten
 #pragma unroll
     for (int o = 16; o > 0; o >>= 1)
       l += __shfl_xor_sync(0xffffffffu, l, o);
-    if (lane == 0) {
+    if constexpr (kPush) {
+      if (lane < C) { // into CTA `lane`'s row for this CTA
+        push(&recv_m[rank][warp], lane, &exchange_bars[1], m);
+        push(&recv_l[rank][warp], lane, &exchange_bars[1], l);
+      }
+    } else if (lane == 0) {
       state_m[warp] = m;
       state_l[warp] = l;
     }
@@ -295,10 +363,16 @@ __global__ void __launch_bounds__(kThreads, 1) qkvAttentionKernel(const QkvAtten
       const float v = key_begin + i == newest ? head[(G + 1) * D + d] : toFloat(v_tile[i * D + d]);
       acc = fmaf(scores[g][i], v, acc);
     }
-    state_acc[t] = acc;
+    if constexpr (kPush) // to the CTA that merges output t
+      push(&recv_acc[rank][t % Shape::kOutputsPerCta], t / Shape::kOutputsPerCta, &exchange_bars[1], acc);
+    else
+      state_acc[t] = acc;
   }
 
-  clusterSync(); // 2: every CTA's softmax state is in its shared memory
+  if constexpr (kPush)
+    mbarrierWait(&exchange_bars[1], 0); // every CTA's state for this CTA's outputs
+  else
+    clusterSync(); // 2: every CTA's softmax state is in its shared memory
 
   // Each thread merges at most one output (kOutputsPerCta <= kThreads) and
   // stores it after barrier 3, so the store is not fenced by it.
@@ -310,9 +384,15 @@ __global__ void __launch_bounds__(kThreads, 1) qkvAttentionKernel(const QkvAtten
     float m_c[C], l_c[C], acc_c[C];
 #pragma unroll
     for (int c = 0; c < C; ++c) {
-      m_c[c] = loadCluster(clusterSharedAddress(&state_m[g], c));
-      l_c[c] = loadCluster(clusterSharedAddress(&state_l[g], c));
-      acc_c[c] = loadCluster(clusterSharedAddress(&state_acc[out_index], c));
+      if constexpr (kPush) {
+        m_c[c] = recv_m[c][g];
+        l_c[c] = recv_l[c][g];
+        acc_c[c] = recv_acc[c][threadIdx.x];
+      } else {
+        m_c[c] = loadCluster(clusterSharedAddress(&state_m[g], c));
+        l_c[c] = loadCluster(clusterSharedAddress(&state_l[g], c));
+        acc_c[c] = loadCluster(clusterSharedAddress(&state_acc[out_index], c));
+      }
     }
     float m = -INFINITY;
 #pragma unroll
@@ -328,7 +408,8 @@ __global__ void __launch_bounds__(kThreads, 1) qkvAttentionKernel(const QkvAtten
     merged = acc / l; // l > 0: the newest key is in some CTA's chunk
   }
 
-  clusterSync(); // 3: the others have read this CTA's states
+  if constexpr (!kPush)
+    clusterSync(); // 3: the others have read this CTA's states
 
   if (threadIdx.x < Shape::kOutputsPerCta)
     static_cast<T *>(a.out)[static_cast<int64_t>(h) * G * D + out_index] = gemv::Pack<T>::fromFloat(merged);
@@ -349,11 +430,11 @@ __global__ void __launch_bounds__(kThreads, 1) qkvAttentionKernel(const QkvAtten
   }
 }
 
-template <typename T, int G, int C>
+template <typename T, int G, int C, bool kPush>
 cudaError_t launchFor(const QkvAttentionArgs &a, cudaStream_t stream) {
   constexpr int D = 128;
   using Shape = QkvAttentionShape<T, D, G, C>;
-  auto kernel = qkvAttentionKernel<T, D, G, C>;
+  auto kernel = qkvAttentionKernel<T, D, G, C, kPush>;
   const int smem = Shape::tileBytes(tileKeys(a.max_kv_len, C));
   static const cudaError_t configured = [&] {
     cudaError_t status =
@@ -369,8 +450,14 @@ cudaError_t launchFor(const QkvAttentionArgs &a, cudaStream_t stream) {
                                          static_cast<unsigned>(C), a);
 }
 
+template <typename T, int G, bool kPush>
+cudaError_t launchExchanging(const QkvAttentionArgs &a, cudaStream_t stream) {
+  return a.cluster == 8 ? launchFor<T, G, 8, kPush>(a, stream) : launchFor<T, G, 16, kPush>(a, stream);
+}
+
 template <typename T, int G> cudaError_t launchClustered(const QkvAttentionArgs &a, cudaStream_t stream) {
-  return a.cluster == 8 ? launchFor<T, G, 8>(a, stream) : launchFor<T, G, 16>(a, stream);
+  return a.exchange == QkvAttentionExchange::kPush ? launchExchanging<T, G, true>(a, stream)
+                                                    : launchExchanging<T, G, false>(a, stream);
 }
 
 template <typename T> cudaError_t launchTyped(const QkvAttentionArgs &a, cudaStream_t stream) {

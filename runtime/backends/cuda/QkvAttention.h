@@ -39,6 +39,17 @@ namespace txc::cuda {
 /// CTAs, each holding its share in shared memory).
 constexpr int kQkvAttentionMaxKvLen = 1024;
 
+/// How a cluster's CTAs exchange the head's rows and their softmax states.
+enum class QkvAttentionExchange {
+  /// Each CTA writes its own shared memory, a cluster barrier, the others
+  /// read it (three barriers a launch, each release a MEMBAR.ALL.GPU).
+  kClusterBarriers,
+  /// Each CTA stores into the others' shared memory (st.async), counted on
+  /// their mbarriers, which they wait on (one relaxed barrier, before the
+  /// PDL wait, so the barriers exist first).
+  kPush,
+};
+
 struct QkvAttentionArgs {
   const void *x = nullptr;    // [k]: the layer's input (RMSNorm's, its weight folded into w)
   const void *w = nullptr;    // [(heads + 2 kv_heads) * head_dim, k]: q heads, k heads, v heads
@@ -71,6 +82,7 @@ struct QkvAttentionArgs {
   /// CTAs a KV head: 16 (the non-portable cluster size the H100/H200
   /// schedule) or 8 (portable; each CTA twice the rows and keys).
   int cluster = 16;
+  QkvAttentionExchange exchange = QkvAttentionExchange::kClusterBarriers;
   float sm_scale_log2 = 0.0f; // softmax scale times log2(e)
   void *out = nullptr;        // [heads * head_dim]
   bool pdl = false;

@@ -5,7 +5,8 @@
 // type; q/k-norm and rotary, rounded; attention over the paged context and
 // the new key): fresh random inputs, the output poisoned with NaN, pages
 // scattered, contexts from one key to the kernel's limit (chunks empty,
-// partial and full), clusters of 16 and 8 CTAs, GQA groups 2, 4 and 8, bf16
+// partial and full), clusters of 16 and 8 CTAs exchanging through cluster
+// barriers or pushes, GQA groups 2, 4 and 8, bf16
 // and fp16, with and without q/k-norm and bias, K in one pass and in
 // several. The appended key and
 // value are checked in the cache, and the cache's other slots untouched.
@@ -38,6 +39,7 @@ struct QkvAttentionCase {
   bool qk_norm;
   bool bias;
   int cluster = 16;
+  QkvAttentionExchange exchange = QkvAttentionExchange::kClusterBarriers;
 };
 
 constexpr int kHeadDim = 128;
@@ -61,7 +63,8 @@ void runCase(const QkvAttentionCase &c) {
   SCOPED_TRACE(std::string(c.dtype == DType::kBF16 ? "bf16" : "f16") + " heads " +
                std::to_string(c.heads) + "/" + std::to_string(c.kv_heads) + " k " + std::to_string(c.k) +
                " kv_len " + std::to_string(c.kv_len) + (c.qk_norm ? " qk-norm" : "") +
-               (c.bias ? " bias" : "") + " cluster " + std::to_string(c.cluster));
+               (c.bias ? " bias" : "") + " cluster " + std::to_string(c.cluster) +
+               (c.exchange == QkvAttentionExchange::kPush ? " push" : " barriers"));
   const int D = kHeadDim, G = c.heads / c.kv_heads;
   const int64_t n = static_cast<int64_t>(c.heads + 2 * c.kv_heads) * D;
   std::mt19937 rng(static_cast<uint32_t>(c.heads * 7919 + c.k * 31 + c.kv_len));
@@ -206,6 +209,7 @@ void runCase(const QkvAttentionCase &c) {
   // Shared memory for exactly this context, or for the kernel's longest.
   a.max_kv_len = c.kv_len % 3 == 0 ? kQkvAttentionMaxKvLen : c.kv_len;
   a.cluster = c.cluster;
+  a.exchange = c.exchange;
   a.sm_scale_log2 = static_cast<float>(scale * 1.4426950408889634);
   a.out = dout;
   a.pdl = c.kv_len % 2 == 1; // alone on the stream, PDL must change nothing
@@ -257,9 +261,10 @@ TEST(QkvAttentionTest, MatchesTheTwoKernelPathOnQwen3Shapes) {
   // Qwen3-0.6B: 16 / 8 heads, hidden 1024 (K in one pass), q/k-norm; the
   // contexts put the new key in the first, a middle and the last CTA, leave
   // CTAs empty, fill pages partly and reach the kernel's limit.
-  for (int cluster : {16, 8})
-    for (int kv_len : {1, 2, 17, 100, 128, 129, 256, 300, 1000, kQkvAttentionMaxKvLen})
-      runCase({DType::kBF16, 16, 8, 1024, kv_len, true, false, cluster});
+  for (QkvAttentionExchange exchange : {QkvAttentionExchange::kClusterBarriers, QkvAttentionExchange::kPush})
+    for (int cluster : {16, 8})
+      for (int kv_len : {1, 2, 17, 100, 128, 129, 256, 300, 1000, kQkvAttentionMaxKvLen})
+        runCase({DType::kBF16, 16, 8, 1024, kv_len, true, false, cluster, exchange});
 }
 
 TEST(QkvAttentionTest, MatchesTheTwoKernelPathOnOtherShapes) {
@@ -273,6 +278,10 @@ TEST(QkvAttentionTest, MatchesTheTwoKernelPathOnOtherShapes) {
   runCase({DType::kF16, 16, 2, 1000, 513, false, true});
   runCase({DType::kBF16, 32, 8, 4096, 700, false, false, 8});
   runCase({DType::kF16, 16, 2, 1000, 90, false, true, 8});
+  const QkvAttentionExchange push = QkvAttentionExchange::kPush;
+  runCase({DType::kBF16, 32, 8, 4096, 130, false, false, 16, push});
+  runCase({DType::kF16, 16, 2, 1000, 513, false, true, 16, push});
+  runCase({DType::kF16, 16, 4, 2048, 77, true, true, 8, push});
 }
 
 TEST(QkvAttentionTest, SupportsNamesWhatItRefuses) {

@@ -175,8 +175,8 @@ int main(int argc, char **argv) {
       return;
     case Kernel::kGemvSweepBest: {
       auto best = sweep_best.find({a.n, a.k});
-      CHECK(launchGemvWithConfig(a, best != sweep_best.end() ? best->second.second : gemvConfigFor(a.n, a.k),
-                                 stream));
+      CHECK(launchGemvWithConfig(
+          a, best != sweep_best.end() ? best->second.second : gemvConfigFor(a.n, a.k), stream));
       return;
     }
     case Kernel::kSkinny:
@@ -435,6 +435,7 @@ int main(int argc, char **argv) {
     int fused_max_kv_len = kMaxFusedKeys; // the CTAs' shared memory for keys
     int fused_cluster = 16;
     QkvAttentionExchange fused_exchange = QkvAttentionExchange::kClusterBarriers;
+    int fused_warps = 16;
     auto setFusedKvLen = [&](int kv_len) {
       std::vector<int> ints(kMaxFusedKeys / 16 + 2);
       for (int p = 0; p < kMaxFusedKeys / 16; ++p)
@@ -476,6 +477,7 @@ int main(int argc, char **argv) {
       a.max_kv_len = fused_max_kv_len;
       a.cluster = fused_cluster;
       a.exchange = fused_exchange;
+      a.warps = fused_warps;
       a.sm_scale_log2 = 0.1275f;
       a.out = out;
       a.pdl = true;
@@ -483,8 +485,8 @@ int main(int argc, char **argv) {
     };
     auto timeStep = [&](Kernel kernel, int m, int fused_kv_len = 0) {
       const bool fused_norms = kernel == Kernel::kGemv || kernel == Kernel::kGemvSweepBest;
-      auto gemm = [&](const void *x, const void *w, int64_t n, int64_t k, GemvEpilogue e,
-                      bool norm, void *out, EType out_type) {
+      auto gemm = [&](const void *x, const void *w, int64_t n, int64_t k, GemvEpilogue e, bool norm,
+                      void *out, EType out_type) {
         GemvArgs a;
         a.x = x;
         a.w = w;
@@ -535,33 +537,37 @@ int main(int argc, char **argv) {
     // Qwen3 layer) is what it costs apart.
     // The fused kernel alone, chained with itself (no GEMV beside it), tells
     // its own latency from what its neighbours cost it (run 203).
-    for (QkvAttentionExchange exchange : {QkvAttentionExchange::kClusterBarriers, QkvAttentionExchange::kPush})
+    for (QkvAttentionExchange exchange :
+         {QkvAttentionExchange::kClusterBarriers, QkvAttentionExchange::kPush})
       for (int cluster : {16, 8})
-        for (int kv_len : {129, 256, 1024}) {
-          if (sweep)
-            break;
-          fused_cluster = cluster;
-          fused_exchange = exchange;
-          setFusedKvLen(kv_len);
-          const std::string what =
-              " QKV + attention fused, cluster " + std::to_string(cluster) +
-              (exchange == QkvAttentionExchange::kPush ? " push" : " barriers") + ", kv_len " +
-              std::to_string(kv_len);
-          const float fused_ms = timeStep(Kernel::kGemv, 1, kv_len);
-          row(std::string(model.name) + " step," + what, 1, "graph+pdl", fused_ms * 1000,
-              step_bytes / (fused_ms * 1e6));
-          std::printf("    %s: the fused attention adds %.2f us a layer over the QKV GEMV\n", what.c_str(),
-                      (fused_ms - gemv_ms) * 1000 / model.layers);
-          if (kv_len == 129) {
-            const float alone_ms = timeMs(
-                [&](int i) { fused(h, layer_w[i % copies][0], i % model.layers, qkv); }, stream, true);
-            row(std::string(model.name) + what + ", alone", 1, "graph+pdl", alone_ms * 1000, 0);
+        for (int warps : {16, 8})
+          for (int kv_len : {129, 256, 1024}) {
+            if (sweep)
+              break;
+            fused_cluster = cluster;
+            fused_exchange = exchange;
+            fused_warps = warps;
+            setFusedKvLen(kv_len);
+            const std::string what =
+                " QKV + attention fused, cluster " + std::to_string(cluster) +
+                (exchange == QkvAttentionExchange::kPush ? " push" : " barriers") + ", " +
+                std::to_string(warps) + " warps, kv_len " + std::to_string(kv_len);
+            const float fused_ms = timeStep(Kernel::kGemv, 1, kv_len);
+            row(std::string(model.name) + " step," + what, 1, "graph+pdl", fused_ms * 1000,
+                step_bytes / (fused_ms * 1e6));
+            std::printf("    %s: the fused attention adds %.2f us a layer over the QKV GEMV\n",
+                        what.c_str(), (fused_ms - gemv_ms) * 1000 / model.layers);
+            if (kv_len == 129) {
+              const float alone_ms =
+                  timeMs([&](int i) { fused(h, layer_w[i % copies][0], i % model.layers, qkv); },
+                         stream, true);
+              row(std::string(model.name) + what + ", alone", 1, "graph+pdl", alone_ms * 1000, 0);
+            }
           }
-        }
     if (sweep) {
       const float best_ms = timeStep(Kernel::kGemvSweepBest, 1);
-      row(std::string(model.name) + " step of GEMVs (graph) [sweep best]", 1, "graph+pdl", best_ms * 1000,
-          step_bytes / (best_ms * 1e6));
+      row(std::string(model.name) + " step of GEMVs (graph) [sweep best]", 1, "graph+pdl",
+          best_ms * 1000, step_bytes / (best_ms * 1e6));
     }
     for (Kernel kernel : {Kernel::kCublas, Kernel::kCublasTuned, Kernel::kDecode}) {
       if (sweep || steps_only)

@@ -41,8 +41,6 @@ using kernels::clusterSharedAddress;
 using kernels::clusterSync;
 using kernels::loadCluster;
 
-constexpr int kWarps = 16;
-constexpr int kThreads = kWarps * 32;
 constexpr int kUnroll = 4; // 16-byte chunks a lane a row per pass
 
 template <typename T, int D, int G, int C> struct QkvAttentionShape {
@@ -59,7 +57,9 @@ template <typename T, int D, int G, int C> struct QkvAttentionShape {
 };
 
 /// Keys a CTA of a `cluster`-CTA cluster holds for contexts up to max_kv_len.
-__host__ __device__ inline int tileKeys(int max_kv_len, int cluster) { return (max_kv_len + cluster - 1) / cluster; }
+__host__ __device__ inline int tileKeys(int max_kv_len, int cluster) {
+  return (max_kv_len + cluster - 1) / cluster;
+}
 
 /// Row j of KV head h's rows (its G query heads, then its key, then its
 /// value) as a row of the QKV weight.
@@ -68,7 +68,8 @@ __device__ __forceinline__ int64_t qkvRow(int j, int h, int G, int D, int heads,
     return static_cast<int64_t>(h) * G * D + j;
   if (j < (G + 1) * D)
     return static_cast<int64_t>(heads) * D + static_cast<int64_t>(h) * D + (j - G * D);
-  return static_cast<int64_t>(heads + kv_heads) * D + static_cast<int64_t>(h) * D + (j - (G + 1) * D);
+  return static_cast<int64_t>(heads + kv_heads) * D + static_cast<int64_t>(h) * D +
+         (j - (G + 1) * D);
 }
 
 /// The push exchange (QkvAttentionArgs::exchange == kPush): a sender stores
@@ -77,12 +78,15 @@ __device__ __forceinline__ int64_t qkvRow(int j, int h, int G, int D, int heads,
 /// receiver waits on that barrier alone. No cluster barrier's release, which
 /// ptxas compiles to MEMBAR.ALL.GPU (run 203's suspect (2)).
 __device__ __forceinline__ void mbarrierInit(unsigned long long *bar, unsigned count) {
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(kernels::smemAddress(bar)), "r"(count) : "memory");
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(kernels::smemAddress(bar)),
+               "r"(count)
+               : "memory");
 }
 __device__ __forceinline__ void mbarrierExpectTx(unsigned long long *bar, unsigned bytes) {
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(kernels::smemAddress(bar)),
-               "r"(bytes)
-               : "memory");
+  asm volatile(
+      "mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(kernels::smemAddress(bar)),
+      "r"(bytes)
+      : "memory");
 }
 __device__ __forceinline__ void mbarrierWait(unsigned long long *bar, unsigned phase) {
   asm volatile("{\n\t.reg .pred done;\n\tWAIT_LOOP:\n\t"
@@ -94,38 +98,44 @@ __device__ __forceinline__ void mbarrierWait(unsigned long long *bar, unsigned p
 /// Every CTA of the cluster past this point, without a release (no
 /// memory ordering; before any push, so the peers' barriers exist).
 __device__ __forceinline__ void clusterSyncRelaxed() {
-  asm volatile("barrier.cluster.arrive.relaxed.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
+  asm volatile("barrier.cluster.arrive.relaxed.aligned;\n\tbarrier.cluster.wait.aligned;" ::
+                   : "memory");
 }
 /// `value` into CTA `rank`'s copy of `local`, counted on its copy of `bar`.
-__device__ __forceinline__ void push(const float *local, unsigned rank, unsigned long long *bar, float value) {
+__device__ __forceinline__ void push(const float *local, unsigned rank, unsigned long long *bar,
+                                     float value) {
   asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.b32 [%0], %1, [%2];" ::"r"(
                    clusterSharedAddress(local, rank)),
                "r"(__float_as_uint(value)), "r"(clusterSharedAddress(bar, rank))
                : "memory");
 }
-__device__ __forceinline__ void push2(const float *local, unsigned rank, unsigned long long *bar, float v0,
-                                      float v1) {
-  asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.v2.b32 [%0], {%1, %2}, [%3];" ::"r"(
-                   clusterSharedAddress(local, rank)),
-               "r"(__float_as_uint(v0)), "r"(__float_as_uint(v1)), "r"(clusterSharedAddress(bar, rank))
-               : "memory");
+__device__ __forceinline__ void push2(const float *local, unsigned rank, unsigned long long *bar,
+                                      float v0, float v1) {
+  asm volatile(
+      "st.async.shared::cluster.mbarrier::complete_tx::bytes.v2.b32 [%0], {%1, %2}, [%3];" ::"r"(
+          clusterSharedAddress(local, rank)),
+      "r"(__float_as_uint(v0)), "r"(__float_as_uint(v1)), "r"(clusterSharedAddress(bar, rank))
+      : "memory");
 }
 
-template <typename T> __device__ __forceinline__ float toFloat(T v) { return gemv::Pack<T>::toFloat(v); }
+template <typename T> __device__ __forceinline__ float toFloat(T v) {
+  return gemv::Pack<T>::toFloat(v);
+}
 template <typename T> __device__ __forceinline__ float rounded(float v) {
   return gemv::Pack<T>::toFloat(gemv::Pack<T>::fromFloat(v));
 }
 
-template <typename T, int D, int G, int C, bool kPush>
-__global__ void __launch_bounds__(kThreads, 1) qkvAttentionKernel(const QkvAttentionArgs a) {
+template <typename T, int D, int G, int C, bool kPush, int kWarps>
+__global__ void __launch_bounds__(kWarps * 32, 1) qkvAttentionKernel(const QkvAttentionArgs a) {
+  constexpr int kThreads = kWarps * 32;
   using Shape = QkvAttentionShape<T, D, G, C>;
   constexpr int R = Shape::kRowsPerCta;
   constexpr int kMaxKeys = Shape::kMaxKeys;
   const int tile_keys = tileKeys(a.max_kv_len, C);
   extern __shared__ __align__(16) unsigned char dynamic_smem[];
-  T *k_tile = reinterpret_cast<T *>(dynamic_smem); // [tile_keys][D]
-  T *v_tile = k_tile + tile_keys * D;              // [tile_keys][D]
-  __shared__ float rows[R];                        // this CTA's QKV rows
+  T *k_tile = reinterpret_cast<T *>(dynamic_smem);  // [tile_keys][D]
+  T *v_tile = k_tile + tile_keys * D;               // [tile_keys][D]
+  __shared__ float rows[R];                         // this CTA's QKV rows
   __shared__ __align__(16) float head[(G + 2) * D]; // h's rows, roped
   __shared__ float rope_cs[D];                      // (cos, sin) pairs
   __shared__ float q_norm_w[D], k_norm_w[D];
@@ -159,7 +169,8 @@ __global__ void __launch_bounds__(kThreads, 1) qkvAttentionKernel(const QkvAtten
       const int page = __ldg(a.kv.page_table + key / a.kv.page_size);
       const long long offset = static_cast<long long>(page) * a.kv.page_stride +
                                static_cast<long long>(h) * a.kv.head_stride +
-                               static_cast<long long>(key % a.kv.page_size) * a.kv.token_stride + c * 8;
+                               static_cast<long long>(key % a.kv.page_size) * a.kv.token_stride +
+                               c * 8;
       const int local = (key - key_begin) * D + c * 8;
       kernels::cpAsync16(k_tile + local, static_cast<const T *>(a.kv.k) + offset);
       kernels::cpAsync16(v_tile + local, static_cast<const T *>(a.kv.v) + offset);
@@ -251,11 +262,13 @@ __global__ void __launch_bounds__(kThreads, 1) qkvAttentionKernel(const QkvAtten
     }
     if (a.bias) {
       acc0 += ld(a.bias, a.bias_type, qkvRow(rank * R + 2 * pair, h, G, D, a.heads, a.kv_heads));
-      acc1 += ld(a.bias, a.bias_type, qkvRow(rank * R + 2 * pair + 1, h, G, D, a.heads, a.kv_heads));
+      acc1 +=
+          ld(a.bias, a.bias_type, qkvRow(rank * R + 2 * pair + 1, h, G, D, a.heads, a.kv_heads));
     }
     if constexpr (kPush) {
       if (lane < C) // lane c pushes the pair into CTA c's head
-        push2(&head[rank * R + 2 * pair], lane, &exchange_bars[0], rounded<T>(acc0), rounded<T>(acc1));
+        push2(&head[rank * R + 2 * pair], lane, &exchange_bars[0], rounded<T>(acc0),
+              rounded<T>(acc1));
     } else if (lane == 0) {
       rows[2 * pair] = rounded<T>(acc0);
       rows[2 * pair + 1] = rounded<T>(acc1);
@@ -270,25 +283,27 @@ __global__ void __launch_bounds__(kThreads, 1) qkvAttentionKernel(const QkvAtten
       head[j] = loadCluster(clusterSharedAddress(&rows[j % R], static_cast<unsigned>(j / R)));
     __syncthreads();
   }
-  // Query heads (warps 0..G-1) and the key (warp G): q/k-norm and rotary in
+  // Query heads (0..G-1) and the key (G), a warp each in turn: q/k-norm and rotary in
   // registers, rounded to the storage type as the fold stores them.
-  if (warp <= G) {
+  for (int hh = warp; hh <= G; hh += kWarps) {
     kernels::HeadInRegisters<D> x_head;
-    x_head.load(head + warp * D, lane);
-    const bool is_key = warp == G;
+    x_head.load(head + hh * D, lane);
+    const bool is_key = hh == G;
     if (is_key ? a.k_norm != nullptr : a.q_norm != nullptr) {
       const float *weight = is_key ? k_norm_w : q_norm_w;
-      x_head.rmsNorm(a.qk_norm_eps, [&](int i) { return weight[i]; }, lane);
+      x_head.rmsNorm(
+          a.qk_norm_eps, [&](int i) { return weight[i]; }, lane);
     }
-    x_head.rotateWhole([&](int i, float &c, float &s) {
-      c = rope_cs[2 * i];
-      s = rope_cs[2 * i + 1];
-    },
-                       lane);
+    x_head.rotateWhole(
+        [&](int i, float &c, float &s) {
+          c = rope_cs[2 * i];
+          s = rope_cs[2 * i + 1];
+        },
+        lane);
 #pragma unroll
     for (int e = 0; e < kernels::HeadInRegisters<D>::kPerLane; ++e)
       x_head.x[e] = rounded<T>(x_head.x[e]);
-    x_head.store(head + warp * D, lane);
+    x_head.store(head + hh * D, lane);
   }
   kernels::cpAsyncWait<0>();
   __syncthreads();
@@ -327,18 +342,18 @@ __global__ void __launch_bounds__(kThreads, 1) qkvAttentionKernel(const QkvAtten
     }
   }
   __syncthreads();
-  // The softmax state a head (warp g), base 2.
-  if (warp < G) {
+  // The softmax state a head (a warp each in turn), base 2.
+  for (int g = warp; g < G; g += kWarps) {
     float m = -INFINITY;
     for (int i = lane; i < keys; i += 32)
-      m = fmaxf(m, scores[warp][i]);
+      m = fmaxf(m, scores[g][i]);
 #pragma unroll
     for (int o = 16; o > 0; o >>= 1)
       m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
     float l = 0.0f;
     for (int i = lane; i < keys; i += 32) {
-      const float p = exp2f(scores[warp][i] - m);
-      scores[warp][i] = p;
+      const float p = exp2f(scores[g][i] - m);
+      scores[g][i] = p;
       l += p;
     }
 #pragma unroll
@@ -346,12 +361,12 @@ __global__ void __launch_bounds__(kThreads, 1) qkvAttentionKernel(const QkvAtten
       l += __shfl_xor_sync(0xffffffffu, l, o);
     if constexpr (kPush) {
       if (lane < C) { // into CTA `lane`'s row for this CTA
-        push(&recv_m[rank][warp], lane, &exchange_bars[1], m);
-        push(&recv_l[rank][warp], lane, &exchange_bars[1], l);
+        push(&recv_m[rank][g], lane, &exchange_bars[1], m);
+        push(&recv_l[rank][g], lane, &exchange_bars[1], l);
       }
     } else if (lane == 0) {
-      state_m[warp] = m;
-      state_l[warp] = l;
+      state_m[g] = m;
+      state_l[g] = l;
     }
   }
   __syncthreads();
@@ -364,7 +379,8 @@ __global__ void __launch_bounds__(kThreads, 1) qkvAttentionKernel(const QkvAtten
       acc = fmaf(scores[g][i], v, acc);
     }
     if constexpr (kPush) // to the CTA that merges output t
-      push(&recv_acc[rank][t % Shape::kOutputsPerCta], t / Shape::kOutputsPerCta, &exchange_bars[1], acc);
+      push(&recv_acc[rank][t % Shape::kOutputsPerCta], t / Shape::kOutputsPerCta, &exchange_bars[1],
+           acc);
     else
       state_acc[t] = acc;
   }
@@ -412,33 +428,36 @@ __global__ void __launch_bounds__(kThreads, 1) qkvAttentionKernel(const QkvAtten
     clusterSync(); // 3: the others have read this CTA's states
 
   if (threadIdx.x < Shape::kOutputsPerCta)
-    static_cast<T *>(a.out)[static_cast<int64_t>(h) * G * D + out_index] = gemv::Pack<T>::fromFloat(merged);
+    static_cast<T *>(a.out)[static_cast<int64_t>(h) * G * D + out_index] =
+        gemv::Pack<T>::fromFloat(merged);
 
   // The CTA whose chunk holds the newest key appends it and its value,
   // last: a cluster barrier's release fences global memory too
   // (MEMBAR.ALL.GPU in the SASS), so stores before one would hold every
   // CTA of the cluster until they land. The cache is read again only by
   // a later launch.
-  if (slot >= 0 && key_begin <= newest && newest < key_end && warp >= G && warp <= G + 1) {
+  if (slot >= 0 && key_begin <= newest && newest < key_end &&
+      warp < 2) { // warp 0 the key, 1 the value
     const int page = slot / a.kv.page_size, offset = slot % a.kv.page_size;
     const long long base = static_cast<long long>(page) * a.kv.page_stride +
                            static_cast<long long>(h) * a.kv.head_stride +
                            static_cast<long long>(offset) * a.kv.token_stride;
-    T *cache = static_cast<T *>(warp == G ? const_cast<void *>(a.kv.k) : const_cast<void *>(a.kv.v));
+    T *cache =
+        static_cast<T *>(warp == 0 ? const_cast<void *>(a.kv.k) : const_cast<void *>(a.kv.v));
     for (int i = lane; i < D; i += 32)
-      cache[base + i] = gemv::Pack<T>::fromFloat(head[warp * D + i]);
+      cache[base + i] = gemv::Pack<T>::fromFloat(head[(G + warp) * D + i]);
   }
 }
 
-template <typename T, int G, int C, bool kPush>
+template <typename T, int G, int C, bool kPush, int kWarps>
 cudaError_t launchFor(const QkvAttentionArgs &a, cudaStream_t stream) {
   constexpr int D = 128;
   using Shape = QkvAttentionShape<T, D, G, C>;
-  auto kernel = qkvAttentionKernel<T, D, G, C, kPush>;
+  auto kernel = qkvAttentionKernel<T, D, G, C, kPush, kWarps>;
   const int smem = Shape::tileBytes(tileKeys(a.max_kv_len, C));
   static const cudaError_t configured = [&] {
-    cudaError_t status =
-        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Shape::tileBytes(Shape::kMaxKeys));
+    cudaError_t status = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                              Shape::tileBytes(Shape::kMaxKeys));
     if (status == cudaSuccess && C > 8)
       status = cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
     return status;
@@ -446,18 +465,26 @@ cudaError_t launchFor(const QkvAttentionArgs &a, cudaStream_t stream) {
   if (configured != cudaSuccess)
     return configured;
   const dim3 grid(C, static_cast<unsigned>(a.kv_heads), 1);
-  return kernels::launchKernelInClusters(kernel, grid, dim3(kThreads), smem, stream, a.pdl,
+  return kernels::launchKernelInClusters(kernel, grid, dim3(kWarps * 32), smem, stream, a.pdl,
                                          static_cast<unsigned>(C), a);
+}
+
+template <typename T, int G, bool kPush, int kWarps>
+cudaError_t launchSized(const QkvAttentionArgs &a, cudaStream_t stream) {
+  return a.cluster == 8 ? launchFor<T, G, 8, kPush, kWarps>(a, stream)
+                        : launchFor<T, G, 16, kPush, kWarps>(a, stream);
 }
 
 template <typename T, int G, bool kPush>
 cudaError_t launchExchanging(const QkvAttentionArgs &a, cudaStream_t stream) {
-  return a.cluster == 8 ? launchFor<T, G, 8, kPush>(a, stream) : launchFor<T, G, 16, kPush>(a, stream);
+  return a.warps == 8 ? launchSized<T, G, kPush, 8>(a, stream)
+                      : launchSized<T, G, kPush, 16>(a, stream);
 }
 
-template <typename T, int G> cudaError_t launchClustered(const QkvAttentionArgs &a, cudaStream_t stream) {
+template <typename T, int G>
+cudaError_t launchClustered(const QkvAttentionArgs &a, cudaStream_t stream) {
   return a.exchange == QkvAttentionExchange::kPush ? launchExchanging<T, G, true>(a, stream)
-                                                    : launchExchanging<T, G, false>(a, stream);
+                                                   : launchExchanging<T, G, false>(a, stream);
 }
 
 template <typename T> cudaError_t launchTyped(const QkvAttentionArgs &a, cudaStream_t stream) {
@@ -495,22 +522,26 @@ bool qkvAttentionSupports(const QkvAttentionArgs &a, std::string *why) {
   if (a.rope_half != a.head_dim / 2 || a.rope_factors == nullptr)
     return no("rotary over the whole head");
   if (a.kv.page_table == nullptr || a.kv.page_size <= 0 || a.kv.token_stride % 8 != 0 ||
-      a.kv.head_stride % 8 != 0 || a.kv.page_stride % 8 != 0 || !aligned16(a.kv.k) || !aligned16(a.kv.v))
+      a.kv.head_stride % 8 != 0 || a.kv.page_stride % 8 != 0 || !aligned16(a.kv.k) ||
+      !aligned16(a.kv.v))
     return no("a paged cache of 16-byte aligned rows");
   if (a.kv_lens == nullptr || a.slot_mapping == nullptr || a.out == nullptr)
     return no("kv_lens, slot_mapping and out");
   if (a.max_kv_len < 1 || a.max_kv_len > kQkvAttentionMaxKvLen)
-    return no("contexts of at most " + std::to_string(kQkvAttentionMaxKvLen) + " keys (max_kv_len " +
-              std::to_string(a.max_kv_len) + ")");
+    return no("contexts of at most " + std::to_string(kQkvAttentionMaxKvLen) +
+              " keys (max_kv_len " + std::to_string(a.max_kv_len) + ")");
   if (a.cluster != 8 && a.cluster != 16)
     return no("clusters of 8 or 16 CTAs (got " + std::to_string(a.cluster) + ")");
+  if (a.warps != 8 && a.warps != 16)
+    return no("CTAs of 8 or 16 warps (got " + std::to_string(a.warps) + ")");
   return true;
 }
 
 cudaError_t launchQkvAttention(const QkvAttentionArgs &a, cudaStream_t stream) {
   if (!qkvAttentionSupports(a))
     return cudaErrorInvalidValue;
-  return a.type == EType::kBF16 ? launchTyped<__nv_bfloat16>(a, stream) : launchTyped<__half>(a, stream);
+  return a.type == EType::kBF16 ? launchTyped<__nv_bfloat16>(a, stream)
+                                : launchTyped<__half>(a, stream);
 }
 
 } // namespace txc::cuda

@@ -83,6 +83,10 @@ struct QkvAttentionArgs {
   /// schedule) or 8 (portable; each CTA twice the rows and keys).
   int cluster = 16;
   QkvAttentionExchange exchange = QkvAttentionExchange::kClusterBarriers;
+  /// Warps a CTA: 16 (a row pair a warp at Qwen3's shape), or 8 (a CTA of
+  /// ~23K registers instead of ~46K, which fits beside the down GEMV's
+  /// blocks still resident: run 203's suspect (1)).
+  int warps = 16;
   float sm_scale_log2 = 0.0f; // softmax scale times log2(e)
   void *out = nullptr;        // [heads * head_dim]
   bool pdl = false;

@@ -40,6 +40,7 @@ struct QkvAttentionCase {
   bool bias;
   int cluster = 16;
   QkvAttentionExchange exchange = QkvAttentionExchange::kClusterBarriers;
+  int warps = 16;
 };
 
 constexpr int kHeadDim = 128;
@@ -61,10 +62,12 @@ void *upload(const TestTensor &t) { return upload(t.bytes.data(), t.bytes.size()
 
 void runCase(const QkvAttentionCase &c) {
   SCOPED_TRACE(std::string(c.dtype == DType::kBF16 ? "bf16" : "f16") + " heads " +
-               std::to_string(c.heads) + "/" + std::to_string(c.kv_heads) + " k " + std::to_string(c.k) +
-               " kv_len " + std::to_string(c.kv_len) + (c.qk_norm ? " qk-norm" : "") +
-               (c.bias ? " bias" : "") + " cluster " + std::to_string(c.cluster) +
-               (c.exchange == QkvAttentionExchange::kPush ? " push" : " barriers"));
+               std::to_string(c.heads) + "/" + std::to_string(c.kv_heads) + " k " +
+               std::to_string(c.k) + " kv_len " + std::to_string(c.kv_len) +
+               (c.qk_norm ? " qk-norm" : "") + (c.bias ? " bias" : "") + " cluster " +
+               std::to_string(c.cluster) +
+               (c.exchange == QkvAttentionExchange::kPush ? " push" : " barriers") + " warps " +
+               std::to_string(c.warps));
   const int D = kHeadDim, G = c.heads / c.kv_heads;
   const int64_t n = static_cast<int64_t>(c.heads + 2 * c.kv_heads) * D;
   std::mt19937 rng(static_cast<uint32_t>(c.heads * 7919 + c.k * 31 + c.kv_len));
@@ -169,7 +172,8 @@ void runCase(const QkvAttentionCase &c) {
   }
 
   TestTensor out = poisonedTensor(c.dtype, 1, static_cast<int64_t>(c.heads) * D);
-  void *dx = upload(x), *dw = upload(w), *db = upload(bias), *dqn = upload(q_norm), *dkn = upload(k_norm);
+  void *dx = upload(x), *dw = upload(w), *db = upload(bias), *dqn = upload(q_norm),
+       *dkn = upload(k_norm);
   void *dcache = upload(cache), *dout = upload(out);
   void *drope = upload(rope.data(), rope.size() * sizeof(float));
   void *dpages = upload(pages.data(), pages.size() * sizeof(int));
@@ -210,6 +214,7 @@ void runCase(const QkvAttentionCase &c) {
   a.max_kv_len = c.kv_len % 3 == 0 ? kQkvAttentionMaxKvLen : c.kv_len;
   a.cluster = c.cluster;
   a.exchange = c.exchange;
+  a.warps = c.warps;
   a.sm_scale_log2 = static_cast<float>(scale * 1.4426950408889634);
   a.out = dout;
   a.pdl = c.kv_len % 2 == 1; // alone on the stream, PDL must change nothing
@@ -218,9 +223,11 @@ void runCase(const QkvAttentionCase &c) {
   ASSERT_EQ(launchQkvAttention(a, nullptr), cudaSuccess);
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   TestTensor cache_after = cache;
-  ASSERT_EQ(cudaMemcpy(out.bytes.data(), dout, out.bytes.size(), cudaMemcpyDeviceToHost), cudaSuccess);
-  ASSERT_EQ(cudaMemcpy(cache_after.bytes.data(), dcache, cache.bytes.size(), cudaMemcpyDeviceToHost),
+  ASSERT_EQ(cudaMemcpy(out.bytes.data(), dout, out.bytes.size(), cudaMemcpyDeviceToHost),
             cudaSuccess);
+  ASSERT_EQ(
+      cudaMemcpy(cache_after.bytes.data(), dcache, cache.bytes.size(), cudaMemcpyDeviceToHost),
+      cudaSuccess);
   for (void *p : {dx, dw, db, dqn, dkn, dcache, dout, drope, dpages, dlen, dslot})
     cudaFree(p);
 
@@ -239,21 +246,25 @@ void runCase(const QkvAttentionCase &c) {
   auto cacheAfter = [&](int64_t e) { return cache_after.at(e / page_stride, e % page_stride); };
   for (int h = 0; h < c.kv_heads; ++h)
     for (int d = 0; d < D; ++d) {
-      EXPECT_NEAR(cacheAfter(element(position, false, h, d)), new_k[h][d], 1e-2 * std::abs(new_k[h][d]) + 1e-3)
+      EXPECT_NEAR(cacheAfter(element(position, false, h, d)), new_k[h][d],
+                  1e-2 * std::abs(new_k[h][d]) + 1e-3)
           << "key head " << h << " element " << d;
-      EXPECT_NEAR(cacheAfter(element(position, true, h, d)), new_v[h][d], 1e-2 * std::abs(new_v[h][d]) + 1e-3)
+      EXPECT_NEAR(cacheAfter(element(position, true, h, d)), new_v[h][d],
+                  1e-2 * std::abs(new_v[h][d]) + 1e-3)
           << "value head " << h << " element " << d;
     }
   for (int64_t e = 0; e < num_pages * page_stride; ++e) {
     const int64_t page = e / page_stride, in_page = e % page_stride;
     const int64_t in_half = in_page % (kPageSize * token_stride);
-    const bool new_slot = page == pages[position / kPageSize] && in_half / token_stride == position % kPageSize;
+    const bool new_slot =
+        page == pages[position / kPageSize] && in_half / token_stride == position % kPageSize;
     if (!new_slot && cache_after.at(page, in_page) != cache.at(page, in_page)) {
       ADD_FAILURE() << "cache element " << e << " changed";
       break;
     }
   }
-  std::printf("  %s: worst |out - ref| %.3g\n", ::testing::UnitTest::GetInstance()->current_test_info()->name(), worst);
+  std::printf("  %s: worst |out - ref| %.3g\n",
+              ::testing::UnitTest::GetInstance()->current_test_info()->name(), worst);
 }
 
 TEST(QkvAttentionTest, MatchesTheTwoKernelPathOnQwen3Shapes) {
@@ -261,10 +272,12 @@ TEST(QkvAttentionTest, MatchesTheTwoKernelPathOnQwen3Shapes) {
   // Qwen3-0.6B: 16 / 8 heads, hidden 1024 (K in one pass), q/k-norm; the
   // contexts put the new key in the first, a middle and the last CTA, leave
   // CTAs empty, fill pages partly and reach the kernel's limit.
-  for (QkvAttentionExchange exchange : {QkvAttentionExchange::kClusterBarriers, QkvAttentionExchange::kPush})
+  for (QkvAttentionExchange exchange :
+       {QkvAttentionExchange::kClusterBarriers, QkvAttentionExchange::kPush})
     for (int cluster : {16, 8})
-      for (int kv_len : {1, 2, 17, 100, 128, 129, 256, 300, 1000, kQkvAttentionMaxKvLen})
-        runCase({DType::kBF16, 16, 8, 1024, kv_len, true, false, cluster, exchange});
+      for (int warps : {16, 8})
+        for (int kv_len : {1, 2, 17, 100, 129, 300, 1000, kQkvAttentionMaxKvLen})
+          runCase({DType::kBF16, 16, 8, 1024, kv_len, true, false, cluster, exchange, warps});
 }
 
 TEST(QkvAttentionTest, MatchesTheTwoKernelPathOnOtherShapes) {
@@ -282,6 +295,8 @@ TEST(QkvAttentionTest, MatchesTheTwoKernelPathOnOtherShapes) {
   runCase({DType::kBF16, 32, 8, 4096, 130, false, false, 16, push});
   runCase({DType::kF16, 16, 2, 1000, 513, false, true, 16, push});
   runCase({DType::kF16, 16, 4, 2048, 77, true, true, 8, push});
+  runCase({DType::kF16, 16, 2, 1000, 257, true, false, 8, push, 8}); // a group of 8 on 8 warps
+  runCase({DType::kBF16, 32, 8, 4096, 40, false, true, 16, push, 8});
 }
 
 TEST(QkvAttentionTest, SupportsNamesWhatItRefuses) {
@@ -323,6 +338,10 @@ TEST(QkvAttentionTest, SupportsNamesWhatItRefuses) {
   a.cluster = 4;
   EXPECT_FALSE(qkvAttentionSupports(a, &why));
   EXPECT_EQ(why, "clusters of 8 or 16 CTAs (got 4)");
+  a.cluster = 8;
+  a.warps = 4;
+  EXPECT_FALSE(qkvAttentionSupports(a, &why));
+  EXPECT_EQ(why, "CTAs of 8 or 16 warps (got 4)");
 }
 
 } // namespace

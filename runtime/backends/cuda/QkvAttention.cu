@@ -21,6 +21,12 @@
 //     then the merged outputs are stored and the CTA whose chunk holds the
 //     newest key appends it and the value to the cache (global stores after
 //     the last barrier: its release fences global memory, MEMBAR.ALL.GPU).
+// With the push exchange (QkvAttentionExchange::kPush) the barriers go: a
+// CTA stores its rows and then its states straight into its peers' shared
+// memory, and each waits on its own mbarrier for the bytes it expects.
+// Template parameters: the cluster size C (8 or 16), the exchange, the
+// warps a CTA (8 or 16); every combination is in QkvAttentionTest and
+// decode_ops_bench --steps (device run 203 and after).
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/backends/cuda/QkvAttention.h"

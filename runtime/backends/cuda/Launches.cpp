@@ -169,10 +169,11 @@ Status CudaExecutor::State::runLaunch(int index, const pb::Launch &launch) {
   LaunchAttributes attributes(launch);
   copy_scratch_used = 0;
   const std::string kernel = "kernel launch";
-  if (op != "txk.gemm" && op != "txk.gemm_rope_append")
-    TXC_RETURN_IF_ERROR(flushPendingNorm());
+  // The rope first: a pending QKV GEMM before it reads the pending norm.
   if (op != "txk.attention")
     TXC_RETURN_IF_ERROR(flushPendingRope());
+  if (op != "txk.gemm" && op != "txk.gemm_rope_append")
+    TXC_RETURN_IF_ERROR(flushPendingNorm());
 
   if (op == "txk.embedding") {
     TXC_ASSIGN_OR_RETURN(Bound tokens, bindOperand(launch, 0, true));
@@ -359,7 +360,21 @@ Status CudaExecutor::State::runLaunch(int index, const pb::Launch &launch) {
     a.out = out.data;
     TXC_ASSIGN_OR_RETURN(a.out_type, etype(out.dtype, "the result"));
     a.pdl = options.use_pdl;
-    if (fused) {
+    // Decode: the attention after it may fold the rope in (same element
+    // type for the QKV, the norms and the cache).
+    const bool rope_to_attention =
+        decode_attention.rope_in_attention && fusable_ropes.count(index) &&
+        batch->numTokens() == batch->numSequences() && a.qkv_type == a.cache_type &&
+        (!a.q_norm || a.q_norm_type == a.cache_type) &&
+        (!a.k_norm || a.k_norm_type == a.cache_type);
+    // fuse_qkv_attention: at batch 1 the GEMM waits for the attention op,
+    // which may run it, the rope and itself as one launch (tryQkvAttention).
+    const bool defer_qkv = fused && rope_to_attention && options.fuse_qkv_attention &&
+                           batch->numSequences() == 1 && pending_norm.active &&
+                           pending_norm.out.data == input.data && !pending_norm.weight.present();
+    if (defer_qkv) {
+      pending_qkv = {true, input, weight, bias, qkv};
+    } else if (fused) {
       // Decode-sized: the GEMV finishes each head itself (no rope launch).
       if (options.fuse_rope && input.cols == weight.cols &&
           !overlaps(input.data, input.bytes(), out.data, out.bytes())) {
@@ -373,12 +388,7 @@ Status CudaExecutor::State::runLaunch(int index, const pb::Launch &launch) {
       qkv_gemv = false;
       TXC_RETURN_IF_ERROR(status);
     }
-    // Decode: the attention after it may fold the rope in (same element
-    // type for the QKV, the norms and the cache).
-    if (decode_attention.rope_in_attention && fusable_ropes.count(index) &&
-        batch->numTokens() == batch->numSequences() && a.qkv_type == a.cache_type &&
-        (!a.q_norm || a.q_norm_type == a.cache_type) &&
-        (!a.k_norm || a.k_norm_type == a.cache_type)) {
+    if (rope_to_attention) {
       pending_rope = {true, a};
       return Status::ok();
     }

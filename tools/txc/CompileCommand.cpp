@@ -207,7 +207,8 @@ int runCompile() {
   if (Status status = runPipeline(*module, options); !status.isOk())
     return fail(status.message());
   progress("ran " + std::string(target == "cpu" ? "txc-to-cpu" : "txc-to-cuda") +
-           " (tp=" + std::to_string(tensorParallel) + ")");
+           " (tp=" + std::to_string(tensorParallel) +
+           ", max_seq_len=" + std::to_string(options.maxSeqLen) + ")");
   if (emit == "txk") {
     module->print(llvm::outs());
     llvm::outs() << "\n";

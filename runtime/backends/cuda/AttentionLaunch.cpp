@@ -54,11 +54,7 @@ Status CudaExecutor::State::flushPendingQkv() {
   if (!pending_qkv.active)
     return Status::ok();
   pending_qkv.active = false;
-  qkv_gemv = true; // its carveout is the QKV's
-  Status status =
-      gemm(pending_qkv.input, pending_qkv.weight, pending_qkv.bias, DMatrix{}, pending_qkv.out);
-  qkv_gemv = false;
-  return status;
+  return qkvGemm(pending_qkv.input, pending_qkv.weight, pending_qkv.bias, pending_qkv.out);
 }
 
 // A deferred rope that the attention did not fold in runs now (after the
@@ -108,12 +104,14 @@ Status CudaExecutor::State::attention(const LaunchAttributes &attributes, const 
       heads / kv_heads >= kernels::kMinGroupForMmaDecode && rope.head_dim == head_dim &&
       rope.heads == heads && rope.kv_heads == kv_heads && rope.step_factors != nullptr &&
       rope_factor_rows == seqs;
-  if (fold_rope && pending_qkv.active && causal && window == 0 && softcap == 0.0 &&
-      (cache_dtype == DType::kBF16 || cache_dtype == DType::kF16) && out.dtype == cache_dtype &&
-      (page_size & (page_size - 1)) == 0) {
-    const kernels::KVCacheView kv =
-        pagedCacheView(cache.data, kv_heads, head_dim, dtypeSize(cache_dtype), page_size, d_tables,
-                       batch->max_pages_per_seq, num_pages);
+  bool library = options.use_attention_library &&
+                 (cache_dtype == DType::kBF16 || cache_dtype == DType::kF16) &&
+                 query.dtype == cache_dtype && out.dtype == cache_dtype &&
+                 (page_size & (page_size - 1)) == 0;
+  const kernels::KVCacheView kv =
+      pagedCacheView(cache.data, kv_heads, head_dim, dtypeSize(cache_dtype), page_size, d_tables,
+                     batch->max_pages_per_seq, num_pages);
+  if (library && fold_rope && pending_qkv.active && causal && window == 0 && softcap == 0.0) {
     TXC_ASSIGN_OR_RETURN(bool fused, tryQkvAttention(heads, kv_heads, head_dim, scale, kv, out));
     if (fused)
       return Status::ok();
@@ -122,19 +120,12 @@ Status CudaExecutor::State::attention(const LaunchAttributes &attributes, const 
   if (!fold_rope)
     TXC_RETURN_IF_ERROR(flushPendingRope());
 
-  bool library = options.use_attention_library &&
-                 (cache_dtype == DType::kBF16 || cache_dtype == DType::kF16) &&
-                 query.dtype == cache_dtype && out.dtype == cache_dtype &&
-                 (page_size & (page_size - 1)) == 0;
   if (library) {
     kernels::AttentionConfig config;
     config.dtype =
         cache_dtype == DType::kBF16 ? kernels::ElementType::kBf16 : kernels::ElementType::kFp16;
     config.head_dim = static_cast<int>(head_dim);
     config.causal = causal;
-    const kernels::KVCacheView kv =
-        pagedCacheView(cache.data, kv_heads, head_dim, dtypeSize(cache_dtype), page_size, d_tables,
-                       batch->max_pages_per_seq, num_pages);
     kernels::VariantParams variant;
     variant.sm_scale = static_cast<float>(scale);
     variant.sm_scale_log2 = static_cast<float>(scale * 1.4426950408889634);
@@ -284,10 +275,10 @@ StatusOr<bool> CudaExecutor::State::tryQkvAttention(int64_t heads, int64_t kv_he
   const PendingQkv &qkv = pending_qkv;
   const RopeAppendArgs &rope = pending_rope.args;
   const int64_t planned_context = graph_context > 0 ? graph_context : max_context;
-  if (!pending_norm.active || pending_norm.out.data != qkv.input.data ||
-      pending_norm.weight.present() || pending_norm.input.dtype != qkv.input.dtype ||
-      qkv.weight.dtype != qkv.input.dtype || qkv.input.dtype != cache_dtype ||
-      qkv.input.rows != 1 || planned_context > kQkvAttentionMaxKvLen)
+  // pending_qkv holds only a one-token GEMM whose input is the pending
+  // norm's folded-weight result (Launches.cpp defers nothing else).
+  if (qkv.input.dtype != cache_dtype || qkv.weight.dtype != cache_dtype ||
+      planned_context > kQkvAttentionMaxKvLen)
     return false;
   QkvAttentionArgs a;
   a.x = pending_norm.input.data;

@@ -307,6 +307,8 @@ struct CudaExecutor::State {
   Status launchNorm(const DMatrix &input, const DMatrix *residual, const DMatrix &weight, float eps,
                     const DMatrix *sum, const DMatrix &out);
   Status flushPendingNorm();
+  Status qkvGemm(const DMatrix &input, const DMatrix &weight, const DMatrix &bias,
+                 const DMatrix &out);
   Status flushPendingQkv();
   // The fused QKV projection and attention where pending_qkv, the folded
   // rope and this attention allow it; false: the caller runs them apart.

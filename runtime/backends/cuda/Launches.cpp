@@ -154,6 +154,15 @@ Status CudaExecutor::State::launchNorm(const DMatrix &input, const DMatrix *resi
 }
 
 // A deferred norm whose GEMM did not take it runs now, before the GEMM.
+// The QKV projection's GEMM, at the QKV's carveout (qkv_carveout_percent).
+Status CudaExecutor::State::qkvGemm(const DMatrix &input, const DMatrix &weight, const DMatrix &bias,
+                                    const DMatrix &out) {
+  qkv_gemv = true;
+  Status status = gemm(input, weight, bias, DMatrix{}, out);
+  qkv_gemv = false;
+  return status;
+}
+
 Status CudaExecutor::State::flushPendingNorm() {
   if (!pending_norm.active)
     return Status::ok();
@@ -383,10 +392,7 @@ Status CudaExecutor::State::runLaunch(int index, const pb::Launch &launch) {
         if (done)
           return Status::ok();
       }
-      qkv_gemv = true; // its carveout is the QKV's
-      Status status = gemm(input, weight, bias, DMatrix{}, qkv);
-      qkv_gemv = false;
-      TXC_RETURN_IF_ERROR(status);
+      TXC_RETURN_IF_ERROR(qkvGemm(input, weight, bias, qkv));
     }
     if (rope_to_attention) {
       pending_rope = {true, a};

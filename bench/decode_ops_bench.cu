@@ -14,16 +14,13 @@
 // the floor of a GEMV in the chain; a device copy gives the bandwidth
 // ceiling. Median of 7 batches after a warm-up. Last, each model's step of
 // GEMVs in order, replayed from one graph, against the sum of its ops, and
-// its GEMMs at 32 rows on cuBLASLt (heuristic, tuned) and on the decode GEMM,
-// and the step with the QKV GEMV replaced by the fused QKV projection and
-// attention (QkvAttention.cu) at 129, 256 and 1024 keys: its extra time a
-// layer over the step of GEMVs is what the attention costs once fused.
+// its GEMMs at 32 rows on cuBLASLt (heuristic, tuned) and on the decode GEMM.
 // --sweep times instead every GemvConfig at m = 1 (graph+pdl), for choosing
 // the defaults, then each model's step of GEMVs with gemvConfigFor against
 // one with the sweep's fastest configuration for every shape.
 //
-// --steps times only the copy, the launch floor and the models' steps (the
-// step of GEMVs and the fused QKV + attention ones), for a short device call.
+// --steps times only the copy, the launch floor and the models' steps of
+// GEMVs, for a short device call.
 //
 //   decode_ops_bench [--sweep | --steps] [--json FILE]
 //
@@ -33,7 +30,6 @@
 #include "runtime/backends/cuda/DecodeGemm.h"
 #include "runtime/backends/cuda/Gemv.h"
 #include "runtime/backends/cuda/Launch.cuh"
-#include "runtime/backends/cuda/QkvAttention.h"
 #include "runtime/backends/cuda/SkinnyGemm.h"
 
 #include <algorithm>
@@ -416,74 +412,7 @@ int main(int argc, char **argv) {
     // One step's GEMMs in the model's order, m rows each, replayed from one
     // graph; the GEMV (m = 1) takes the norms before qkv, gate/up and the
     // lm_head fused. Returns the step's milliseconds.
-    // The fused QKV projection and attention (QkvAttention.cu) in place of
-    // the QKV GEMV: a paged cache a layer holding `fused_kv_len` keys (the
-    // last the new one), identity page tables, the rotary factors zero
-    // (timing only; QkvAttentionTest checks the arithmetic).
-    const int heads = static_cast<int>(model.q_width / 128);
-    const int kv_heads = static_cast<int>((model.qkv - model.q_width) / 256);
-    constexpr int kMaxFusedKeys = kQkvAttentionMaxKvLen;
-    const int64_t cache_elems = int64_t{kMaxFusedKeys} * 2 * kv_heads * 128;
-    std::vector<unsigned short *> caches;
-    for (int l = 0; l < model.layers; ++l)
-      caches.push_back(alloc(size_t(cache_elems), 11u + l));
-    int *fused_ints = nullptr; // page table [kMaxFusedKeys / 16], kv_len, slot
-    float *rope_zero = nullptr;
-    CHECK(cudaMalloc(&fused_ints, (kMaxFusedKeys / 16 + 2) * sizeof(int)));
-    CHECK(cudaMalloc(&rope_zero, 128 * sizeof(float)));
-    CHECK(cudaMemset(rope_zero, 0, 128 * sizeof(float)));
-    int fused_max_kv_len = kMaxFusedKeys; // the CTAs' shared memory for keys
-    int fused_cluster = 16;
-    QkvAttentionExchange fused_exchange = QkvAttentionExchange::kClusterBarriers;
-    int fused_warps = 16;
-    auto setFusedKvLen = [&](int kv_len) {
-      std::vector<int> ints(kMaxFusedKeys / 16 + 2);
-      for (int p = 0; p < kMaxFusedKeys / 16; ++p)
-        ints[p] = p;
-      ints[kMaxFusedKeys / 16] = kv_len;
-      fused_max_kv_len = kv_len;
-      ints[kMaxFusedKeys / 16 + 1] = kv_len - 1; // identity pages: the slot is the position
-      CHECK(cudaMemcpy(fused_ints, ints.data(), ints.size() * sizeof(int), cudaMemcpyHostToDevice));
-    };
-    auto fused = [&](const void *x, const void *w, int layer, void *out) {
-      QkvAttentionArgs a;
-      a.x = x;
-      a.w = w;
-      a.type = EType::kBF16;
-      a.k = model.hidden;
-      a.norm = true;
-      a.norm_eps = 1e-6f;
-      a.heads = heads;
-      a.kv_heads = kv_heads;
-      a.head_dim = 128;
-      a.q_norm = gamma;
-      a.k_norm = gamma;
-      a.qk_norm_eps = 1e-6f;
-      a.rope_factors = rope_zero;
-      a.rope_half = 64;
-      const int64_t token_stride = int64_t{kv_heads} * 128;
-      a.kv.k = caches[layer];
-      a.kv.v = caches[layer] + 16 * token_stride;
-      a.kv.page_table = fused_ints;
-      a.kv.page_table_stride = kMaxFusedKeys / 16;
-      a.kv.page_stride = 2 * 16 * token_stride;
-      a.kv.head_stride = 128;
-      a.kv.token_stride = token_stride;
-      a.kv.page_size = 16;
-      a.kv.page_size_log2 = 4;
-      a.kv.num_pages = kMaxFusedKeys / 16;
-      a.kv_lens = fused_ints + kMaxFusedKeys / 16;
-      a.slot_mapping = fused_ints + kMaxFusedKeys / 16 + 1;
-      a.max_kv_len = fused_max_kv_len;
-      a.cluster = fused_cluster;
-      a.exchange = fused_exchange;
-      a.warps = fused_warps;
-      a.sm_scale_log2 = 0.1275f;
-      a.out = out;
-      a.pdl = true;
-      CHECK(launchQkvAttention(a, stream));
-    };
-    auto timeStep = [&](Kernel kernel, int m, int fused_kv_len = 0) {
+    auto timeStep = [&](Kernel kernel, int m) {
       const bool fused_norms = kernel == Kernel::kGemv || kernel == Kernel::kGemvSweepBest;
       auto gemm = [&](const void *x, const void *w, int64_t n, int64_t k, GemvEpilogue e, bool norm,
                       void *out, EType out_type) {
@@ -508,11 +437,8 @@ int main(int argc, char **argv) {
       auto step = [&] {
         for (int l = 0; l < model.layers; ++l)
           for (int o = 0; o < 4; ++o)
-            if (o == 0 && fused_kv_len > 0)
-              fused(inputs[0], layer_w[l % copies][0], l, qkv);
-            else
-              gemm(inputs[o], layer_w[l % copies][o], ops[o].n, ops[o].k, ops[o].epilogue,
-                   ops[o].norm, outputs[o], EType::kBF16);
+            gemm(inputs[o], layer_w[l % copies][o], ops[o].n, ops[o].k, ops[o].epilogue,
+                 ops[o].norm, outputs[o], EType::kBF16);
         gemm(h, head, model.vocab, model.hidden, GemvEpilogue::kNone, true, logits, EType::kF32);
       };
       if (kernel == Kernel::kCublasTuned) { // tuning waits for an uncaptured call
@@ -531,39 +457,6 @@ int main(int argc, char **argv) {
     const float gemv_ms = timeStep(Kernel::kGemv, 1);
     row(std::string(model.name) + " step of GEMVs (graph)", 1, "graph+pdl", gemv_ms * 1000,
         step_bytes / (gemv_ms * 1e6));
-    // Against the step of GEMVs (no attention at all), the fused step's
-    // extra time a layer is what the attention costs once fused; the model
-    // step's attention share (bench/README.md, run 190's trace: 5.69 us a
-    // Qwen3 layer) is what it costs apart.
-    // The fused kernel alone, chained with itself (no GEMV beside it), tells
-    // its own latency from what its neighbours cost it (run 203).
-    for (QkvAttentionExchange exchange :
-         {QkvAttentionExchange::kClusterBarriers, QkvAttentionExchange::kPush})
-      for (int cluster : {16, 8})
-        for (int warps : {16, 8})
-          for (int kv_len : {129, 256, 1024}) {
-            if (sweep)
-              break;
-            fused_cluster = cluster;
-            fused_exchange = exchange;
-            fused_warps = warps;
-            setFusedKvLen(kv_len);
-            const std::string what =
-                " QKV + attention fused, cluster " + std::to_string(cluster) +
-                (exchange == QkvAttentionExchange::kPush ? " push" : " barriers") + ", " +
-                std::to_string(warps) + " warps, kv_len " + std::to_string(kv_len);
-            const float fused_ms = timeStep(Kernel::kGemv, 1, kv_len);
-            row(std::string(model.name) + " step," + what, 1, "graph+pdl", fused_ms * 1000,
-                step_bytes / (fused_ms * 1e6));
-            std::printf("    %s: the fused attention adds %.2f us a layer over the QKV GEMV\n",
-                        what.c_str(), (fused_ms - gemv_ms) * 1000 / model.layers);
-            if (kv_len == 129) {
-              const float alone_ms =
-                  timeMs([&](int i) { fused(h, layer_w[i % copies][0], i % model.layers, qkv); },
-                         stream, true);
-              row(std::string(model.name) + what + ", alone", 1, "graph+pdl", alone_ms * 1000, 0);
-            }
-          }
     if (sweep) {
       const float best_ms = timeStep(Kernel::kGemvSweepBest, 1);
       row(std::string(model.name) + " step of GEMVs (graph) [sweep best]", 1, "graph+pdl",
@@ -579,8 +472,6 @@ int main(int argc, char **argv) {
     for (auto *p : weights)
       CHECK(cudaFree(p));
     CHECK(cudaFree(logits));
-    CHECK(cudaFree(fused_ints));
-    CHECK(cudaFree(rope_zero));
   }
 
   json += "\n]}\n";

@@ -41,13 +41,6 @@ mode --flags=--no-decode-lookahead --greedy-tokens --batch 3 --new 40
 python3 test/gpu/compare_modes.py "$B/tx-run" "$B/llama-3-8b.txm" --flags=--no-decode-lookahead --greedy-tokens \
   --batch 1 --new 24 -- --random-weights 1 2>&1 | tee -a "$OUT/modes.log" | tail -1
 [ "${PIPESTATUS[0]}" = 0 ] || fails=$((fails + 1))
-# The fused QKV projection and attention (experimental, off by default):
-# logits within bf16's tolerance at batch 1, and the fused path taken.
-mode --flags=--fuse-qkv-attention --atol 0.15 --batch 1
-mode --flags=--fuse-qkv-attention=8,8,push --atol 0.15 --batch 1
-"$B/tx-run" "$B/qwen3-0.6b.txm" --device cuda --random-weights 1 --prompt-ids 1,2,3 --max-new-tokens 4 \
-  --fuse-qkv-attention --timing 2>&1 | grep -q "fused QKV + attention: [1-9]" ||
-  { echo "FAILED: --fuse-qkv-attention took no layer"; fails=$((fails + 1)); }
 mode --flags=--fuse-rope --atol 0 --batch 3
 # Qwen3's group of 2 folds the rope into the decode attention and merges the
 # splits in a cluster by default (decodeAttentionSetup): each against its

@@ -184,12 +184,6 @@ times the step's parts; bench/ and test/gpu/ use them, serving does not):
   --fuse-rope             (cuda) finish rope/q-k-norm/KV append in the QKV
                           GEMV's epilogue instead of its own kernel (for
                           comparison; measured slower)
-  --fuse-qkv-attention[=CLUSTER,WARPS,barriers|push]
-                          (cuda, experimental) at batch 1 the QKV GEMV and
-                          the decode attention as one launch, a cluster of
-                          CLUSTER (8|16) CTAs of WARPS (8|16) warps a KV
-                          head (default 16,16,barriers; off: its first form
-                          measured slower)
   --help                  this text
 )";
 
@@ -429,26 +423,6 @@ Options parseArguments(int argc, char **argv) {
     } else if (arg == "--fuse-rope") {
       cudaOnly();
       options.cuda.fuse_rope = true;
-    } else if (arg == "--fuse-qkv-attention" || arg.rfind("--fuse-qkv-attention=", 0) == 0) {
-      cudaOnly();
-      options.cuda.fuse_qkv_attention = true;
-      if (arg.size() > std::string("--fuse-qkv-attention").size()) {
-        const std::string spec = arg.substr(std::string("--fuse-qkv-attention=").size());
-        const size_t c1 = spec.find(','),
-                     c2 = c1 == std::string::npos ? c1 : spec.find(',', c1 + 1);
-        const std::string exchange = c2 == std::string::npos ? "" : spec.substr(c2 + 1);
-        if (c2 == std::string::npos || (exchange != "barriers" && exchange != "push"))
-          fail("--fuse-qkv-attention: expected CLUSTER,WARPS,barriers|push, got '" + spec + "'");
-        const int64_t cluster =
-            parseInteger("--fuse-qkv-attention cluster", spec.substr(0, c1), 8, 16);
-        const int64_t warps =
-            parseInteger("--fuse-qkv-attention warps", spec.substr(c1 + 1, c2 - c1 - 1), 8, 16);
-        if ((cluster != 8 && cluster != 16) || (warps != 8 && warps != 16))
-          fail("--fuse-qkv-attention: CLUSTER and WARPS must be 8 or 16, got '" + spec + "'");
-        options.cuda.qkv_attention_cluster = static_cast<int>(cluster);
-        options.cuda.qkv_attention_warps = static_cast<int>(warps);
-        options.cuda.qkv_attention_push = exchange == "push";
-      }
     } else if (arg == "--timing") {
       options.timing = true;
     } else if (!arg.empty() && arg[0] == '-') {

@@ -192,9 +192,6 @@ int main(int argc, char **argv) {
             tuning.candidates, tuning.chosen_ms, describe(tuning.rule).c_str(), tuning.rule_ms);
       std::fprintf(stderr, "\n");
     }
-    if (cuda_backend && options.cuda.fuse_qkv_attention)
-      std::fprintf(stderr, "tx-run timing: fused QKV + attention: %lld launches enqueued\n",
-                   static_cast<long long>(cuda_backend->fusedQkvAttentionLaunches()));
     if (cuda_backend && options.cuda.decode_lookahead)
       std::fprintf(stderr,
                    "tx-run timing: lookahead: %lld of %zu decode steps ran on a step queued ahead "

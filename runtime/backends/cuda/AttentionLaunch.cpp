@@ -1,7 +1,6 @@
-//===- AttentionLaunch.cpp - The attention op, the deferred rope and QKV ---===//
+//===- AttentionLaunch.cpp - The attention op and the deferred rope --------===//
 // First, on its own: it settles the TXC_RETURN_IF_ERROR clash (see there).
 #include "runtime/backends/cuda/ExecutorState.h"
-#include "runtime/backends/cuda/QkvAttention.h"
 
 #include <algorithm>
 
@@ -25,42 +24,10 @@ kernels::DecodeParams::Dependents decodeDependents(const CudaExecutorOptions &op
   return Dependents::kAtStart;
 }
 
-// The paged cache of one layer as the attention kernels see it: K then V
-// of each page, [page_size][kv_heads][head_dim] each.
-kernels::KVCacheView pagedCacheView(void *data, int64_t kv_heads, int64_t head_dim,
-                                    int64_t element_bytes, int page_size, const int *page_tables,
-                                    int64_t table_stride, int64_t num_pages) {
-  kernels::KVCacheView kv;
-  const int64_t kv_cols = kv_heads * head_dim;
-  kv.k = data;
-  kv.v = static_cast<unsigned char *>(data) + page_size * kv_cols * element_bytes;
-  kv.page_table = page_tables;
-  kv.page_table_stride = table_stride;
-  kv.page_stride = 2 * page_size * kv_cols;
-  kv.head_stride = head_dim;
-  kv.token_stride = kv_cols;
-  kv.page_size = page_size;
-  kv.num_pages = num_pages; // the pool, zeroed when allocated (KVCacheView::num_pages)
-  kv.page_size_log2 = 0;
-  while ((1 << kv.page_size_log2) < page_size)
-    ++kv.page_size_log2;
-  return kv;
-}
-
 } // namespace
 
-// A deferred QKV GEMM that the attention did not take in runs now.
-Status CudaExecutor::State::flushPendingQkv() {
-  if (!pending_qkv.active)
-    return Status::ok();
-  pending_qkv.active = false;
-  return qkvGemm(pending_qkv.input, pending_qkv.weight, pending_qkv.bias, pending_qkv.out);
-}
-
-// A deferred rope that the attention did not fold in runs now (after the
-// QKV GEMM it reads, where that is deferred too).
+// A deferred rope that the attention did not fold in runs now.
 Status CudaExecutor::State::flushPendingRope() {
-  TXC_RETURN_IF_ERROR(flushPendingQkv());
   if (!pending_rope.active)
     return Status::ok();
   pending_rope.active = false;
@@ -89,8 +56,7 @@ Status CudaExecutor::State::attention(const LaunchAttributes &attributes, const 
   int32_t seqs = batch->numSequences(), tokens = batch->numTokens();
   using Ablation = CudaExecutorOptions::DecodeAttentionAblation;
   if (tokens == seqs && options.ablate_decode_attention != Ablation::kNone) {
-    TXC_RETURN_IF_ERROR(flushPendingQkv()); // the projection still runs
-    pending_rope.active = false;            // neither the rope nor the attention does
+    pending_rope.active = false; // neither the rope nor the attention runs
     if (options.ablate_decode_attention == Ablation::kNoLaunch)
       return Status::ok();
     return cudaStatus(launchEmptyKernel(options.attention_pdl, takeTraceSlots("empty kernel"), stream),
@@ -104,28 +70,34 @@ Status CudaExecutor::State::attention(const LaunchAttributes &attributes, const 
       heads / kv_heads >= kernels::kMinGroupForMmaDecode && rope.head_dim == head_dim &&
       rope.heads == heads && rope.kv_heads == kv_heads && rope.step_factors != nullptr &&
       rope_factor_rows == seqs;
+  if (!fold_rope)
+    TXC_RETURN_IF_ERROR(flushPendingRope());
+
   bool library = options.use_attention_library &&
                  (cache_dtype == DType::kBF16 || cache_dtype == DType::kF16) &&
                  query.dtype == cache_dtype && out.dtype == cache_dtype &&
                  (page_size & (page_size - 1)) == 0;
-  const kernels::KVCacheView kv =
-      pagedCacheView(cache.data, kv_heads, head_dim, dtypeSize(cache_dtype), page_size, d_tables,
-                     batch->max_pages_per_seq, num_pages);
-  if (library && fold_rope && pending_qkv.active && causal && window == 0 && softcap == 0.0) {
-    TXC_ASSIGN_OR_RETURN(bool fused, tryQkvAttention(heads, kv_heads, head_dim, scale, kv, out));
-    if (fused)
-      return Status::ok();
-  }
-  TXC_RETURN_IF_ERROR(flushPendingQkv()); // the fold or the rope below reads its QKV
-  if (!fold_rope)
-    TXC_RETURN_IF_ERROR(flushPendingRope());
-
   if (library) {
     kernels::AttentionConfig config;
     config.dtype =
         cache_dtype == DType::kBF16 ? kernels::ElementType::kBf16 : kernels::ElementType::kFp16;
     config.head_dim = static_cast<int>(head_dim);
     config.causal = causal;
+    kernels::KVCacheView kv;
+    int64_t kv_cols = kv_heads * head_dim;
+    int64_t elem = dtypeSize(cache_dtype);
+    kv.k = cache.data;
+    kv.v = static_cast<unsigned char *>(cache.data) + page_size * kv_cols * elem;
+    kv.page_table = d_tables;
+    kv.page_table_stride = batch->max_pages_per_seq;
+    kv.page_stride = 2 * page_size * kv_cols;
+    kv.head_stride = head_dim;
+    kv.token_stride = kv_cols;
+    kv.page_size = page_size;
+    kv.num_pages = num_pages; // the pool, zeroed when allocated (KVCacheView::num_pages)
+    kv.page_size_log2 = 0;
+    while ((1 << kv.page_size_log2) < page_size)
+      ++kv.page_size_log2;
     kernels::VariantParams variant;
     variant.sm_scale = static_cast<float>(scale);
     variant.sm_scale_log2 = static_cast<float>(scale * 1.4426950408889634);
@@ -266,62 +238,6 @@ Status CudaExecutor::State::attention(const LaunchAttributes &attributes, const 
   a.sliding_window = window;
   a.out = out.data;
   return cudaStatus(launchSimpleAttention(a, stream), "simple attention kernel");
-}
-
-StatusOr<bool> CudaExecutor::State::tryQkvAttention(int64_t heads, int64_t kv_heads,
-                                                    int64_t head_dim, double scale,
-                                                    const kernels::KVCacheView &kv,
-                                                    const DMatrix &out) {
-  const PendingQkv &qkv = pending_qkv;
-  const RopeAppendArgs &rope = pending_rope.args;
-  const int64_t planned_context = graph_context > 0 ? graph_context : max_context;
-  // pending_qkv holds only a one-token GEMM whose input is the pending
-  // norm's folded-weight result (Launches.cpp defers nothing else).
-  if (qkv.input.dtype != cache_dtype || qkv.weight.dtype != cache_dtype ||
-      planned_context > kQkvAttentionMaxKvLen)
-    return false;
-  QkvAttentionArgs a;
-  a.x = pending_norm.input.data;
-  a.w = qkv.weight.data;
-  if (qkv.bias.present()) {
-    a.bias = qkv.bias.data;
-    TXC_ASSIGN_OR_RETURN(a.bias_type, etype(qkv.bias.dtype, "the QKV bias"));
-  }
-  TXC_ASSIGN_OR_RETURN(a.type, etype(cache_dtype, "the cache"));
-  a.k = qkv.input.cols;
-  a.norm = true;
-  a.norm_eps = pending_norm.eps;
-  a.heads = static_cast<int>(heads);
-  a.kv_heads = static_cast<int>(kv_heads);
-  a.head_dim = static_cast<int>(head_dim);
-  a.q_norm = rope.q_norm;
-  a.k_norm = rope.k_norm;
-  a.qk_norm_eps = rope.norm_eps;
-  a.rope_factors = rope.step_factors;
-  a.rope_half = static_cast<int>(rope.half);
-  a.kv = kv;
-  a.kv_lens = d_context;
-  a.slot_mapping = rope.slot_mapping;
-  a.max_kv_len = static_cast<int>(std::max<int64_t>(1, planned_context));
-  a.sm_scale_log2 = static_cast<float>(scale * 1.4426950408889634);
-  a.out = out.data;
-  a.pdl = options.attention_pdl;
-  a.cluster = options.qkv_attention_cluster;
-  a.warps = options.qkv_attention_warps;
-  a.exchange = options.qkv_attention_push ? QkvAttentionExchange::kPush
-                                          : QkvAttentionExchange::kClusterBarriers;
-  if (!qkvAttentionSupports(a))
-    return false;
-  TXC_RETURN_IF_ERROR(cudaStatus(launchQkvAttention(a, stream), "fused QKV + attention launch"));
-  pending_qkv.active = false;
-  pending_norm.active = false; // its input was read, normalized, by the projection
-  pending_rope.active = false; // folded in
-  ++fused_qkv_attention_launches;
-  return true;
-}
-
-int64_t CudaExecutor::fusedQkvAttentionLaunches() const {
-  return state_->fused_qkv_attention_launches;
 }
 
 } // namespace txc::cuda

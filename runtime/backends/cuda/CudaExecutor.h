@@ -93,18 +93,6 @@ struct CudaExecutorOptions {
   /// Llama-3-8B 0.07 ms per step (device run 20: 4.84 against 4.77 ms;
   /// Qwen3-0.6B 0.919 against 0.917).
   bool fuse_rope = false;
-  /// Experimental, off: at batch 1 the decode step's QKV GEMV and its
-  /// attention as one launch (QkvAttention.cu: a thread-block cluster a KV
-  /// head, the dependency between them kept inside the cluster), where the
-  /// rope folds into the attention, the input norm's weight is folded into
-  /// the QKV weight and the graph's context is at most
-  /// kQkvAttentionMaxKvLen keys; elsewhere the two kernels run. Its first
-  /// form lost ~4 us a Qwen3 layer in a chain of GEMVs (device run 203);
-  /// its variants (cluster size, exchange, warps) wait for their figures.
-  bool fuse_qkv_attention = false;
-  int qkv_attention_cluster = 16;  // 8 or 16 CTAs a KV head
-  int qkv_attention_warps = 16;    // 8 or 16 warps a CTA
-  bool qkv_attention_push = false; // exchange by st.async pushes, not cluster barriers
   /// Decode steps run no rope kernel: the decode attention (tensor-core
   /// kernel, GQA group >= 2) applies q/k-norm and rotary itself and
   /// appends the newest K/V (attention/rope.cuh, the rope kernel's
@@ -338,9 +326,6 @@ public:
   DecodeAttentionTuning decodeAttentionTuning() const;
   /// Decode graphs captured so far (one per batch and context bucket).
   int32_t decodeGraphCount() const;
-  /// fuse_qkv_attention: the fused launches enqueued so far (a CUDA graph's
-  /// count once, at its capture); 0 says the option found no layer it fits.
-  int64_t fusedQkvAttentionLaunches() const;
   /// Decode steps that ran on the step queued ahead (decode_lookahead), and
   /// those queued ahead in all (the rest were dropped: the engine's batch
   /// differed, or was still to come when the run ended).

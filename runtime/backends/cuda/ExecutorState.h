@@ -222,16 +222,7 @@ struct CudaExecutor::State {
     bool active = false;
     RopeAppendArgs args;
   } pending_rope;
-  // fuse_qkv_attention: a decode step's QKV GEMM (its input the pending
-  // norm's result) not yet launched: the attention op launches
-  // QkvAttention.cu in place of it, the folded rope and the attention, or
-  // it runs before the rope (flushPendingQkv, called by flushPendingRope).
-  struct PendingQkv {
-    bool active = false;
-    DMatrix input, weight, bias, out;
-  } pending_qkv;
-  int64_t fused_qkv_attention_launches = 0; // tryQkvAttention's, for tx-run --timing
-  int num_sms = 0;                          // of the GPU (launch shapes that fit one wave)
+  int num_sms = 0; // of the GPU (launch shapes that fit one wave)
   // Set while the QKV projection's GEMM is launched (qkv_carveout_percent).
   bool qkv_gemv = false;
   // Set while the launch right after a decode attention runs
@@ -307,13 +298,6 @@ struct CudaExecutor::State {
   Status launchNorm(const DMatrix &input, const DMatrix *residual, const DMatrix &weight, float eps,
                     const DMatrix *sum, const DMatrix &out);
   Status flushPendingNorm();
-  Status qkvGemm(const DMatrix &input, const DMatrix &weight, const DMatrix &bias,
-                 const DMatrix &out);
-  Status flushPendingQkv();
-  // The fused QKV projection and attention where pending_qkv, the folded
-  // rope and this attention allow it; false: the caller runs them apart.
-  StatusOr<bool> tryQkvAttention(int64_t heads, int64_t kv_heads, int64_t head_dim, double scale,
-                                 const kernels::KVCacheView &kv, const DMatrix &out);
   Status flushPendingRope();
   Status attention(const LaunchAttributes &attributes, const DMatrix &query,
                    const LayerCache &cache, const DMatrix &out);

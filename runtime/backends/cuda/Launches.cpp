@@ -154,15 +154,6 @@ Status CudaExecutor::State::launchNorm(const DMatrix &input, const DMatrix *resi
 }
 
 // A deferred norm whose GEMM did not take it runs now, before the GEMM.
-// The QKV projection's GEMM, at the QKV's carveout (qkv_carveout_percent).
-Status CudaExecutor::State::qkvGemm(const DMatrix &input, const DMatrix &weight, const DMatrix &bias,
-                                    const DMatrix &out) {
-  qkv_gemv = true;
-  Status status = gemm(input, weight, bias, DMatrix{}, out);
-  qkv_gemv = false;
-  return status;
-}
-
 Status CudaExecutor::State::flushPendingNorm() {
   if (!pending_norm.active)
     return Status::ok();
@@ -178,11 +169,10 @@ Status CudaExecutor::State::runLaunch(int index, const pb::Launch &launch) {
   LaunchAttributes attributes(launch);
   copy_scratch_used = 0;
   const std::string kernel = "kernel launch";
-  // The rope first: a pending QKV GEMM before it reads the pending norm.
-  if (op != "txk.attention")
-    TXC_RETURN_IF_ERROR(flushPendingRope());
   if (op != "txk.gemm" && op != "txk.gemm_rope_append")
     TXC_RETURN_IF_ERROR(flushPendingNorm());
+  if (op != "txk.attention")
+    TXC_RETURN_IF_ERROR(flushPendingRope());
 
   if (op == "txk.embedding") {
     TXC_ASSIGN_OR_RETURN(Bound tokens, bindOperand(launch, 0, true));
@@ -369,21 +359,7 @@ Status CudaExecutor::State::runLaunch(int index, const pb::Launch &launch) {
     a.out = out.data;
     TXC_ASSIGN_OR_RETURN(a.out_type, etype(out.dtype, "the result"));
     a.pdl = options.use_pdl;
-    // Decode: the attention after it may fold the rope in (same element
-    // type for the QKV, the norms and the cache).
-    const bool rope_to_attention =
-        decode_attention.rope_in_attention && fusable_ropes.count(index) &&
-        batch->numTokens() == batch->numSequences() && a.qkv_type == a.cache_type &&
-        (!a.q_norm || a.q_norm_type == a.cache_type) &&
-        (!a.k_norm || a.k_norm_type == a.cache_type);
-    // fuse_qkv_attention: at batch 1 the GEMM waits for the attention op,
-    // which may run it, the rope and itself as one launch (tryQkvAttention).
-    const bool defer_qkv = fused && rope_to_attention && options.fuse_qkv_attention &&
-                           batch->numSequences() == 1 && pending_norm.active &&
-                           pending_norm.out.data == input.data && !pending_norm.weight.present();
-    if (defer_qkv) {
-      pending_qkv = {true, input, weight, bias, qkv};
-    } else if (fused) {
+    if (fused) {
       // Decode-sized: the GEMV finishes each head itself (no rope launch).
       if (options.fuse_rope && input.cols == weight.cols &&
           !overlaps(input.data, input.bytes(), out.data, out.bytes())) {
@@ -392,9 +368,17 @@ Status CudaExecutor::State::runLaunch(int index, const pb::Launch &launch) {
         if (done)
           return Status::ok();
       }
-      TXC_RETURN_IF_ERROR(qkvGemm(input, weight, bias, qkv));
+      qkv_gemv = true; // its carveout is the QKV's
+      Status status = gemm(input, weight, bias, DMatrix{}, qkv);
+      qkv_gemv = false;
+      TXC_RETURN_IF_ERROR(status);
     }
-    if (rope_to_attention) {
+    // Decode: the attention after it may fold the rope in (same element
+    // type for the QKV, the norms and the cache).
+    if (decode_attention.rope_in_attention && fusable_ropes.count(index) &&
+        batch->numTokens() == batch->numSequences() && a.qkv_type == a.cache_type &&
+        (!a.q_norm || a.q_norm_type == a.cache_type) &&
+        (!a.k_norm || a.k_norm_type == a.cache_type)) {
       pending_rope = {true, a};
       return Status::ok();
     }

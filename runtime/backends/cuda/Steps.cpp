@@ -112,7 +112,6 @@ Status CudaExecutor::State::enqueueLaunches(const engine::Batch &b) {
   wrote_logits = false;
   pending_norm.active = false;
   pending_rope.active = false;
-  pending_qkv.active = false;
   trace_labels.clear();
   Status status = Status::ok();
   // ~20 ms at 2 GHz, longer than enqueueing a step's launches takes.

@@ -120,6 +120,10 @@ times the step's parts; bench/ and test/gpu/ use them, serving does not):
                           decode steps launch an empty kernel where the
                           decode attention would run, or nothing: the step
                           time without it is what it costs in the step
+  --ablate-decode-out-proj (cuda; for measurement, the outputs are wrong)
+                          decode steps skip the GEMM after the decode
+                          attention (its output projection): what folding
+                          it into the attention could gain at most
   --attention-dependents start|after-wait|after-keys
                           (cuda) when the decode attention lets the kernel
                           after it launch: at its start (default), once its
@@ -396,6 +400,9 @@ Options parseArguments(int argc, char **argv) {
       using Ablation = cuda::CudaExecutorOptions::DecodeAttentionAblation;
       options.cuda.ablate_decode_attention = parseChoice<Ablation>(
           arg, value(), {{"empty", Ablation::kEmptyKernel}, {"none", Ablation::kNoLaunch}});
+    } else if (arg == "--ablate-decode-out-proj") {
+      cudaOnly();
+      options.cuda.ablate_decode_out_proj = true;
     } else if (arg == "--no-attention-early-kv") {
       cudaOnly();
       options.cuda.attention_early_kv = false;

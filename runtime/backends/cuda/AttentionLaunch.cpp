@@ -54,6 +54,7 @@ Status CudaExecutor::State::attention(const LaunchAttributes &attributes, const 
     return invalidArgument("KV cache layer holds " + std::to_string(cache.kv_heads) + " heads of " +
                            std::to_string(cache.head_dim));
   int32_t seqs = batch->numSequences(), tokens = batch->numTokens();
+  ablated_out_proj_input = options.ablate_decode_out_proj && tokens == seqs ? out.data : nullptr;
   using Ablation = CudaExecutorOptions::DecodeAttentionAblation;
   if (tokens == seqs && options.ablate_decode_attention != Ablation::kNone) {
     pending_rope.active = false; // neither the rope nor the attention runs

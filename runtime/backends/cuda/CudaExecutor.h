@@ -251,6 +251,12 @@ struct CudaExecutorOptions {
   bool trace_decode_steps = false;
   enum class DecodeAttentionAblation { kNone, kEmptyKernel, kNoLaunch };
   DecodeAttentionAblation ablate_decode_attention = DecodeAttentionAblation::kNone;
+  /// For measurement only (the outputs are wrong): decode steps skip the
+  /// GEMM that reads the decode attention's output (the attention's output
+  /// projection), so the step's time without it bounds what folding that
+  /// projection into the attention's CTAs could gain (bench/README.md,
+  /// session 36).
+  bool ablate_decode_out_proj = false;
 };
 
 /// Decode attention's set-up for short contexts, chosen by the query heads

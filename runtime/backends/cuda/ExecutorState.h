@@ -161,6 +161,9 @@ struct CudaExecutor::State {
   int32_t *host_inputs = nullptr, *device_inputs = nullptr;
   size_t inputs_capacity = 0;
   float last_step_ms = 0.0f;
+  // ablate_decode_out_proj: the decode attention's output, whose GEMM (the
+  // output projection) the next gemm() skips.
+  const void *ablated_out_proj_input = nullptr;
   // Sampling on the device (argmax alone when every row is greedy), tokens
   // back through pinned memory.
   int32_t *device_tokens = nullptr, *host_tokens = nullptr;

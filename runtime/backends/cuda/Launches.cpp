@@ -23,6 +23,10 @@ Status CudaExecutor::State::gemm(const DMatrix &input, const DMatrix &weight, co
     return unimplemented("gemm residual must have the result's shape and dtype");
   if (bias.present() && bias.rows * bias.cols != n)
     return invalidArgument("gemm bias must have " + std::to_string(n) + " elements");
+  if (ablated_out_proj_input && input.data == ablated_out_proj_input) {
+    ablated_out_proj_input = nullptr;
+    return Status::ok();
+  }
   TXC_ASSIGN_OR_RETURN(
       bool done,
       tryGemv(input, weight, bias, residual,

@@ -128,6 +128,13 @@ int runCompile() {
     return fail("--emit must be tx or txk, got '" + emit + "'");
   if (noWeights && randomWeights.getNumOccurrences())
     return fail("--no-weights and --random-weights exclude each other");
+  // The runtime reads 0 or less in the artifact as "use the default" (4096
+  // tokens, 16-token pages), so a bad value here would be served silently as
+  // something the user did not ask for.
+  if (maxSeqLen.getNumOccurrences() && maxSeqLen < 1)
+    return fail("--max-seq-len must be at least 1, got " + std::to_string(maxSeqLen));
+  if (pageSize < 1)
+    return fail("--kv-page-size must be at least 1, got " + std::to_string(pageSize));
   Progress progress;
 
   mlir::DialectRegistry registry;

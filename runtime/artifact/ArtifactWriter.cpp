@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #ifndef TXC_VERSION
@@ -183,6 +184,15 @@ void ArtifactWriter::setRandomWeights(uint64_t seed) {
 }
 
 Status ArtifactWriter::write(const std::string &path) {
+  // The artifact is written beside `path` and renamed over it, which would
+  // replace a device or FIFO (as root, -o /dev/null would delete /dev/null)
+  // and fails late and obscurely on a directory.
+  struct stat existing;
+  if (::stat(path.c_str(), &existing) == 0 && !S_ISREG(existing.st_mode))
+    return invalidArgument(path + ": " +
+                           (S_ISDIR(existing.st_mode) ? "is a directory"
+                                                      : "exists and is not a regular file") +
+                           "; name a file for the artifact");
   size_t embedded = 0;
   for (const unsigned char *data : weight_data_)
     embedded += data != nullptr;

@@ -40,7 +40,8 @@ namespace cl = llvm::cl;
 cl::opt<std::string> modelPath(cl::Positional, cl::Required,
                                cl::desc("<model directory, or a tx .mlir file>"),
                                cl::sub(compileCommand));
-cl::opt<std::string> outputPath("o", cl::desc("Artifact to write (required unless --emit)"),
+cl::opt<std::string> outputPath("o",
+                                cl::desc("Artifact to write (required unless --emit or --stats)"),
                                 cl::value_desc("model.txm"), cl::sub(compileCommand));
 cl::opt<std::string> target("target", cl::desc("cpu or sm_90a (default cpu)"), cl::init("cpu"),
                             cl::sub(compileCommand));
@@ -126,6 +127,11 @@ int runCompile() {
     return fail("name the artifact with -o (or ask for --emit=tx|txk or --stats)");
   if (!emit.empty() && emit != "tx" && emit != "txk")
     return fail("--emit must be tx or txk, got '" + emit + "'");
+  // --emit prints to stdout and returns before the artifact is written: an
+  // -o beside it would be ignored, leaving no file where one was asked for.
+  if (!emit.empty() && !outputPath.empty())
+    return fail("--emit prints the IR to stdout and writes no artifact; drop -o " + outputPath +
+                " (or redirect stdout)");
   if (noWeights && randomWeights.getNumOccurrences())
     return fail("--no-weights and --random-weights exclude each other");
   // The runtime reads 0 or less in the artifact as "use the default" (4096

@@ -7,6 +7,8 @@
 
 #include "tools/txc/Commands.h"
 
+#include "txc/artifact/ArtifactWriter.h"
+
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -17,6 +19,11 @@ int main(int argc, char **argv) {
   for (auto &[name, option] : llvm::cl::getRegisteredOptions(llvm::cl::SubCommand::getTopLevel()))
     if (name != "help" && name != "version")
       option->setHiddenFlag(llvm::cl::ReallyHidden);
+  // --version is listed by --help; without this it prints libLLVM's version,
+  // not the txc that writes (and stamps) the artifacts.
+  llvm::cl::SetVersionPrinter([](llvm::raw_ostream &os) {
+    os << "txc " << txc::artifact::txcVersionString() << "\n";
+  });
   llvm::cl::ParseCommandLineOptions(
       argc, argv, "txc: compile Hugging Face transformer models for the txc runtime\n");
   if (txc::tools::importCommand)

@@ -21,6 +21,7 @@
 #include <memory>
 #include <new>
 #include <set>
+#include <stdexcept>
 #include <unordered_map>
 
 namespace txc::cpu {
@@ -182,7 +183,21 @@ Status CpuExecutor::State::prepare() {
                                " by an earlier launch");
       }
     }
-    rank.arena.assign(rank.plan->arena_bytes(), 0);
+    // The arena grows with --max-batch-tokens: an artifact compiled for more
+    // than this host holds must fail like an oversized KV cache, not abort.
+    const uint64_t arena_bytes = rank.plan->arena_bytes();
+    try {
+      rank.arena.assign(static_cast<size_t>(arena_bytes), 0);
+    } catch (const std::bad_alloc &) {
+      rank.arena.clear();
+    } catch (const std::length_error &) {
+      rank.arena.clear();
+    }
+    if (rank.arena.size() != arena_bytes)
+      return resourceExhausted(
+          path + ": the activation arena (" + std::to_string(arena_bytes) +
+          " bytes, for max_batch_tokens " + std::to_string(message.options().max_batch_tokens()) +
+          ") does not fit in host memory; compile with a smaller --max-batch-tokens");
   }
   if (!artifact::planWritesLogits(first_plan))
     return invalidArgument(path + ": no launch of the plan writes the logits "

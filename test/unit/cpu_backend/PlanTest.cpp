@@ -261,6 +261,21 @@ TEST(CpuPlan, ReadingAnUnwrittenSlotIsAnError) {
             std::string::npos) << status.toString();
 }
 
+TEST(CpuPlan, ArenaBeyondHostMemoryIsAnError) {
+  // What --max-batch-tokens 100000000 gives a real model: an arena no host
+  // holds. It must fail like an oversized KV cache, not throw std::bad_alloc.
+  auto artifact = loadModified(
+      [](artifact::pb::Artifact &m) { m.mutable_plans(0)->set_arena_bytes(uint64_t(1) << 62); });
+  ASSERT_TRUE(artifact.isOk()) << artifact.status().toString();
+  auto executor = CpuExecutor::create(**artifact, {});
+  ASSERT_FALSE(executor.isOk());
+  EXPECT_EQ(executor.status().code(), StatusCode::kResourceExhausted)
+      << executor.status().toString();
+  EXPECT_NE(executor.status().message().find("the activation arena (4611686018427387904 bytes"),
+            std::string::npos)
+      << executor.status().toString();
+}
+
 TEST(CpuPlan, BatchBeyondCompiledTokensIsAnError) {
   TinyModelOptions options;
   options.max_batch_tokens = 8;

@@ -8,7 +8,9 @@
 #include "txc/artifact/Artifact.h"
 #include "runtime/safetensors/SafetensorsFile.h"
 
+#include <climits>
 #include <set>
+#include <utility>
 
 namespace txc::artifact {
 namespace {
@@ -49,6 +51,18 @@ Status checkValueRef(const pb::ValueRef &ref, const pb::Artifact &message,
 
 Status validateArtifactMessage(const pb::Artifact &message, uint64_t blob_bytes,
                                const std::string &path) {
+  // The backends and the scheduler hold these in 32 bits (0 or less means
+  // their default): a larger value would be truncated silently, e.g.
+  // max_seq_len 4294967297 served as 1.
+  const pb::CompileOptions &options = message.options();
+  for (const auto &[name, value] :
+       {std::pair<const char *, int64_t>{"max_batch_tokens", options.max_batch_tokens()},
+        {"max_num_seqs", options.max_num_seqs()},
+        {"max_seq_len", options.max_seq_len()},
+        {"kv_page_size", options.kv_page_size()}})
+    if (value > INT32_MAX)
+      return invalidArgument(path + ": compile option " + name + " is " + std::to_string(value) +
+                             "; the runtime takes at most " + std::to_string(INT32_MAX));
   bool embedded = message.weight_storage() == pb::WEIGHTS_EMBEDDED;
   std::set<std::string> names;
   for (int i = 0; i < message.weights_size(); ++i) {

@@ -18,6 +18,7 @@
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/SourceMgr.h"
@@ -192,6 +193,11 @@ int runCompile() {
         continue;
       std::stringstream text;
       text << tokenizer.rdbuf();
+      // tx-run parses the embedded tokenizer at load, before any prompt: a
+      // damaged file would make the artifact unusable, so it fails here,
+      // naming the file, instead.
+      if (llvm::Expected<llvm::json::Value> parsed = llvm::json::parse(text.str()); !parsed)
+        return fail(checkpointDir + name + ": invalid JSON: " + llvm::toString(parsed.takeError()));
       message.set_tokenizer_json(text.str());
       break;
     }

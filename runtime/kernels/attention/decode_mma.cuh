@@ -23,6 +23,7 @@
 #include "attention/decode.cuh"
 #include "attention/prefill.cuh"
 #include "attention/rope.cuh"
+#include "attention/sm90_pipeline.cuh"
 
 namespace txc::kernels {
 
@@ -154,7 +155,7 @@ template <class Traits>
 __device__ __forceinline__ void foldRope(const DecodeParams &params, typename Traits::DType *smem_q,
                                          typename Traits::DType *stage_k, typename Traits::DType *stage_v,
                                          float *heads, float *aux, int kv_head, int seq, bool owner,
-                                         int staged_row, bool dry) {
+                                         int staged_row, bool dry, bool write_cache = true) {
   using T = typename Traits::DType;
   using Ops = ElementOps<T>;
   constexpr int G = Traits::kGroupSize, D = Traits::kHeadDim, CPR = Traits::kChunksPerRow;
@@ -247,7 +248,7 @@ __device__ __forceinline__ void foldRope(const DecodeParams &params, typename Tr
           const int i = lane + 32 * k;
           dst[swizzled<D>(r, i / 8) + i % 8] = Ops::fromFloat(h.x[k]);
         }
-      if (!dry && j >= G && staged_row < 0)
+      if (!dry && write_cache && j >= G && staged_row < 0)
         storeToCacheSlot<Traits>(params, head, j == G, kv_head, seq, lane);
     } else {
       if (j <= G) {
@@ -266,7 +267,7 @@ __device__ __forceinline__ void foldRope(const DecodeParams &params, typename Tr
           for (int i = lane; i < D; i += 32)
             stage[swizzled<D>(staged_row, i / 8) + i % 8] = Ops::fromFloat(head[i]);
         }
-        if (!dry)
+        if (!dry && write_cache)
           storeToCacheSlot<Traits>(params, head, j == G, kv_head, seq, lane);
       }
     }
@@ -275,6 +276,128 @@ __device__ __forceinline__ void foldRope(const DecodeParams &params, typename Tr
   if (owner && staged_row < 0)
     __threadfence();
   __syncthreads();
+}
+
+/// DecodeParams::maybe_out_proj_w's shared memory, after the wide CTA's own
+/// (`base_bytes`): W's `rows` rows of this KV head's `group_dims` columns,
+/// the attention's output staged as fp32 [group_dims], the partial sums
+/// pushed to this CTA [cluster rank][rows / cluster size], and two
+/// mbarriers (the TMA's copies of W; the pushes).
+struct OutProjLayout {
+  int w_offset, x_offset, recv_offset, bars_offset, end;
+};
+__host__ __device__ inline OutProjLayout outProjLayout(int base_bytes, int rows, int group_dims, int elem_bytes) {
+  OutProjLayout l;
+  l.w_offset = (base_bytes + 127) / 128 * 128;
+  l.x_offset = (l.w_offset + rows * group_dims * elem_bytes + 15) / 16 * 16;
+  l.recv_offset = l.x_offset + group_dims * 4;
+  l.bars_offset = (l.recv_offset + rows * 4 + 7) / 8 * 8;
+  l.end = l.bars_offset + 16;
+  return l;
+}
+
+template <class Traits> __device__ __forceinline__ OutProjLayout outProjLayoutOf(const DecodeParams &params) {
+  return outProjLayout(Traits::kSmemBytesSingleStage, params.out_proj_rows / params.out_proj_replicas,
+                       Traits::kGroupSize * Traits::kHeadDim, (int)sizeof(typename Traits::DType));
+}
+
+/// Before the wait (DecodeParams::maybe_out_proj_w): the mbarriers, then
+/// this CTA's rows of W by the TMA unit, a row of the KV head's columns an
+/// instruction. The cluster's relaxed barrier puts every CTA's barriers
+/// before any push to them; it orders no memory, so there is no
+/// MEMBAR.ALL.GPU in it (a release at cluster scope compiles to one: run
+/// 203), and it runs in the prologue, off the step's critical path.
+template <class Traits>
+__device__ __forceinline__ void outProjStart(const DecodeParams &params, unsigned char *smem, int replica,
+                                             int kv_head) {
+  using T = typename Traits::DType;
+  constexpr int GD = Traits::kGroupSize * Traits::kHeadDim;
+  const int rows = params.out_proj_rows / params.out_proj_replicas;
+  const OutProjLayout l = outProjLayoutOf<Traits>(params);
+  unsigned long long *bars = reinterpret_cast<unsigned long long *>(smem + l.bars_offset);
+  if (threadIdx.x == 0) {
+    mbarrierInit(&bars[0], 1);
+    mbarrierInit(&bars[1], 1);
+    mbarrierInitFence();
+    mbarrierArriveExpectTx(&bars[0], rows * GD * (unsigned)sizeof(T));
+    mbarrierArriveExpectTx(&bars[1], rows * 4u);
+  }
+  asm volatile("barrier.cluster.arrive.relaxed.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
+  if (threadIdx.x < 32) {
+    const long long ld = (long long)params.num_qo_heads * Traits::kHeadDim;
+    const T *w = static_cast<const T *>(params.maybe_out_proj_w) + (long long)replica * rows * ld + kv_head * GD;
+    T *dst = reinterpret_cast<T *>(smem + l.w_offset);
+    const unsigned long long policy = l2EvictFirstPolicy();
+    for (int r = threadIdx.x; r < rows; r += 32)
+      bulkLoad(dst + r * GD, w + r * ld, GD * (unsigned)sizeof(T), &bars[0], policy);
+  }
+}
+
+/// After the attention (its output staged as fp32 by decodeEpilogue): each
+/// warp takes rows of W, dots them with the staged output, and pushes the
+/// row's partial sum with st.async into the shared memory of the cluster's
+/// CTA that owns the row (rank r owns rows / cluster size of them), counted
+/// on that CTA's mbarrier; each CTA then adds its rows' partials in rank
+/// order (the KV heads' order: the GEMV's sum over K in another order, both
+/// in fp32), adds the residual and stores the rows rounded once.
+template <class Traits>
+__device__ __forceinline__ void outProjFinish(const DecodeParams &params, unsigned char *smem, int replica, int seq) {
+  using T = typename Traits::DType;
+  using Ops = ElementOps<T>;
+  constexpr int GD = Traits::kGroupSize * Traits::kHeadDim, W = Traits::kWarps;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int rows = params.out_proj_rows / params.out_proj_replicas;
+  const int ranks = params.num_kv_heads, rows_per_rank = rows / ranks;
+  const unsigned rank = clusterCtaRank();
+  const OutProjLayout l = outProjLayoutOf<Traits>(params);
+  const T *w = reinterpret_cast<const T *>(smem + l.w_offset);
+  const float *x = reinterpret_cast<const float *>(smem + l.x_offset);
+  float *recv = reinterpret_cast<float *>(smem + l.recv_offset);
+  unsigned long long *bars = reinterpret_cast<unsigned long long *>(smem + l.bars_offset);
+  __syncthreads();     // the staged output
+  mbarrierWait(&bars[0], 0); // W's rows
+  for (int r = warp; r < rows; r += W) {
+    float acc = 0.f;
+    for (int c = lane; c < GD / 8; c += 32) {
+      const uint4 chunk = *reinterpret_cast<const uint4 *>(w + r * GD + c * 8);
+      const unsigned words[4] = {chunk.x, chunk.y, chunk.z, chunk.w};
+#pragma unroll
+      for (int k = 0; k < 4; ++k) {
+        const float2 f = Ops::toFloat2(words[k]);
+        acc += f.x * x[c * 8 + 2 * k] + f.y * x[c * 8 + 2 * k + 1];
+      }
+    }
+#pragma unroll
+    for (int offset = 16; offset > 0; offset /= 2)
+      acc += __shfl_xor_sync(0xffffffffu, acc, offset);
+    if (lane == 0) {
+      const unsigned owner = r / rows_per_rank;
+      asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.b32 [%0], %1, [%2];" ::"r"(
+                       clusterSharedAddress(recv + rank * rows_per_rank + r % rows_per_rank, owner)),
+                   "r"(__float_as_uint(acc)), "r"(clusterSharedAddress(&bars[1], owner))
+                   : "memory");
+    }
+  }
+  mbarrierWait(&bars[1], 0); // every KV head's partials of this CTA's rows
+  const T *bias = static_cast<const T *>(params.out_proj_bias);
+  const T *residual = static_cast<const T *>(params.out_proj_residual);
+  T *out = static_cast<T *>(params.out_proj_out);
+  auto element = [](const T *at) { // as the low half of a pair
+    const unsigned bits = *reinterpret_cast<const unsigned short *>(at);
+    return Ops::toFloat2(bits).x;
+  };
+  for (int j = threadIdx.x; j < rows_per_rank; j += Traits::kThreads) {
+    float sum = 0.f;
+    for (int k = 0; k < ranks; ++k)
+      sum += recv[k * rows_per_rank + j];
+    const int col = replica * rows + rank * rows_per_rank + j;
+    const long long row = (long long)seq * params.out_proj_rows + col;
+    if (bias != nullptr)
+      sum += element(bias + col);
+    if (residual != nullptr)
+      sum += element(residual + row);
+    out[row] = Ops::fromFloat(sum);
+  }
 }
 
 // The parameters __grid_constant__: read in place, not copied into
@@ -303,7 +426,11 @@ __global__ void __launch_bounds__(Traits::kThreads)
   const bool single = Traits::kWide || params.single_kv_stage;
   const int prologue_tiles = single ? 1 : STAGES - 1;
 
-  const int split = blockIdx.x, kv_head = blockIdx.y, seq = blockIdx.z;
+  // DecodeParams::maybe_out_proj_w: the wide CTA's grid is (kv_heads,
+  // replicas, batch), a cluster along x, every replica one split.
+  const bool out_proj = Traits::kWide && params.maybe_out_proj_w != nullptr;
+  const int split = out_proj ? 0 : blockIdx.x, kv_head = out_proj ? blockIdx.x : blockIdx.y, seq = blockIdx.z;
+  const int replica = out_proj ? blockIdx.y : 0;
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
   const int group = lane / 4, quad = lane % 4;
   if (params.dependents == DecodeParams::Dependents::kAtStart)
@@ -325,6 +452,8 @@ __global__ void __launch_bounds__(Traits::kThreads)
     stampBlock0<Traits>(trace, kBlock0WaitRelease);
     traceLatest(trace, kTraceLatestWaitRelease);
   };
+  if (out_proj)
+    outProjStart<Traits>(params, smem_raw, replica, kv_head);
   if (!early)
     waitForPredecessor();
 
@@ -473,7 +602,7 @@ __global__ void __launch_bounds__(Traits::kThreads)
         waitForPredecessor();
       if (rope)
         foldRope<Traits>(params, smem_q, newest_stage_k, newest_stage_v, rope_scratch, rope_cos_sin, kv_head, seq,
-                         holds_newest, rope_staged_row, pass == 0);
+                         holds_newest, rope_staged_row, pass == 0, replica == 0);
     }
     if (!rope) {
       if (newest_in_prologue && tid < CPR) {
@@ -489,7 +618,7 @@ __global__ void __launch_bounds__(Traits::kThreads)
     if (rope) {
       zeroPaddedQueryRows();
       foldRope<Traits>(params, smem_q, newest_stage_k, newest_stage_v, rope_scratch, rope_cos_sin, kv_head, seq,
-                       holds_newest, rope_staged_row, false);
+                       holds_newest, rope_staged_row, false, replica == 0);
     } else {
       loadQ();
     }
@@ -670,8 +799,10 @@ __global__ void __launch_bounds__(Traits::kThreads)
   }
 
   stampBlock0<Traits>(trace, kBlock0TilesComputed);
+  // With the output projection folded in, replica 0 alone appends the newest
+  // key: the others staged it into their tile and read no cache slot of it.
   if constexpr (Traits::kSpareRegisters)
-    if (rope_staged_row >= 0)
+    if (rope_staged_row >= 0 && replica == 0)
       storeNewestKv<Traits>(params, rope_scratch, kv_head, seq);
   if (params.dependents == DecodeParams::Dependents::kAfterTiles)
     pdlLaunchDependents();
@@ -727,8 +858,13 @@ __global__ void __launch_bounds__(Traits::kThreads)
   stampBlock0<Traits>(trace, kBlock0StatesStored);
   // The merging CTA stages the splits' partials in the whole of its dynamic
   // shared memory (the per-warp states are merged before it loads them).
+  float *const out_stage =
+      out_proj ? reinterpret_cast<float *>(smem_raw + outProjLayoutOf<Traits>(params).x_offset) : nullptr;
   decodeEpilogue<T, G, D, W, Traits::kThreads>(params, warp_acc, warp_m, warp_l, split, seq, kv_head, smem_raw,
-                                               single ? Traits::kSmemBytesSingleStage : Traits::kSmemBytes);
+                                               single ? Traits::kSmemBytesSingleStage : Traits::kSmemBytes,
+                                               out_stage, replica == 0);
+  if (out_proj)
+    outProjFinish<Traits>(params, smem_raw, replica, seq);
   stampBlock0<Traits>(trace, kBlock0Exit);
   traceExit(trace);
 }

@@ -351,6 +351,31 @@ TEST(CudaExecutorTest, WideCtaOverTwoTilesMatchesTheSplitKernel) {
                         {PromptBatch{long_prompt, other}, PromptBatch{long_prompt}});
 }
 
+// fuse_out_proj_replicas: the output projection folded into the wide CTA
+// (copies of the attention a KV head, each with its share of W's rows, the
+// KV heads' partial sums added in a cluster; the projection's bias and the
+// residual added by the row's owner) gives the GEMV's tokens, and logits
+// within bf16 rounding of it, with the rope folded in and without, five
+// sequences and one; the fold is taken (a launch a layer at capture).
+TEST(CudaExecutorTest, OutProjFoldedIntoTheWideCtaMatchesTheGemv) {
+  TXC_SKIP_WITHOUT_GPU();
+  TinyModelOptions model = groupOfTwoModel(2);
+  auto artifact = tinyArtifact(model, "tiny-cuda-out-proj.txm");
+  ASSERT_TRUE(artifact.isOk()) << artifact.status().toString();
+  for (int replicas : {1, 4}) {
+    expectSameGenerationsEitherRope(
+        **artifact, CudaExecutorOptions{},
+        [&](CudaExecutorOptions &o) { o.fuse_out_proj_replicas = replicas; }, 0.05,
+        "output projection folded, " + std::to_string(replicas) + " replicas");
+    CudaExecutorOptions folded;
+    folded.fuse_out_proj_replicas = replicas;
+    auto executor = CudaExecutor::create(**artifact, folded);
+    ASSERT_TRUE(executor.isOk()) << executor.status().toString();
+    runRequests(**executor, (*executor)->engineConfig(), {prompts()[2]}, {4}, false);
+    EXPECT_GE((*executor)->foldedOutProjections(), model.num_layers) << replicas << " replicas";
+  }
+}
+
 // attention_dependents moves only when the next kernel may launch: the
 // logits agree to the bit, with one sequence and five.
 TEST(CudaExecutorTest, DependentsOfTheDecodeAttentionChangeNoLogit) {

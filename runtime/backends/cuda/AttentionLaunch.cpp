@@ -61,7 +61,8 @@ StatusOr<bool> CudaExecutor::State::foldOutProj(const DMatrix &input, const DMat
   const int64_t replicas = options.fuse_out_proj_replicas;
   const DType element = input.dtype;
   const bool fits =
-      input.data == a.o && (!bias.present() || bias.dtype == element) && weight.dtype == element &&
+      input.data == a.o && (!bias.present() || (bias.dtype == element && bias.rows * bias.cols == weight.rows)) &&
+      weight.dtype == element &&
       out.dtype == element &&
       (!residual.present() || residual.dtype == element) && input.rows == a.batch &&
       input.cols == a.o_batch_stride && weight.cols == input.cols && out.rows == input.rows &&
@@ -79,6 +80,7 @@ StatusOr<bool> CudaExecutor::State::foldOutProj(const DMatrix &input, const DMat
   p.out_proj_out = out.data;
   p.out_proj_rows = static_cast<int>(weight.rows);
   p.out_proj_replicas = static_cast<int>(replicas);
+  p.out_proj_w_after_fold = options.fuse_out_proj_w_after_fold;
   p.maybe_trace = takeTraceSlots("decode attention");
   kernels::Status status = kernels::launchPagedDecode(pending_attention.config, p, stream);
   if (status.code() == kernels::StatusCode::kUnsupported) {

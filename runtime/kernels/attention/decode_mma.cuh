@@ -301,15 +301,12 @@ template <class Traits> __device__ __forceinline__ OutProjLayout outProjLayoutOf
                        Traits::kGroupSize * Traits::kHeadDim, (int)sizeof(typename Traits::DType));
 }
 
-/// Before the wait (DecodeParams::maybe_out_proj_w): the mbarriers, then
-/// this CTA's rows of W by the TMA unit, a row of the KV head's columns an
-/// instruction. The cluster's relaxed barrier puts every CTA's barriers
-/// before any push to them; it orders no memory, so there is no
-/// MEMBAR.ALL.GPU in it (a release at cluster scope compiles to one: run
-/// 203), and it runs in the prologue, off the step's critical path.
+/// First thing (DecodeParams::maybe_out_proj_w): the mbarriers. The
+/// cluster's relaxed barrier puts every CTA's barriers before any push to
+/// them; it orders no memory, so there is no MEMBAR.ALL.GPU in it (a
+/// release at cluster scope compiles to one: run 203).
 template <class Traits>
-__device__ __forceinline__ void outProjStart(const DecodeParams &params, unsigned char *smem, int replica,
-                                             int kv_head) {
+__device__ __forceinline__ void outProjStart(const DecodeParams &params, unsigned char *smem) {
   using T = typename Traits::DType;
   constexpr int GD = Traits::kGroupSize * Traits::kHeadDim;
   const int rows = params.out_proj_rows / params.out_proj_replicas;
@@ -323,6 +320,21 @@ __device__ __forceinline__ void outProjStart(const DecodeParams &params, unsigne
     mbarrierArriveExpectTx(&bars[1], rows * 4u);
   }
   asm volatile("barrier.cluster.arrive.relaxed.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
+}
+
+/// This CTA's rows of W by the TMA unit, a row of the KV head's columns an
+/// instruction, by warp 0: just before the PDL wait, or with
+/// DecodeParams::out_proj_w_after_fold after the fold's loads (run 207:
+/// issued first thing, the 64 KB an SM queued ahead of the K/V and the dry
+/// fold's loads, and the CTA reached its wait ~4 us late).
+template <class Traits>
+__device__ __forceinline__ void outProjLoadW(const DecodeParams &params, unsigned char *smem, int replica,
+                                             int kv_head) {
+  using T = typename Traits::DType;
+  constexpr int GD = Traits::kGroupSize * Traits::kHeadDim;
+  const int rows = params.out_proj_rows / params.out_proj_replicas;
+  const OutProjLayout l = outProjLayoutOf<Traits>(params);
+  unsigned long long *bars = reinterpret_cast<unsigned long long *>(smem + l.bars_offset);
   if (threadIdx.x < 32) {
     const long long ld = (long long)params.num_qo_heads * Traits::kHeadDim;
     const T *w = static_cast<const T *>(params.maybe_out_proj_w) + (long long)replica * rows * ld + kv_head * GD;
@@ -354,17 +366,33 @@ __device__ __forceinline__ void outProjFinish(const DecodeParams &params, unsign
   const float *x = reinterpret_cast<const float *>(smem + l.x_offset);
   float *recv = reinterpret_cast<float *>(smem + l.recv_offset);
   unsigned long long *bars = reinterpret_cast<unsigned long long *>(smem + l.bars_offset);
-  __syncthreads();     // the staged output
+  __syncthreads(); // the staged output
+  // The lane's chunks of the output in registers, read once: read again a
+  // row they were 8-way bank conflicts (a lane's 8 floats 32 bytes apart
+  // from the next lane's), ~4 us a CTA in run 207.
+  constexpr int kChunks = (GD / 8 + 31) / 32;
+  float xs[kChunks][8];
+#pragma unroll
+  for (int i = 0; i < kChunks; ++i) {
+    const int c = lane + 32 * i;
+#pragma unroll
+    for (int e = 0; e < 8; ++e)
+      xs[i][e] = c < GD / 8 ? x[c * 8 + e] : 0.f;
+  }
   mbarrierWait(&bars[0], 0); // W's rows
   for (int r = warp; r < rows; r += W) {
     float acc = 0.f;
-    for (int c = lane; c < GD / 8; c += 32) {
-      const uint4 chunk = *reinterpret_cast<const uint4 *>(w + r * GD + c * 8);
-      const unsigned words[4] = {chunk.x, chunk.y, chunk.z, chunk.w};
 #pragma unroll
-      for (int k = 0; k < 4; ++k) {
-        const float2 f = Ops::toFloat2(words[k]);
-        acc += f.x * x[c * 8 + 2 * k] + f.y * x[c * 8 + 2 * k + 1];
+    for (int i = 0; i < kChunks; ++i) {
+      const int c = lane + 32 * i;
+      if (c < GD / 8) {
+        const uint4 chunk = *reinterpret_cast<const uint4 *>(w + r * GD + c * 8);
+        const unsigned words[4] = {chunk.x, chunk.y, chunk.z, chunk.w};
+#pragma unroll
+        for (int k = 0; k < 4; ++k) {
+          const float2 f = Ops::toFloat2(words[k]);
+          acc += f.x * xs[i][2 * k] + f.y * xs[i][2 * k + 1];
+        }
       }
     }
 #pragma unroll
@@ -445,6 +473,8 @@ __global__ void __launch_bounds__(Traits::kThreads)
   // older keys, the page table and kv_lens do not (kv_before_wait).
   const bool early = params.kv_before_wait;
   auto waitForPredecessor = [&]() {
+    if (out_proj && !params.out_proj_w_after_fold)
+      outProjLoadW<Traits>(params, smem_raw, replica, kv_head);
     pdlWait();
     if (params.dependents == DecodeParams::Dependents::kAfterWait)
       pdlLaunchDependents();
@@ -453,7 +483,7 @@ __global__ void __launch_bounds__(Traits::kThreads)
     traceLatest(trace, kTraceLatestWaitRelease);
   };
   if (out_proj)
-    outProjStart<Traits>(params, smem_raw, replica, kv_head);
+    outProjStart<Traits>(params, smem_raw);
   if (!early)
     waitForPredecessor();
 
@@ -631,6 +661,8 @@ __global__ void __launch_bounds__(Traits::kThreads)
   }
   // The early path without the fold committed Q after the prologue's tiles.
   const bool first_tile_waits_all = early && !rope;
+  if (out_proj && params.out_proj_w_after_fold)
+    outProjLoadW<Traits>(params, smem_raw, replica, kv_head);
 
   traceLatest(trace, kTraceLatestMarkA);
   stampBlock0<Traits>(trace, kBlock0QueryReady);

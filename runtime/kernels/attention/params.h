@@ -210,6 +210,9 @@ struct DecodeParams {
   const void *out_proj_residual = nullptr; // [batch][out_proj_rows] or null
   void *out_proj_out = nullptr;            // [batch][out_proj_rows]
   int out_proj_rows = 0, out_proj_replicas = 1;
+  // W's copies issued once the fold is done (after the wait) instead of just
+  // before the wait (for comparison, bench/README.md run 208).
+  bool out_proj_w_after_fold = false;
 };
 
 /// Prefill / chunked prefill over a ragged batch: sequence b owns query rows

@@ -164,10 +164,8 @@ times the step's parts; bench/ and test/gpu/ use them, serving does not):
                           copies of the attention a KV head, each with its
                           share of the projection's rows (1-132; off by
                           default)
-  --fuse-out-proj-w-after-fold
-                          (cuda) with --fuse-out-proj: the projection's rows
-                          load once the attention's rope is done, not just
-                          before its wait (for comparison)
+  --fuse-out-proj-narrow  (cuda) with --fuse-out-proj: into the 4-warp decode
+                          CTA instead of the wide one (for comparison)
   --decode-wide-cta-max-keys N
                           (cuda) the wide CTA also takes planned contexts of
                           up to N keys (default 256, one tile), its tiles one
@@ -383,9 +381,9 @@ Options parseArguments(int argc, char **argv) {
     } else if (arg == "--fuse-out-proj") {
       cudaOnly();
       options.cuda.fuse_out_proj_replicas = static_cast<int>(parseInteger(arg, value(), 1, 132));
-    } else if (arg == "--fuse-out-proj-w-after-fold") {
+    } else if (arg == "--fuse-out-proj-narrow") {
       cudaOnly();
-      options.cuda.fuse_out_proj_w_after_fold = true;
+      options.cuda.fuse_out_proj_narrow = true;
     } else if (arg == "--decode-wide-cta-max-keys") {
       cudaOnly();
       options.cuda.decode_wide_cta_max_keys = parseInteger(arg, value(), 256, 65536);

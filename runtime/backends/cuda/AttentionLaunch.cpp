@@ -80,7 +80,6 @@ StatusOr<bool> CudaExecutor::State::foldOutProj(const DMatrix &input, const DMat
   p.out_proj_out = out.data;
   p.out_proj_rows = static_cast<int>(weight.rows);
   p.out_proj_replicas = static_cast<int>(replicas);
-  p.out_proj_w_after_fold = options.fuse_out_proj_w_after_fold;
   p.maybe_trace = takeTraceSlots("decode attention");
   kernels::Status status = kernels::launchPagedDecode(pending_attention.config, p, stream);
   if (status.code() == kernels::StatusCode::kUnsupported) {
@@ -213,7 +212,17 @@ Status CudaExecutor::State::attention(const LaunchAttributes &attributes, const 
                      kernels::decodeWideCtaBuilt(static_cast<int>(head_dim),
                                                  static_cast<int>(heads / kv_heads), variant) &&
                      static_cast<int64_t>(kv_heads) * seqs <= static_cast<int64_t>(num_sms);
-        if (p.wide_cta) {
+        // The output projection folded into the 4-warp CTA
+        // (fuse_out_proj_narrow): one split a KV head, as the wide CTA.
+        const bool narrow_fold =
+            options.fuse_out_proj_replicas > 0 && options.fuse_out_proj_narrow &&
+            heads / kv_heads >= kernels::kMinGroupForMmaDecode &&
+            planned_context <= kernels::kDecodeWideTileKeys &&
+            static_cast<int64_t>(kv_heads) * seqs * options.fuse_out_proj_replicas <=
+                static_cast<int64_t>(num_sms);
+        if (narrow_fold)
+          p.wide_cta = false;
+        if (p.wide_cta || narrow_fold) {
           splits = 1;
           p.cluster_combine = false;
         }
@@ -237,7 +246,7 @@ Status CudaExecutor::State::attention(const LaunchAttributes &attributes, const 
         // 2000-token Llama-3-8B prompt (device run 73: its second wave cost
         // more than the GEMVs after it won back).
         const int64_t chunk = (planned_context + splits - 1) / splits;
-        p.single_kv_stage = options.decode_single_kv_stage &&
+        p.single_kv_stage = options.decode_single_kv_stage && !narrow_fold &&
                             chunk <= kernels::kDecodeMmaTileKeys &&
                             static_cast<int64_t>(splits) * kv_heads * seqs <=
                                 static_cast<int64_t>(num_sms);
@@ -251,12 +260,8 @@ Status CudaExecutor::State::attention(const LaunchAttributes &attributes, const 
           p.maybe_k_norm = rope.k_norm;
           p.rope_norm_eps = rope.norm_eps;
         }
-        // Deferred for the output projection where it may fold in: one
-        // tile of keys with the rope folded in, which every replica stages
-        // from the fold and only replica 0 appends to the cache (a later
-        // tile would read the cache slot it writes).
-        if (options.fuse_out_proj_replicas > 0 && p.wide_cta && p.num_splits == 1 &&
-            (!fold_rope || planned_context <= kernels::kDecodeWideTileKeys)) {
+        // Deferred for the output projection, which may fold in.
+        if (options.fuse_out_proj_replicas > 0 && (p.wide_cta || narrow_fold) && p.num_splits == 1) {
           pending_attention = {true, config, p};
           if (fold_rope)
             pending_rope.active = false;

@@ -138,10 +138,11 @@ struct CudaExecutorOptions {
   /// projection's GEMV launch goes, and with it a wait release and an input
   /// round trip a layer (bench/README.md run 207). 0: off.
   int fuse_out_proj_replicas = 0;
-  /// With fuse_out_proj_replicas: W's copies go out once the attention's
-  /// fold is done, not just before its wait (kernels::DecodeParams::
-  /// out_proj_w_after_fold; for comparison).
-  bool fuse_out_proj_w_after_fold = false;
+  /// With fuse_out_proj_replicas: the projection folds into the 4-warp
+  /// decode CTA (one split, its K/V pipeline) instead of the wide CTA, which
+  /// takes a whole SM's registers and so keeps the next GEMV's blocks off
+  /// its SMs until it ends (run 208).
+  bool fuse_out_proj_narrow = false;
   int qkv_carveout_percent = -1;
   int gemv_carveout_percent = -1;
   int attention_carveout_percent = -1;

@@ -155,7 +155,7 @@ template <class Traits>
 __device__ __forceinline__ void foldRope(const DecodeParams &params, typename Traits::DType *smem_q,
                                          typename Traits::DType *stage_k, typename Traits::DType *stage_v,
                                          float *heads, float *aux, int kv_head, int seq, bool owner,
-                                         int staged_row, bool dry, bool write_cache = true) {
+                                         int staged_row, bool dry) {
   using T = typename Traits::DType;
   using Ops = ElementOps<T>;
   constexpr int G = Traits::kGroupSize, D = Traits::kHeadDim, CPR = Traits::kChunksPerRow;
@@ -248,7 +248,7 @@ __device__ __forceinline__ void foldRope(const DecodeParams &params, typename Tr
           const int i = lane + 32 * k;
           dst[swizzled<D>(r, i / 8) + i % 8] = Ops::fromFloat(h.x[k]);
         }
-      if (!dry && write_cache && j >= G && staged_row < 0)
+      if (!dry && j >= G && staged_row < 0)
         storeToCacheSlot<Traits>(params, head, j == G, kv_head, seq, lane);
     } else {
       if (j <= G) {
@@ -267,7 +267,7 @@ __device__ __forceinline__ void foldRope(const DecodeParams &params, typename Tr
           for (int i = lane; i < D; i += 32)
             stage[swizzled<D>(staged_row, i / 8) + i % 8] = Ops::fromFloat(head[i]);
         }
-        if (!dry && write_cache)
+        if (!dry)
           storeToCacheSlot<Traits>(params, head, j == G, kv_head, seq, lane);
       }
     }
@@ -278,71 +278,69 @@ __device__ __forceinline__ void foldRope(const DecodeParams &params, typename Tr
   __syncthreads();
 }
 
-/// DecodeParams::maybe_out_proj_w's shared memory, after the wide CTA's own
+/// DecodeParams::maybe_out_proj_w's shared memory, after the kernel's own
 /// (`base_bytes`): W's `rows` rows of this KV head's `group_dims` columns,
 /// the attention's output staged as fp32 [group_dims], the partial sums
-/// pushed to this CTA [cluster rank][rows / cluster size], and two
-/// mbarriers (the TMA's copies of W; the pushes).
+/// pushed to this CTA [cluster rank][rows / cluster size], and the mbarrier
+/// that counts the pushes.
 struct OutProjLayout {
-  int w_offset, x_offset, recv_offset, bars_offset, end;
+  int w_offset, x_offset, recv_offset, bar_offset, end;
 };
 __host__ __device__ inline OutProjLayout outProjLayout(int base_bytes, int rows, int group_dims, int elem_bytes) {
   OutProjLayout l;
   l.w_offset = (base_bytes + 127) / 128 * 128;
   l.x_offset = (l.w_offset + rows * group_dims * elem_bytes + 15) / 16 * 16;
   l.recv_offset = l.x_offset + group_dims * 4;
-  l.bars_offset = (l.recv_offset + rows * 4 + 7) / 8 * 8;
-  l.end = l.bars_offset + 16;
+  l.bar_offset = (l.recv_offset + rows * 4 + 7) / 8 * 8;
+  l.end = l.bar_offset + 8;
   return l;
 }
 
+/// The kernel's own dynamic shared memory for `params` (one K/V stage or
+/// the pipeline), where the folded output projection's begins.
+template <class Traits> __host__ __device__ inline int decodeMmaBaseSmemBytes(const DecodeParams &params) {
+  return Traits::kWide || params.single_kv_stage ? Traits::kSmemBytesSingleStage : Traits::kSmemBytes;
+}
+
 template <class Traits> __device__ __forceinline__ OutProjLayout outProjLayoutOf(const DecodeParams &params) {
-  return outProjLayout(Traits::kSmemBytesSingleStage, params.out_proj_rows / params.out_proj_replicas,
+  return outProjLayout(decodeMmaBaseSmemBytes<Traits>(params), params.out_proj_rows / params.out_proj_replicas,
                        Traits::kGroupSize * Traits::kHeadDim, (int)sizeof(typename Traits::DType));
 }
 
-/// First thing (DecodeParams::maybe_out_proj_w): the mbarriers. The
-/// cluster's relaxed barrier puts every CTA's barriers before any push to
-/// them; it orders no memory, so there is no MEMBAR.ALL.GPU in it (a
-/// release at cluster scope compiles to one: run 203).
-template <class Traits>
-__device__ __forceinline__ void outProjStart(const DecodeParams &params, unsigned char *smem) {
-  using T = typename Traits::DType;
-  constexpr int GD = Traits::kGroupSize * Traits::kHeadDim;
+/// First thing (DecodeParams::maybe_out_proj_w): the push barrier. The
+/// cluster's relaxed barrier puts every CTA's before any push to it; it
+/// orders no memory, so there is no MEMBAR.ALL.GPU in it (a release at
+/// cluster scope compiles to one: run 203).
+template <class Traits> __device__ __forceinline__ void outProjStart(const DecodeParams &params, unsigned char *smem) {
   const int rows = params.out_proj_rows / params.out_proj_replicas;
-  const OutProjLayout l = outProjLayoutOf<Traits>(params);
-  unsigned long long *bars = reinterpret_cast<unsigned long long *>(smem + l.bars_offset);
+  unsigned long long *bar = reinterpret_cast<unsigned long long *>(smem + outProjLayoutOf<Traits>(params).bar_offset);
   if (threadIdx.x == 0) {
-    mbarrierInit(&bars[0], 1);
-    mbarrierInit(&bars[1], 1);
+    mbarrierInit(bar, 1);
     mbarrierInitFence();
-    mbarrierArriveExpectTx(&bars[0], rows * GD * (unsigned)sizeof(T));
-    mbarrierArriveExpectTx(&bars[1], rows * 4u);
+    mbarrierArriveExpectTx(bar, rows * 4u);
   }
   asm volatile("barrier.cluster.arrive.relaxed.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
 }
 
-/// This CTA's rows of W by the TMA unit, a row of the KV head's columns an
-/// instruction, by warp 0: just before the PDL wait, or with
-/// DecodeParams::out_proj_w_after_fold after the fold's loads (run 207:
-/// issued first thing, the 64 KB an SM queued ahead of the K/V and the dry
-/// fold's loads, and the CTA reached its wait ~4 us late).
+/// This CTA's rows of W (the KV head's columns) into shared memory with
+/// cp.async, 16 bytes a thread at a time, one group committed after the
+/// K/V prologue's: the tiles' waits leave it in flight until the first
+/// tile is in, and the wait after the tiles lands it. (Run 208: a TMA copy
+/// a 512-byte row kept the TMA unit's queue full ~8K cycles a CTA.)
 template <class Traits>
 __device__ __forceinline__ void outProjLoadW(const DecodeParams &params, unsigned char *smem, int replica,
                                              int kv_head) {
   using T = typename Traits::DType;
-  constexpr int GD = Traits::kGroupSize * Traits::kHeadDim;
+  constexpr int GD = Traits::kGroupSize * Traits::kHeadDim, CPR = GD / 8;
   const int rows = params.out_proj_rows / params.out_proj_replicas;
-  const OutProjLayout l = outProjLayoutOf<Traits>(params);
-  unsigned long long *bars = reinterpret_cast<unsigned long long *>(smem + l.bars_offset);
-  if (threadIdx.x < 32) {
-    const long long ld = (long long)params.num_qo_heads * Traits::kHeadDim;
-    const T *w = static_cast<const T *>(params.maybe_out_proj_w) + (long long)replica * rows * ld + kv_head * GD;
-    T *dst = reinterpret_cast<T *>(smem + l.w_offset);
-    const unsigned long long policy = l2EvictFirstPolicy();
-    for (int r = threadIdx.x; r < rows; r += 32)
-      bulkLoad(dst + r * GD, w + r * ld, GD * (unsigned)sizeof(T), &bars[0], policy);
+  const long long ld = (long long)params.num_qo_heads * Traits::kHeadDim;
+  const T *w = static_cast<const T *>(params.maybe_out_proj_w) + (long long)replica * rows * ld + kv_head * GD;
+  T *dst = reinterpret_cast<T *>(smem + outProjLayoutOf<Traits>(params).w_offset);
+  for (int idx = threadIdx.x; idx < rows * CPR; idx += Traits::kThreads) {
+    const int r = idx / CPR, c = idx % CPR;
+    cpAsync16(dst + r * GD + c * 8, w + r * ld + c * 8, true);
   }
+  cpAsyncCommit();
 }
 
 /// After the attention (its output staged as fp32 by decodeEpilogue): each
@@ -365,8 +363,8 @@ __device__ __forceinline__ void outProjFinish(const DecodeParams &params, unsign
   const T *w = reinterpret_cast<const T *>(smem + l.w_offset);
   const float *x = reinterpret_cast<const float *>(smem + l.x_offset);
   float *recv = reinterpret_cast<float *>(smem + l.recv_offset);
-  unsigned long long *bars = reinterpret_cast<unsigned long long *>(smem + l.bars_offset);
-  __syncthreads(); // the staged output
+  unsigned long long *bar = reinterpret_cast<unsigned long long *>(smem + l.bar_offset);
+  __syncthreads(); // the staged output (W landed before the merge: cpAsyncWait<0> after the tiles)
   // The lane's chunks of the output in registers, read once: read again a
   // row they were 8-way bank conflicts (a lane's 8 floats 32 bytes apart
   // from the next lane's), ~4 us a CTA in run 207.
@@ -379,7 +377,6 @@ __device__ __forceinline__ void outProjFinish(const DecodeParams &params, unsign
     for (int e = 0; e < 8; ++e)
       xs[i][e] = c < GD / 8 ? x[c * 8 + e] : 0.f;
   }
-  mbarrierWait(&bars[0], 0); // W's rows
   for (int r = warp; r < rows; r += W) {
     float acc = 0.f;
 #pragma unroll
@@ -402,11 +399,11 @@ __device__ __forceinline__ void outProjFinish(const DecodeParams &params, unsign
       const unsigned owner = r / rows_per_rank;
       asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.b32 [%0], %1, [%2];" ::"r"(
                        clusterSharedAddress(recv + rank * rows_per_rank + r % rows_per_rank, owner)),
-                   "r"(__float_as_uint(acc)), "r"(clusterSharedAddress(&bars[1], owner))
+                   "r"(__float_as_uint(acc)), "r"(clusterSharedAddress(bar, owner))
                    : "memory");
     }
   }
-  mbarrierWait(&bars[1], 0); // every KV head's partials of this CTA's rows
+  mbarrierWait(bar, 0); // every KV head's partials of this CTA's rows
   const T *bias = static_cast<const T *>(params.out_proj_bias);
   const T *residual = static_cast<const T *>(params.out_proj_residual);
   T *out = static_cast<T *>(params.out_proj_out);
@@ -454,9 +451,9 @@ __global__ void __launch_bounds__(Traits::kThreads)
   const bool single = Traits::kWide || params.single_kv_stage;
   const int prologue_tiles = single ? 1 : STAGES - 1;
 
-  // DecodeParams::maybe_out_proj_w: the wide CTA's grid is (kv_heads,
-  // replicas, batch), a cluster along x, every replica one split.
-  const bool out_proj = Traits::kWide && params.maybe_out_proj_w != nullptr;
+  // DecodeParams::maybe_out_proj_w: the grid is (kv_heads, replicas,
+  // batch), a cluster along x, every replica one split.
+  const bool out_proj = params.maybe_out_proj_w != nullptr;
   const int split = out_proj ? 0 : blockIdx.x, kv_head = out_proj ? blockIdx.x : blockIdx.y, seq = blockIdx.z;
   const int replica = out_proj ? blockIdx.y : 0;
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
@@ -473,8 +470,6 @@ __global__ void __launch_bounds__(Traits::kThreads)
   // older keys, the page table and kv_lens do not (kv_before_wait).
   const bool early = params.kv_before_wait;
   auto waitForPredecessor = [&]() {
-    if (out_proj && !params.out_proj_w_after_fold)
-      outProjLoadW<Traits>(params, smem_raw, replica, kv_head);
     pdlWait();
     if (params.dependents == DecodeParams::Dependents::kAfterWait)
       pdlLaunchDependents();
@@ -622,6 +617,8 @@ __global__ void __launch_bounds__(Traits::kThreads)
         loadTile(s, s, newest, pages_ahead && s == 0);
       cpAsyncCommit();
     }
+    if (out_proj)
+      outProjLoadW<Traits>(params, smem_raw, replica, kv_head);
     ropeFactors();
     if (rope)
       zeroPaddedQueryRows();
@@ -632,7 +629,7 @@ __global__ void __launch_bounds__(Traits::kThreads)
         waitForPredecessor();
       if (rope)
         foldRope<Traits>(params, smem_q, newest_stage_k, newest_stage_v, rope_scratch, rope_cos_sin, kv_head, seq,
-                         holds_newest, rope_staged_row, pass == 0, replica == 0);
+                         holds_newest, rope_staged_row, pass == 0);
     }
     if (!rope) {
       if (newest_in_prologue && tid < CPR) {
@@ -648,7 +645,7 @@ __global__ void __launch_bounds__(Traits::kThreads)
     if (rope) {
       zeroPaddedQueryRows();
       foldRope<Traits>(params, smem_q, newest_stage_k, newest_stage_v, rope_scratch, rope_cos_sin, kv_head, seq,
-                       holds_newest, rope_staged_row, false, replica == 0);
+                       holds_newest, rope_staged_row, false);
     } else {
       loadQ();
     }
@@ -658,11 +655,11 @@ __global__ void __launch_bounds__(Traits::kThreads)
         loadTile(s, s, rope_staged_row >= 0 ? newest : -1);
       cpAsyncCommit(); // the first group also carries Q
     }
+    if (out_proj)
+      outProjLoadW<Traits>(params, smem_raw, replica, kv_head);
   }
   // The early path without the fold committed Q after the prologue's tiles.
   const bool first_tile_waits_all = early && !rope;
-  if (out_proj && params.out_proj_w_after_fold)
-    outProjLoadW<Traits>(params, smem_raw, replica, kv_head);
 
   traceLatest(trace, kTraceLatestMarkA);
   stampBlock0<Traits>(trace, kBlock0QueryReady);
@@ -684,10 +681,18 @@ __global__ void __launch_bounds__(Traits::kThreads)
   const unsigned q_addr = smemAddress(smem_q);
 
   for (int tile = 0; tile < num_tiles; ++tile) {
-    if (single || (tile == 0 && first_tile_waits_all))
+    // The folded projection's rows of W, the newest group, may stay in
+    // flight past the first tile's wait.
+    if (out_proj && tile == 0 && !first_tile_waits_all) {
+      if (single)
+        cpAsyncWait<1>();
+      else
+        cpAsyncWait<STAGES - 1>();
+    } else if (single || (tile == 0 && first_tile_waits_all)) {
       cpAsyncWait<0>();
-    else
+    } else {
       cpAsyncWait<STAGES - 2>();
+    }
     // Before the barrier (since session 23's run 133): thread 0's copies of
     // the tile landed, apart from the other warps catching up.
     if (tile == 0)
@@ -831,10 +836,8 @@ __global__ void __launch_bounds__(Traits::kThreads)
   }
 
   stampBlock0<Traits>(trace, kBlock0TilesComputed);
-  // With the output projection folded in, replica 0 alone appends the newest
-  // key: the others staged it into their tile and read no cache slot of it.
   if constexpr (Traits::kSpareRegisters)
-    if (rope_staged_row >= 0 && replica == 0)
+    if (rope_staged_row >= 0)
       storeNewestKv<Traits>(params, rope_scratch, kv_head, seq);
   if (params.dependents == DecodeParams::Dependents::kAfterTiles)
     pdlLaunchDependents();

@@ -85,26 +85,24 @@ inline Status checkDecodeParams(const DecodeParams &p) {
     return Status::invalidArgument("decode: the wide CTA merges splits through global memory, not a cluster");
   if (p.maybe_out_proj_w != nullptr) {
     const int replicas = p.out_proj_replicas;
-    if (!p.wide_cta || p.num_splits != 1 || p.out_proj_out == nullptr || replicas < 1 ||
+    if (p.num_splits != 1 || p.out_proj_out == nullptr || replicas < 1 ||
         p.num_kv_heads > kMaxClusterSplits || p.out_proj_rows <= 0 ||
         p.out_proj_rows % (replicas * p.num_kv_heads) != 0)
       return Status::invalidArgument(
-          "decode: the folded output projection needs the wide CTA, one split, an output, at most " +
+          "decode: the folded output projection needs the tensor-core kernel, one split, an output, at most " +
           std::to_string(kMaxClusterSplits) + " KV heads (a cluster) and rows (" + std::to_string(p.out_proj_rows) +
           ") that replicas x KV heads (" + std::to_string(replicas) + " x " + std::to_string(p.num_kv_heads) +
           ") divide");
-    const unsigned long long rows_of_w = (unsigned long long)p.maybe_out_proj_w;
-    if (rows_of_w % 16 != 0)
-      return Status::invalidArgument("decode: the output projection's W must be 16-byte aligned (TMA copies)");
+    if ((unsigned long long)p.maybe_out_proj_w % 16 != 0)
+      return Status::invalidArgument("decode: the output projection's W must be 16-byte aligned (16-byte copies)");
   }
   return Status::ok();
 }
 
 /// The dynamic shared memory a launch of the tensor-core kernel takes.
 template <class Traits> int decodeMmaSmemBytes(const DecodeParams &p) {
-  const bool single = Traits::kWide || p.single_kv_stage;
-  const int smem = single ? Traits::kSmemBytesSingleStage : Traits::kSmemBytes;
-  if (!Traits::kWide || p.maybe_out_proj_w == nullptr)
+  const int smem = decodeMmaBaseSmemBytes<Traits>(p);
+  if (p.maybe_out_proj_w == nullptr)
     return smem;
   return outProjLayout(smem, p.out_proj_rows / p.out_proj_replicas, Traits::kGroupSize * Traits::kHeadDim,
                        (int)sizeof(typename Traits::DType))
@@ -164,6 +162,9 @@ template <typename T> Status launchPagedDecodeTyped(const AttentionConfig &confi
     return Status::unsupported("decode: the folded rope needs the tensor-core kernel (GQA group >= " +
                                std::to_string(kMinGroupForMmaDecode) +
                                "), the step's rotary factors, slot mapping and 2 * rope_half <= head_dim");
+  if (p.maybe_out_proj_w != nullptr && group < kMinGroupForMmaDecode)
+    return Status::unsupported("decode: the folded output projection needs the tensor-core kernel (GQA group >= " +
+                               std::to_string(kMinGroupForMmaDecode) + ")");
   if (p.wide_cta && !decodeWideCtaBuilt(config.head_dim, group, p.variant))
     return Status::unsupported("decode: the wide CTA is built for GQA groups >= " +
                                std::to_string(kMinGroupForMmaDecode) +

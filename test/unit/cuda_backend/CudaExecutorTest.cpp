@@ -351,8 +351,9 @@ TEST(CudaExecutorTest, WideCtaOverTwoTilesMatchesTheSplitKernel) {
                         {PromptBatch{long_prompt, other}, PromptBatch{long_prompt}});
 }
 
-// fuse_out_proj_replicas: the output projection folded into the wide CTA
-// (copies of the attention a KV head, each with its share of W's rows, the
+// fuse_out_proj_replicas: the output projection folded into the decode
+// attention, the wide CTA's (2 replicas) or the 4-warp CTA's (4,
+// fuse_out_proj_narrow): copies of the attention a KV head, each with its share of W's rows, the
 // KV heads' partial sums added in a cluster; the projection's bias and the
 // residual added by the row's owner) gives the GEMV's tokens, and logits
 // within bf16 rounding of it, with the rope folded in and without, five
@@ -369,12 +370,13 @@ TEST(CudaExecutorTest, OutProjFoldedIntoTheWideCtaMatchesTheGemv) {
         **artifact, CudaExecutorOptions{},
         [&](CudaExecutorOptions &o) {
           o.fuse_out_proj_replicas = replicas;
-          o.fuse_out_proj_w_after_fold = replicas == 4;
+          o.fuse_out_proj_narrow = replicas == 4;
         },
         0.05,
         "output projection folded, " + std::to_string(replicas) + " replicas");
     CudaExecutorOptions folded;
     folded.fuse_out_proj_replicas = replicas;
+    folded.fuse_out_proj_narrow = replicas == 4;
     auto executor = CudaExecutor::create(**artifact, folded);
     ASSERT_TRUE(executor.isOk()) << executor.status().toString();
     runRequests(**executor, (*executor)->engineConfig(), {prompts()[2]}, {4}, false);

@@ -324,9 +324,9 @@ template <class Traits> __device__ __forceinline__ void outProjStart(const Decod
 
 /// This CTA's rows of W (the KV head's columns) into shared memory with
 /// cp.async, 16 bytes a thread at a time, one group committed after the
-/// K/V prologue's: the tiles' waits leave it in flight until the first
-/// tile is in, and the wait after the tiles lands it. (Run 208: a TMA copy
-/// a 512-byte row kept the TMA unit's queue full ~8K cycles a CTA.)
+/// K/V prologue's (after the fold): the first tile's wait leaves it in
+/// flight, and the wait after the tiles lands it. (Run 208: a TMA copy a
+/// 512-byte row kept the TMA unit's queue full ~8K cycles a CTA.)
 template <class Traits>
 __device__ __forceinline__ void outProjLoadW(const DecodeParams &params, unsigned char *smem, int replica,
                                              int kv_head) {
@@ -617,8 +617,6 @@ __global__ void __launch_bounds__(Traits::kThreads)
         loadTile(s, s, newest, pages_ahead && s == 0);
       cpAsyncCommit();
     }
-    if (out_proj)
-      outProjLoadW<Traits>(params, smem_raw, replica, kv_head);
     ropeFactors();
     if (rope)
       zeroPaddedQueryRows();
@@ -655,9 +653,14 @@ __global__ void __launch_bounds__(Traits::kThreads)
         loadTile(s, s, rope_staged_row >= 0 ? newest : -1);
       cpAsyncCommit(); // the first group also carries Q
     }
-    if (out_proj)
-      outProjLoadW<Traits>(params, smem_raw, replica, kv_head);
   }
+  // After the fold: the CTA's latency-bound stretch (the fold's and the
+  // tiles' round trips) is when its SM has loads to spare, as the GEMV's
+  // blocks load W under the attention. Issued before the wait, W's loads
+  // held the CTAs' prologues in their SMs' slots beside the QKV GEMV's
+  // streams, and their waits released up to 3.7 us apart (run 209).
+  if (out_proj)
+    outProjLoadW<Traits>(params, smem_raw, replica, kv_head);
   // The early path without the fold committed Q after the prologue's tiles.
   const bool first_tile_waits_all = early && !rope;
 

@@ -159,13 +159,6 @@ times the step's parts; bench/ and test/gpu/ use them, serving does not):
                           and merges the splits, instead of one 16-warp CTA a
                           sequence and KV head taking them in one 256-key
                           tile (for comparison)
-  --fuse-out-proj REPLICAS (cuda) a decode step's output projection folds
-                          into the wide decode CTA where it fits: REPLICAS
-                          copies of the attention a KV head, each with its
-                          share of the projection's rows (1-132; off by
-                          default)
-  --fuse-out-proj-narrow  (cuda) with --fuse-out-proj: into the 4-warp decode
-                          CTA instead of the wide one (for comparison)
   --decode-wide-cta-max-keys N
                           (cuda) the wide CTA also takes planned contexts of
                           up to N keys (default 256, one tile), its tiles one
@@ -378,12 +371,6 @@ Options parseArguments(int argc, char **argv) {
     } else if (arg == "--gemv-max-rows") {
       cudaOnly();
       options.cuda.gemv_max_rows = static_cast<int>(parseInteger(arg, value(), 1, 2));
-    } else if (arg == "--fuse-out-proj") {
-      cudaOnly();
-      options.cuda.fuse_out_proj_replicas = static_cast<int>(parseInteger(arg, value(), 1, 132));
-    } else if (arg == "--fuse-out-proj-narrow") {
-      cudaOnly();
-      options.cuda.fuse_out_proj_narrow = true;
     } else if (arg == "--decode-wide-cta-max-keys") {
       cudaOnly();
       options.cuda.decode_wide_cta_max_keys = parseInteger(arg, value(), 256, 65536);

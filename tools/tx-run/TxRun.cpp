@@ -194,9 +194,6 @@ int main(int argc, char **argv) {
             tuning.candidates, tuning.chosen_ms, describe(tuning.rule).c_str(), tuning.rule_ms);
       std::fprintf(stderr, "\n");
     }
-    if (cuda_backend && options.cuda.fuse_out_proj_replicas > 0)
-      std::fprintf(stderr, "tx-run timing: output projection folded into the attention: %lld launches enqueued\n",
-                   static_cast<long long>(cuda_backend->foldedOutProjections()));
     if (cuda_backend && options.cuda.decode_lookahead)
       std::fprintf(stderr,
                    "tx-run timing: lookahead: %lld of %zu decode steps ran on a step queued ahead "

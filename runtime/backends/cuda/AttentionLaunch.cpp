@@ -34,73 +34,6 @@ Status CudaExecutor::State::flushPendingRope() {
   return cudaStatus(launchRopeAppend(pending_rope.args, stream), "rope kernel launch");
 }
 
-// A deferred decode attention whose output projection did not fold in runs
-// now, as it would have.
-Status CudaExecutor::State::flushPendingAttention() {
-  if (!pending_attention.active)
-    return Status::ok();
-  pending_attention.active = false;
-  kernels::DecodeParams p = pending_attention.params;
-  p.maybe_trace = takeTraceSlots("decode attention");
-  kernels::Status status = kernels::launchPagedDecode(pending_attention.config, p, stream);
-  return status.isOk() ? Status::ok() : internalError("attention kernel: " + status.message());
-}
-
-// out = W input (+ residual), the GEMM of the pending decode attention's
-// output, folded into that attention's launch (DecodeParams::
-// maybe_out_proj_w). False, with the attention launched as it was, where it
-// does not fit: another input, other element types, rows that the
-// replicas and KV heads do not divide, more CTAs than one wave, or an output
-// over the input.
-StatusOr<bool> CudaExecutor::State::foldOutProj(const DMatrix &input, const DMatrix &weight,
-                                                const DMatrix &bias, const DMatrix &residual,
-                                                const DMatrix &out) {
-  if (!pending_attention.active)
-    return false;
-  const kernels::DecodeParams &a = pending_attention.params;
-  const int64_t replicas = options.fuse_out_proj_replicas;
-  const DType element = input.dtype;
-  const bool fits =
-      input.data == a.o && (!bias.present() || (bias.dtype == element && bias.rows * bias.cols == weight.rows)) &&
-      weight.dtype == element &&
-      out.dtype == element &&
-      (!residual.present() || residual.dtype == element) && input.rows == a.batch &&
-      input.cols == a.o_batch_stride && weight.cols == input.cols && out.rows == input.rows &&
-      out.cols == weight.rows && weight.rows % (replicas * a.num_kv_heads) == 0 &&
-      replicas * a.num_kv_heads * a.batch <= num_sms &&
-      !overlaps(input.data, input.bytes(), out.data, out.bytes());
-  if (!fits) {
-    TXC_RETURN_IF_ERROR(flushPendingAttention());
-    return false;
-  }
-  kernels::DecodeParams p = a;
-  p.maybe_out_proj_w = weight.data;
-  p.out_proj_bias = bias.present() ? bias.data : nullptr;
-  p.out_proj_residual = residual.present() ? residual.data : nullptr;
-  p.out_proj_out = out.data;
-  p.out_proj_rows = static_cast<int>(weight.rows);
-  p.out_proj_replicas = static_cast<int>(replicas);
-  p.maybe_trace = takeTraceSlots("decode attention");
-  kernels::Status status = kernels::launchPagedDecode(pending_attention.config, p, stream);
-  if (status.code() == kernels::StatusCode::kUnsupported) {
-    // Its rows of W past the shared memory: the attention alone, on the
-    // trace slots it took.
-    pending_attention.active = false;
-    unsigned long long *slots = p.maybe_trace;
-    p = a;
-    p.maybe_trace = slots;
-    status = kernels::launchPagedDecode(pending_attention.config, p, stream);
-    if (!status.isOk())
-      return internalError("attention kernel: " + status.message());
-    return false;
-  }
-  if (!status.isOk())
-    return internalError("attention kernel with the output projection: " + status.message());
-  pending_attention.active = false;
-  ++folded_out_projections;
-  return true;
-}
-
 Status CudaExecutor::State::attention(const LaunchAttributes &attributes, const DMatrix &query,
                                       const LayerCache &cache, const DMatrix &out) {
   TXC_ASSIGN_OR_RETURN(int64_t heads, attributes.getInt("num_heads"));
@@ -212,17 +145,7 @@ Status CudaExecutor::State::attention(const LaunchAttributes &attributes, const 
                      kernels::decodeWideCtaBuilt(static_cast<int>(head_dim),
                                                  static_cast<int>(heads / kv_heads), variant) &&
                      static_cast<int64_t>(kv_heads) * seqs <= static_cast<int64_t>(num_sms);
-        // The output projection folded into the 4-warp CTA
-        // (fuse_out_proj_narrow): one split a KV head, as the wide CTA.
-        const bool narrow_fold =
-            options.fuse_out_proj_replicas > 0 && options.fuse_out_proj_narrow &&
-            heads / kv_heads >= kernels::kMinGroupForMmaDecode &&
-            planned_context <= kernels::kDecodeWideTileKeys &&
-            static_cast<int64_t>(kv_heads) * seqs * options.fuse_out_proj_replicas <=
-                static_cast<int64_t>(num_sms);
-        if (narrow_fold)
-          p.wide_cta = false;
-        if (p.wide_cta || narrow_fold) {
+        if (p.wide_cta) {
           splits = 1;
           p.cluster_combine = false;
         }
@@ -246,7 +169,7 @@ Status CudaExecutor::State::attention(const LaunchAttributes &attributes, const 
         // 2000-token Llama-3-8B prompt (device run 73: its second wave cost
         // more than the GEMVs after it won back).
         const int64_t chunk = (planned_context + splits - 1) / splits;
-        p.single_kv_stage = options.decode_single_kv_stage && !narrow_fold &&
+        p.single_kv_stage = options.decode_single_kv_stage &&
                             chunk <= kernels::kDecodeMmaTileKeys &&
                             static_cast<int64_t>(splits) * kv_heads * seqs <=
                                 static_cast<int64_t>(num_sms);
@@ -259,13 +182,6 @@ Status CudaExecutor::State::attention(const LaunchAttributes &attributes, const 
           p.maybe_q_norm = rope.q_norm;
           p.maybe_k_norm = rope.k_norm;
           p.rope_norm_eps = rope.norm_eps;
-        }
-        // Deferred for the output projection, which may fold in.
-        if (options.fuse_out_proj_replicas > 0 && (p.wide_cta || narrow_fold) && p.num_splits == 1) {
-          pending_attention = {true, config, p};
-          if (fold_rope)
-            pending_rope.active = false;
-          return Status::ok();
         }
         p.maybe_trace = takeTraceSlots("decode attention");
         status = kernels::launchPagedDecode(config, p, stream);

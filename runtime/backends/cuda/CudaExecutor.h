@@ -130,19 +130,6 @@ struct CudaExecutorOptions {
   /// one before is done, against the split kernel's merge (for comparison:
   /// unmeasured in the model).
   int64_t decode_wide_cta_max_keys = 256;
-  /// > 0: a decode step's output projection (the GEMM right after the
-  /// attention, reading its output) folds into the wide CTA where it fits
-  /// (kernels::DecodeParams::maybe_out_proj_w): this many copies of the
-  /// attention a KV head, each multiplying its heads' outputs by its share
-  /// of W's rows, the KV heads' partial sums added in a cluster. The
-  /// projection's GEMV launch goes, and with it a wait release and an input
-  /// round trip a layer (bench/README.md run 207). 0: off.
-  int fuse_out_proj_replicas = 0;
-  /// With fuse_out_proj_replicas: the projection folds into the 4-warp
-  /// decode CTA (one split, its K/V pipeline) instead of the wide CTA, which
-  /// takes a whole SM's registers and so keeps the next GEMV's blocks off
-  /// its SMs until it ends (run 208).
-  bool fuse_out_proj_narrow = false;
   int qkv_carveout_percent = -1;
   int gemv_carveout_percent = -1;
   int attention_carveout_percent = -1;
@@ -345,10 +332,6 @@ public:
   DecodeAttentionTuning decodeAttentionTuning() const;
   /// Decode graphs captured so far (one per batch and context bucket).
   int32_t decodeGraphCount() const;
-  /// fuse_out_proj_replicas: the attention launches enqueued so far with the
-  /// output projection folded in (a CUDA graph's once, at its capture); 0
-  /// says the option found no layer it fits.
-  int64_t foldedOutProjections() const;
   /// Decode steps that ran on the step queued ahead (decode_lookahead), and
   /// those queued ahead in all (the rest were dropped: the engine's batch
   /// differed, or was still to come when the run ended).

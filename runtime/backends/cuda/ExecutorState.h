@@ -225,16 +225,6 @@ struct CudaExecutor::State {
     bool active = false;
     RopeAppendArgs args;
   } pending_rope;
-  // fuse_out_proj_replicas: a decode attention on the wide CTA is not
-  // launched at once; the next launch, if it is the GEMM of its output (the
-  // output projection), folds into it (foldOutProj), and anything else
-  // launches it first (flushPendingAttention).
-  struct PendingAttention {
-    bool active = false;
-    kernels::AttentionConfig config;
-    kernels::DecodeParams params;
-  } pending_attention;
-  int64_t folded_out_projections = 0; // foldOutProj's launches, for tx-run --timing
   int num_sms = 0; // of the GPU (launch shapes that fit one wave)
   // Set while the QKV projection's GEMM is launched (qkv_carveout_percent).
   bool qkv_gemv = false;
@@ -312,9 +302,6 @@ struct CudaExecutor::State {
                     const DMatrix *sum, const DMatrix &out);
   Status flushPendingNorm();
   Status flushPendingRope();
-  Status flushPendingAttention();
-  StatusOr<bool> foldOutProj(const DMatrix &input, const DMatrix &weight, const DMatrix &bias,
-                             const DMatrix &residual, const DMatrix &out);
   Status attention(const LaunchAttributes &attributes, const DMatrix &query,
                    const LayerCache &cache, const DMatrix &out);
 };

@@ -177,8 +177,6 @@ Status CudaExecutor::State::runLaunch(int index, const pb::Launch &launch) {
     TXC_RETURN_IF_ERROR(flushPendingNorm());
   if (op != "txk.attention")
     TXC_RETURN_IF_ERROR(flushPendingRope());
-  if (op != "txk.gemm")
-    TXC_RETURN_IF_ERROR(flushPendingAttention());
 
   if (op == "txk.embedding") {
     TXC_ASSIGN_OR_RETURN(Bound tokens, bindOperand(launch, 0, true));
@@ -250,8 +248,6 @@ Status CudaExecutor::State::runLaunch(int index, const pb::Launch &launch) {
       return invalidArgument("epilogue residual_add needs operand 3 (residual)");
     if (epilogue != cpu::GemmEpilogue::kResidualAdd)
       residual = DMatrix{};
-    if (epilogue == cpu::GemmEpilogue::kSwiglu)
-      TXC_RETURN_IF_ERROR(flushPendingAttention());
     if (epilogue == cpu::GemmEpilogue::kSwiglu) {
       if (weight.rows % 2 != 0)
         return invalidArgument("swiglu gemm needs an even number of weight rows");
@@ -281,12 +277,6 @@ Status CudaExecutor::State::runLaunch(int index, const pb::Launch &launch) {
     }
     bool out_aliases = overlaps(input.data, input.bytes(), out.data, out.bytes()) ||
                        overlaps(bias.data, bias.bytes(), out.data, out.bytes());
-    if (!out_aliases) {
-      TXC_ASSIGN_OR_RETURN(bool folded, foldOutProj(input, weight, bias, residual, out));
-      if (folded)
-        return Status::ok();
-    }
-    TXC_RETURN_IF_ERROR(flushPendingAttention());
     if (!out_aliases)
       return gemm(input, weight, bias, residual, out);
     DMatrix tmp{gemm_scratch, out.dtype, out.rows, out.cols};

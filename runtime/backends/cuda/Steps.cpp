@@ -124,7 +124,6 @@ Status CudaExecutor::State::enqueueLaunches(const engine::Batch &b) {
   if (decode_attention.rope_in_attention && !fusable_ropes.empty() && step_rope_factors.sets > 0 &&
       b.numTokens() == seqs && seqs <= max_num_seqs)
     rope_factor_rows = seqs;
-  pending_attention.active = false;
   for (int i = 0; status.isOk() && i < plan->launches_size(); ++i) {
     const pb::Launch &launch = plan->launches(i);
     if (profile)
@@ -134,8 +133,6 @@ Status CudaExecutor::State::enqueueLaunches(const engine::Batch &b) {
     after_attention = i > 0 && plan->launches(i - 1).op() == "txk.attention";
     status = withContext(path + ": " + describeLaunch(i, launch), runLaunch(i, launch));
   }
-  if (status.isOk())
-    status = flushPendingAttention();
   if (profile)
     cudaEventRecord(launch_events.back(), stream);
   if (status.isOk() && !wrote_logits)
@@ -388,7 +385,5 @@ Status CudaExecutor::executeSampled(const engine::Batch &batch,
 int32_t CudaExecutor::decodeGraphCount() const {
   return static_cast<int32_t>(state_->decode_graphs.size());
 }
-
-int64_t CudaExecutor::foldedOutProjections() const { return state_->folded_out_projections; }
 
 } // namespace txc::cuda

@@ -225,8 +225,7 @@ template <typename T, int G, int D, int W, int kThreads>
 __device__ __forceinline__ void decodeEpilogue(const DecodeParams &params, const float *warp_acc,
                                                const float *warp_m, const float *warp_l, int split, int seq,
                                                int kv_head, void *combine_stage = nullptr,
-                                               int combine_stage_bytes = 0, float *out_stage = nullptr,
-                                               bool store_o = true) {
+                                               int combine_stage_bytes = 0) {
   using Ops = ElementOps<T>;
   const long long rows = (long long)params.batch * params.num_qo_heads;
   const bool cluster = params.cluster_combine;
@@ -259,17 +258,10 @@ __device__ __forceinline__ void decodeEpilogue(const DecodeParams &params, const
       if (dim == 0)
         cluster_lse[g] = lse2;
     } else if (params.num_splits == 1) {
-      // out_stage (DecodeParams::maybe_out_proj_w): the output as its
-      // element type rounds it, for the projection after; store_o: whether
-      // this CTA (one replica of several) writes o.
-      if (out_stage != nullptr)
-        out_stage[idx] = Ops::toFloat2(Ops::fromFloat2(out, 0.f)).x;
-      if (store_o) {
-        T *o = static_cast<T *>(params.o) + seq * params.o_batch_stride + head * params.o_head_stride;
-        o[dim] = Ops::fromFloat(out);
-        if (params.maybe_lse != nullptr && dim == 0)
-          params.maybe_lse[row] = lse2 * kLn2;
-      }
+      T *o = static_cast<T *>(params.o) + seq * params.o_batch_stride + head * params.o_head_stride;
+      o[dim] = Ops::fromFloat(out);
+      if (params.maybe_lse != nullptr && dim == 0)
+        params.maybe_lse[row] = lse2 * kLn2;
     } else {
       params.maybe_partial_o[(split * rows + row) * D + dim] = out;
       if (dim == 0)

@@ -23,7 +23,6 @@
 #include "attention/decode.cuh"
 #include "attention/prefill.cuh"
 #include "attention/rope.cuh"
-#include "attention/sm90_pipeline.cuh"
 
 namespace txc::kernels {
 
@@ -278,153 +277,6 @@ __device__ __forceinline__ void foldRope(const DecodeParams &params, typename Tr
   __syncthreads();
 }
 
-/// DecodeParams::maybe_out_proj_w's shared memory, after the kernel's own
-/// (`base_bytes`): W's `rows` rows of this KV head's `group_dims` columns,
-/// the attention's output staged as fp32 [group_dims], the partial sums
-/// pushed to this CTA [cluster rank][rows / cluster size], and the mbarrier
-/// that counts the pushes.
-struct OutProjLayout {
-  int w_offset, x_offset, recv_offset, bar_offset, end;
-};
-__host__ __device__ inline OutProjLayout outProjLayout(int base_bytes, int rows, int group_dims, int elem_bytes) {
-  OutProjLayout l;
-  l.w_offset = (base_bytes + 127) / 128 * 128;
-  l.x_offset = (l.w_offset + rows * group_dims * elem_bytes + 15) / 16 * 16;
-  l.recv_offset = l.x_offset + group_dims * 4;
-  l.bar_offset = (l.recv_offset + rows * 4 + 7) / 8 * 8;
-  l.end = l.bar_offset + 8;
-  return l;
-}
-
-/// The kernel's own dynamic shared memory for `params` (one K/V stage or
-/// the pipeline), where the folded output projection's begins.
-template <class Traits> __host__ __device__ inline int decodeMmaBaseSmemBytes(const DecodeParams &params) {
-  return Traits::kWide || params.single_kv_stage ? Traits::kSmemBytesSingleStage : Traits::kSmemBytes;
-}
-
-template <class Traits> __device__ __forceinline__ OutProjLayout outProjLayoutOf(const DecodeParams &params) {
-  return outProjLayout(decodeMmaBaseSmemBytes<Traits>(params), params.out_proj_rows / params.out_proj_replicas,
-                       Traits::kGroupSize * Traits::kHeadDim, (int)sizeof(typename Traits::DType));
-}
-
-/// First thing (DecodeParams::maybe_out_proj_w): the push barrier. The
-/// cluster's relaxed barrier puts every CTA's before any push to it; it
-/// orders no memory, so there is no MEMBAR.ALL.GPU in it (a release at
-/// cluster scope compiles to one: run 203).
-template <class Traits> __device__ __forceinline__ void outProjStart(const DecodeParams &params, unsigned char *smem) {
-  const int rows = params.out_proj_rows / params.out_proj_replicas;
-  unsigned long long *bar = reinterpret_cast<unsigned long long *>(smem + outProjLayoutOf<Traits>(params).bar_offset);
-  if (threadIdx.x == 0) {
-    mbarrierInit(bar, 1);
-    mbarrierInitFence();
-    mbarrierArriveExpectTx(bar, rows * 4u);
-  }
-  asm volatile("barrier.cluster.arrive.relaxed.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
-}
-
-/// This CTA's rows of W (the KV head's columns) into shared memory with
-/// cp.async, 16 bytes a thread at a time, one group committed after the
-/// K/V prologue's (after the fold): the first tile's wait leaves it in
-/// flight, and the wait after the tiles lands it. (Run 208: a TMA copy a
-/// 512-byte row kept the TMA unit's queue full ~8K cycles a CTA.)
-template <class Traits>
-__device__ __forceinline__ void outProjLoadW(const DecodeParams &params, unsigned char *smem, int replica,
-                                             int kv_head) {
-  using T = typename Traits::DType;
-  constexpr int GD = Traits::kGroupSize * Traits::kHeadDim, CPR = GD / 8;
-  const int rows = params.out_proj_rows / params.out_proj_replicas;
-  const long long ld = (long long)params.num_qo_heads * Traits::kHeadDim;
-  const T *w = static_cast<const T *>(params.maybe_out_proj_w) + (long long)replica * rows * ld + kv_head * GD;
-  T *dst = reinterpret_cast<T *>(smem + outProjLayoutOf<Traits>(params).w_offset);
-  for (int idx = threadIdx.x; idx < rows * CPR; idx += Traits::kThreads) {
-    const int r = idx / CPR, c = idx % CPR;
-    cpAsync16(dst + r * GD + c * 8, w + r * ld + c * 8, true);
-  }
-  cpAsyncCommit();
-}
-
-/// After the attention (its output staged as fp32 by decodeEpilogue): each
-/// warp takes rows of W, dots them with the staged output, and pushes the
-/// row's partial sum with st.async into the shared memory of the cluster's
-/// CTA that owns the row (rank r owns rows / cluster size of them), counted
-/// on that CTA's mbarrier; each CTA then adds its rows' partials in rank
-/// order (the KV heads' order: the GEMV's sum over K in another order, both
-/// in fp32), adds the residual and stores the rows rounded once.
-template <class Traits>
-__device__ __forceinline__ void outProjFinish(const DecodeParams &params, unsigned char *smem, int replica, int seq) {
-  using T = typename Traits::DType;
-  using Ops = ElementOps<T>;
-  constexpr int GD = Traits::kGroupSize * Traits::kHeadDim, W = Traits::kWarps;
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int rows = params.out_proj_rows / params.out_proj_replicas;
-  const int ranks = params.num_kv_heads, rows_per_rank = rows / ranks;
-  const unsigned rank = clusterCtaRank();
-  const OutProjLayout l = outProjLayoutOf<Traits>(params);
-  const T *w = reinterpret_cast<const T *>(smem + l.w_offset);
-  const float *x = reinterpret_cast<const float *>(smem + l.x_offset);
-  float *recv = reinterpret_cast<float *>(smem + l.recv_offset);
-  unsigned long long *bar = reinterpret_cast<unsigned long long *>(smem + l.bar_offset);
-  __syncthreads(); // the staged output (W landed before the merge: cpAsyncWait<0> after the tiles)
-  // The lane's chunks of the output in registers, read once: read again a
-  // row they were 8-way bank conflicts (a lane's 8 floats 32 bytes apart
-  // from the next lane's), ~4 us a CTA in run 207.
-  constexpr int kChunks = (GD / 8 + 31) / 32;
-  float xs[kChunks][8];
-#pragma unroll
-  for (int i = 0; i < kChunks; ++i) {
-    const int c = lane + 32 * i;
-#pragma unroll
-    for (int e = 0; e < 8; ++e)
-      xs[i][e] = c < GD / 8 ? x[c * 8 + e] : 0.f;
-  }
-  for (int r = warp; r < rows; r += W) {
-    float acc = 0.f;
-#pragma unroll
-    for (int i = 0; i < kChunks; ++i) {
-      const int c = lane + 32 * i;
-      if (c < GD / 8) {
-        const uint4 chunk = *reinterpret_cast<const uint4 *>(w + r * GD + c * 8);
-        const unsigned words[4] = {chunk.x, chunk.y, chunk.z, chunk.w};
-#pragma unroll
-        for (int k = 0; k < 4; ++k) {
-          const float2 f = Ops::toFloat2(words[k]);
-          acc += f.x * xs[i][2 * k] + f.y * xs[i][2 * k + 1];
-        }
-      }
-    }
-#pragma unroll
-    for (int offset = 16; offset > 0; offset /= 2)
-      acc += __shfl_xor_sync(0xffffffffu, acc, offset);
-    if (lane == 0) {
-      const unsigned owner = r / rows_per_rank;
-      asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.b32 [%0], %1, [%2];" ::"r"(
-                       clusterSharedAddress(recv + rank * rows_per_rank + r % rows_per_rank, owner)),
-                   "r"(__float_as_uint(acc)), "r"(clusterSharedAddress(bar, owner))
-                   : "memory");
-    }
-  }
-  mbarrierWait(bar, 0); // every KV head's partials of this CTA's rows
-  const T *bias = static_cast<const T *>(params.out_proj_bias);
-  const T *residual = static_cast<const T *>(params.out_proj_residual);
-  T *out = static_cast<T *>(params.out_proj_out);
-  auto element = [](const T *at) { // as the low half of a pair
-    const unsigned bits = *reinterpret_cast<const unsigned short *>(at);
-    return Ops::toFloat2(bits).x;
-  };
-  for (int j = threadIdx.x; j < rows_per_rank; j += Traits::kThreads) {
-    float sum = 0.f;
-    for (int k = 0; k < ranks; ++k)
-      sum += recv[k * rows_per_rank + j];
-    const int col = replica * rows + rank * rows_per_rank + j;
-    const long long row = (long long)seq * params.out_proj_rows + col;
-    if (bias != nullptr)
-      sum += element(bias + col);
-    if (residual != nullptr)
-      sum += element(residual + row);
-    out[row] = Ops::fromFloat(sum);
-  }
-}
-
 // The parameters __grid_constant__: read in place, not copied into
 // registers (with them ptxas spilled 4 bytes of the wide CTA instead of 12
 // before kKeysAsRows; none since).
@@ -451,11 +303,7 @@ __global__ void __launch_bounds__(Traits::kThreads)
   const bool single = Traits::kWide || params.single_kv_stage;
   const int prologue_tiles = single ? 1 : STAGES - 1;
 
-  // DecodeParams::maybe_out_proj_w: the grid is (kv_heads, replicas,
-  // batch), a cluster along x, every replica one split.
-  const bool out_proj = params.maybe_out_proj_w != nullptr;
-  const int split = out_proj ? 0 : blockIdx.x, kv_head = out_proj ? blockIdx.x : blockIdx.y, seq = blockIdx.z;
-  const int replica = out_proj ? blockIdx.y : 0;
+  const int split = blockIdx.x, kv_head = blockIdx.y, seq = blockIdx.z;
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
   const int group = lane / 4, quad = lane % 4;
   if (params.dependents == DecodeParams::Dependents::kAtStart)
@@ -477,8 +325,6 @@ __global__ void __launch_bounds__(Traits::kThreads)
     stampBlock0<Traits>(trace, kBlock0WaitRelease);
     traceLatest(trace, kTraceLatestWaitRelease);
   };
-  if (out_proj)
-    outProjStart<Traits>(params, smem_raw);
   if (!early)
     waitForPredecessor();
 
@@ -654,13 +500,6 @@ __global__ void __launch_bounds__(Traits::kThreads)
       cpAsyncCommit(); // the first group also carries Q
     }
   }
-  // After the fold: the CTA's latency-bound stretch (the fold's and the
-  // tiles' round trips) is when its SM has loads to spare, as the GEMV's
-  // blocks load W under the attention. Issued before the wait, W's loads
-  // held the CTAs' prologues in their SMs' slots beside the QKV GEMV's
-  // streams, and their waits released up to 3.7 us apart (run 209).
-  if (out_proj)
-    outProjLoadW<Traits>(params, smem_raw, replica, kv_head);
   // The early path without the fold committed Q after the prologue's tiles.
   const bool first_tile_waits_all = early && !rope;
 
@@ -684,18 +523,10 @@ __global__ void __launch_bounds__(Traits::kThreads)
   const unsigned q_addr = smemAddress(smem_q);
 
   for (int tile = 0; tile < num_tiles; ++tile) {
-    // The folded projection's rows of W, the newest group, may stay in
-    // flight past the first tile's wait.
-    if (out_proj && tile == 0 && !first_tile_waits_all) {
-      if (single)
-        cpAsyncWait<1>();
-      else
-        cpAsyncWait<STAGES - 1>();
-    } else if (single || (tile == 0 && first_tile_waits_all)) {
+    if (single || (tile == 0 && first_tile_waits_all))
       cpAsyncWait<0>();
-    } else {
+    else
       cpAsyncWait<STAGES - 2>();
-    }
     // Before the barrier (since session 23's run 133): thread 0's copies of
     // the tile landed, apart from the other warps catching up.
     if (tile == 0)
@@ -896,13 +727,8 @@ __global__ void __launch_bounds__(Traits::kThreads)
   stampBlock0<Traits>(trace, kBlock0StatesStored);
   // The merging CTA stages the splits' partials in the whole of its dynamic
   // shared memory (the per-warp states are merged before it loads them).
-  float *const out_stage =
-      out_proj ? reinterpret_cast<float *>(smem_raw + outProjLayoutOf<Traits>(params).x_offset) : nullptr;
   decodeEpilogue<T, G, D, W, Traits::kThreads>(params, warp_acc, warp_m, warp_l, split, seq, kv_head, smem_raw,
-                                               single ? Traits::kSmemBytesSingleStage : Traits::kSmemBytes,
-                                               out_stage, replica == 0);
-  if (out_proj)
-    outProjFinish<Traits>(params, smem_raw, replica, seq);
+                                               single ? Traits::kSmemBytesSingleStage : Traits::kSmemBytes);
   stampBlock0<Traits>(trace, kBlock0Exit);
   traceExit(trace);
 }

@@ -83,30 +83,7 @@ inline Status checkDecodeParams(const DecodeParams &p) {
     return Status::invalidArgument("decode: num_splits > 1 needs the partial-output workspace");
   if (p.wide_cta && p.cluster_combine && p.num_splits >= 2)
     return Status::invalidArgument("decode: the wide CTA merges splits through global memory, not a cluster");
-  if (p.maybe_out_proj_w != nullptr) {
-    const int replicas = p.out_proj_replicas;
-    if (p.num_splits != 1 || p.out_proj_out == nullptr || replicas < 1 ||
-        p.num_kv_heads > kMaxClusterSplits || p.out_proj_rows <= 0 ||
-        p.out_proj_rows % (replicas * p.num_kv_heads) != 0)
-      return Status::invalidArgument(
-          "decode: the folded output projection needs the tensor-core kernel, one split, an output, at most " +
-          std::to_string(kMaxClusterSplits) + " KV heads (a cluster) and rows (" + std::to_string(p.out_proj_rows) +
-          ") that replicas x KV heads (" + std::to_string(replicas) + " x " + std::to_string(p.num_kv_heads) +
-          ") divide");
-    if ((unsigned long long)p.maybe_out_proj_w % 16 != 0)
-      return Status::invalidArgument("decode: the output projection's W must be 16-byte aligned (16-byte copies)");
-  }
   return Status::ok();
-}
-
-/// The dynamic shared memory a launch of the tensor-core kernel takes.
-template <class Traits> int decodeMmaSmemBytes(const DecodeParams &p) {
-  const int smem = decodeMmaBaseSmemBytes<Traits>(p);
-  if (p.maybe_out_proj_w == nullptr)
-    return smem;
-  return outProjLayout(smem, p.out_proj_rows / p.out_proj_replicas, Traits::kGroupSize * Traits::kHeadDim,
-                       (int)sizeof(typename Traits::DType))
-      .end;
 }
 
 /// One launch of the tensor-core decode kernel; with one K/V stage at the
@@ -114,16 +91,11 @@ template <class Traits> int decodeMmaSmemBytes(const DecodeParams &p) {
 template <class Traits, class Variant>
 Status launchDecodeMma(const DecodeParams &p, dim3 grid, unsigned cluster_x, bool non_portable, cudaStream_t stream) {
   auto kernel = pagedDecodeMmaKernel<Traits, Variant>;
-  const int smem = decodeMmaSmemBytes<Traits>(p);
-  if (smem > 227 * 1024)
-    return Status::unsupported("decode: " + std::to_string(smem) +
-                               " bytes of shared memory a CTA (the folded output projection's rows of W) "
-                               "are over sm_90's 227 KB");
-  TXC_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                      smem > Traits::kSmemBytes ? smem : Traits::kSmemBytes));
+  TXC_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Traits::kSmemBytes));
   if (non_portable)
     TXC_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
   const bool single = Traits::kWide || p.single_kv_stage;
+  const int smem = single ? Traits::kSmemBytesSingleStage : Traits::kSmemBytes;
   int carveout = p.carveout_percent;
   if (carveout < 0 && single) {
     // The carveout one CTA needs, not the driver's choice (which
@@ -148,12 +120,7 @@ template <typename T> Status launchPagedDecodeTyped(const AttentionConfig &confi
   DecodeParams p = params;
   p.cluster_combine = params.cluster_combine && params.num_splits >= 2 &&
                      params.num_splits <= std::min(params.cluster_max_splits, kMaxClusterSplits);
-  const bool out_proj = p.maybe_out_proj_w != nullptr;
-  // The folded output projection: a cluster of the KV heads along x, its
-  // replicas along y (DecodeParams::maybe_out_proj_w).
-  const unsigned cluster_x = out_proj            ? static_cast<unsigned>(p.num_kv_heads)
-                             : p.cluster_combine ? static_cast<unsigned>(p.num_splits)
-                                                 : 1u;
+  const unsigned cluster_x = p.cluster_combine ? static_cast<unsigned>(p.num_splits) : 1u;
   const bool non_portable = cluster_x > static_cast<unsigned>(kPortableClusterSplits);
   const int group = p.num_qo_heads / p.num_kv_heads;
   if (p.maybe_rope_qkv != nullptr &&
@@ -162,9 +129,6 @@ template <typename T> Status launchPagedDecodeTyped(const AttentionConfig &confi
     return Status::unsupported("decode: the folded rope needs the tensor-core kernel (GQA group >= " +
                                std::to_string(kMinGroupForMmaDecode) +
                                "), the step's rotary factors, slot mapping and 2 * rope_half <= head_dim");
-  if (p.maybe_out_proj_w != nullptr && group < kMinGroupForMmaDecode)
-    return Status::unsupported("decode: the folded output projection needs the tensor-core kernel (GQA group >= " +
-                               std::to_string(kMinGroupForMmaDecode) + ")");
   if (p.wide_cta && !decodeWideCtaBuilt(config.head_dim, group, p.variant))
     return Status::unsupported("decode: the wide CTA is built for GQA groups >= " +
                                std::to_string(kMinGroupForMmaDecode) +
@@ -173,8 +137,7 @@ template <typename T> Status launchPagedDecodeTyped(const AttentionConfig &confi
     return withGroupSize(group, [&](auto g) {
       return withVariant<false>(false, p.variant.window_left >= 0, p.variant.softcap > 0.f, [&](auto variant) {
         constexpr int kDim = decltype(dim)::value, kGroup = decltype(g)::value;
-        const dim3 grid = out_proj ? dim3(p.num_kv_heads, p.out_proj_replicas, p.batch)
-                                   : dim3(p.num_splits, p.num_kv_heads, p.batch);
+        dim3 grid(p.num_splits, p.num_kv_heads, p.batch);
         if constexpr (kGroup >= kMinGroupForMmaDecode) {
           // The wide CTA is instantiated where decodeWideCtaBuilt says so
           // (checked above; the last branch only keeps the others unbuilt).

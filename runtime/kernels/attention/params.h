@@ -191,26 +191,6 @@ struct DecodeParams {
   const void *maybe_q_norm = nullptr;     // [head_dim], the cache's element type
   const void *maybe_k_norm = nullptr;
   float rope_norm_eps = 0.f;
-
-  // The decode step's output projection folded in (the tensor-core kernel,
-  // one split): out_proj_out[seq] = W o[seq] (+ out_proj_bias) (+
-  // out_proj_residual[seq]), W =
-  // maybe_out_proj_w [out_proj_rows][qo_heads * head_dim] in the element
-  // type, o this attention's output (still written to `o` by replica 0;
-  // every replica appends the newest key, the same bytes).
-  // Grid (kv_heads, out_proj_replicas, batch), a cluster of kv_heads CTAs
-  // along x: every replica computes the same attention, multiplies its KV
-  // head's outputs by its rows of W (out_proj_rows / out_proj_replicas of
-  // them, copied into shared memory before the wait) and
-  // pushes each row's partial sum to the CTA of the cluster that owns the
-  // row, which adds the KV heads' partials in order. Why: at batch 1 the
-  // projection's own GEMV costs the step a wait release and a round trip a
-  // layer (bench/README.md run 207).
-  const void *maybe_out_proj_w = nullptr;
-  const void *out_proj_bias = nullptr;     // [out_proj_rows] or null
-  const void *out_proj_residual = nullptr; // [batch][out_proj_rows] or null
-  void *out_proj_out = nullptr;            // [batch][out_proj_rows]
-  int out_proj_rows = 0, out_proj_replicas = 1;
 };
 
 /// Prefill / chunked prefill over a ragged batch: sequence b owns query rows

@@ -351,39 +351,6 @@ TEST(CudaExecutorTest, WideCtaOverTwoTilesMatchesTheSplitKernel) {
                         {PromptBatch{long_prompt, other}, PromptBatch{long_prompt}});
 }
 
-// fuse_out_proj_replicas: the output projection folded into the decode
-// attention, the wide CTA's (2 replicas) or the 4-warp CTA's (4,
-// fuse_out_proj_narrow): copies of the attention a KV head, each with its share of W's rows, the
-// KV heads' partial sums added in a cluster; the projection's bias and the
-// residual added by the row's owner) gives the GEMV's tokens, and logits
-// within bf16 rounding of it, with the rope folded in and without, five
-// sequences and one; the fold is taken (a launch a layer at capture).
-TEST(CudaExecutorTest, OutProjFoldedIntoTheWideCtaMatchesTheGemv) {
-  TXC_SKIP_WITHOUT_GPU();
-  TinyModelOptions model = groupOfTwoModel(2);
-  auto artifact = tinyArtifact(model, "tiny-cuda-out-proj.txm");
-  ASSERT_TRUE(artifact.isOk()) << artifact.status().toString();
-  // (One replica would hold all 256 rows of W: 128 KB, past the shared
-  // memory beside the wide CTA's own; the launch falls back unfolded.)
-  for (int replicas : {2, 4}) {
-    expectSameGenerationsEitherRope(
-        **artifact, CudaExecutorOptions{},
-        [&](CudaExecutorOptions &o) {
-          o.fuse_out_proj_replicas = replicas;
-          o.fuse_out_proj_narrow = replicas == 4;
-        },
-        0.05,
-        "output projection folded, " + std::to_string(replicas) + " replicas");
-    CudaExecutorOptions folded;
-    folded.fuse_out_proj_replicas = replicas;
-    folded.fuse_out_proj_narrow = replicas == 4;
-    auto executor = CudaExecutor::create(**artifact, folded);
-    ASSERT_TRUE(executor.isOk()) << executor.status().toString();
-    runRequests(**executor, (*executor)->engineConfig(), {prompts()[2]}, {4}, false);
-    EXPECT_GE((*executor)->foldedOutProjections(), model.num_layers) << replicas << " replicas";
-  }
-}
-
 // attention_dependents moves only when the next kernel may launch: the
 // logits agree to the bit, with one sequence and five.
 TEST(CudaExecutorTest, DependentsOfTheDecodeAttentionChangeNoLogit) {

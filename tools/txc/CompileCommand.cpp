@@ -51,7 +51,7 @@ cl::opt<int64_t> tensorParallel("tp", cl::desc("Tensor-parallel ranks (default 1
 cl::opt<int64_t> maxBatchTokens("max-batch-tokens",
                                 cl::desc("Most tokens in one step (default 2048)"),
                                 cl::init(2048), cl::sub(compileCommand));
-cl::opt<int64_t> maxSeqs("max-seqs", cl::desc("Most sequences in one step (default 256)"),
+cl::opt<int64_t> maxSeqs("max-seqs", cl::desc("Most sequences in one step, at most --max-batch-tokens (default 256)"),
                          cl::init(256), cl::sub(compileCommand));
 cl::opt<int64_t> maxSeqLen("max-seq-len",
                            cl::desc("Longest sequence served (default 4096, or the model's "
@@ -142,6 +142,14 @@ int runCompile() {
     return fail("--max-seq-len must be at least 1, got " + std::to_string(maxSeqLen));
   if (pageSize < 1)
     return fail("--kv-page-size must be at least 1, got " + std::to_string(pageSize));
+  // txk-plan-memory sizes the arena for these and needs
+  // 0 < max-seqs <= max-batch-tokens (each sequence in a step brings at least
+  // one token); refused here, naming the flag, instead of deep in the pass.
+  if (maxBatchTokens < 1)
+    return fail("--max-batch-tokens must be at least 1, got " + std::to_string(maxBatchTokens));
+  if (maxSeqs < 1 || maxSeqs > maxBatchTokens)
+    return fail("--max-seqs must be between 1 and --max-batch-tokens (" +
+                std::to_string(maxBatchTokens) + "), got " + std::to_string(maxSeqs));
   Progress progress;
 
   mlir::DialectRegistry registry;

@@ -10,7 +10,7 @@
 
 #include <climits>
 #include <set>
-#include <utility>
+#include <tuple>
 
 namespace txc::artifact {
 namespace {
@@ -53,16 +53,19 @@ Status validateArtifactMessage(const pb::Artifact &message, uint64_t blob_bytes,
                                const std::string &path) {
   // The backends and the scheduler hold these in 32 bits (0 or less means
   // their default): a larger value would be truncated silently, e.g.
-  // max_seq_len 4294967297 served as 1.
+  // max_seq_len 4294967297 served as 1. A page's size in elements
+  // (2 * page_size * kv_heads * head_dim) is computed from a 32-bit page_size
+  // as well, so kv_page_size has the tighter bound txc compile applies.
   const pb::CompileOptions &options = message.options();
-  for (const auto &[name, value] :
-       {std::pair<const char *, int64_t>{"max_batch_tokens", options.max_batch_tokens()},
-        {"max_num_seqs", options.max_num_seqs()},
-        {"max_seq_len", options.max_seq_len()},
-        {"kv_page_size", options.kv_page_size()}})
-    if (value > INT32_MAX)
+  for (const auto &[name, value, limit] :
+       {std::tuple<const char *, int64_t, int64_t>{"max_batch_tokens",
+                                                   options.max_batch_tokens(), INT32_MAX},
+        {"max_num_seqs", options.max_num_seqs(), INT32_MAX},
+        {"max_seq_len", options.max_seq_len(), INT32_MAX},
+        {"kv_page_size", options.kv_page_size(), kMaxKvPageSize}})
+    if (value > limit)
       return invalidArgument(path + ": compile option " + name + " is " + std::to_string(value) +
-                             "; the runtime takes at most " + std::to_string(INT32_MAX));
+                             "; the runtime takes at most " + std::to_string(limit));
   bool embedded = message.weight_storage() == pb::WEIGHTS_EMBEDDED;
   std::set<std::string> names;
   for (int i = 0; i < message.weights_size(); ++i) {

@@ -12,6 +12,7 @@
 #include "lib/frontend/ConfigParser.h"
 #include "lib/frontend/Importer.h"
 #include "runtime/artifact/artifact.pb.h"
+#include "txc/artifact/ArtifactFormat.h"
 #include "txc/Compiler.h"
 #include "txc/InitAllTxc.h"
 
@@ -57,8 +58,12 @@ cl::opt<int64_t> maxSeqLen("max-seq-len",
                            cl::desc("Longest sequence served (default 4096, or the model's "
                                     "max_position_embeddings where that is shorter)"),
                            cl::init(4096), cl::sub(compileCommand));
-cl::opt<int64_t> pageSize("kv-page-size", cl::desc("Tokens per KV-cache page (default 16)"),
-                          cl::init(16), cl::sub(compileCommand));
+const std::string pageSizeHelp =
+    "Tokens per KV-cache page, 1 to " + std::to_string(artifact::kMaxKvPageSize) +
+    " (default 16); on sm_90a a size that is not a power of two runs the slower generic "
+    "attention kernel";
+cl::opt<int64_t> pageSize("kv-page-size", cl::desc(pageSizeHelp), cl::init(16),
+                          cl::sub(compileCommand));
 cl::opt<bool> noWeights("no-weights",
                         cl::desc("Leave weights out; tx-run binds them with --weights DIR"),
                         cl::sub(compileCommand));
@@ -142,6 +147,11 @@ int runCompile() {
     return fail("--max-seq-len must be at least 1, got " + std::to_string(maxSeqLen));
   if (pageSize < 1)
     return fail("--kv-page-size must be at least 1, got " + std::to_string(pageSize));
+  // The backends size a page in 32 bits (2 * page_size * kv_heads *
+  // head_dim); the artifact validation refuses more as well.
+  if (pageSize > artifact::kMaxKvPageSize)
+    return fail("--kv-page-size must be at most " + std::to_string(artifact::kMaxKvPageSize) +
+                ", got " + std::to_string(pageSize));
   // txk-plan-memory sizes the arena for these and needs
   // 0 < max-seqs <= max-batch-tokens (each sequence in a step brings at least
   // one token); refused here, naming the flag, instead of deep in the pass.

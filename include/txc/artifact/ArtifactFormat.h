@@ -27,6 +27,12 @@ inline constexpr size_t kArtifactHeaderBytes = 64;
 /// Blob and every weight inside it start on this boundary, so the mmapped
 /// weights suit vector loads and cp.async/TMA-friendly uploads.
 inline constexpr uint64_t kBlobAlignment = 64;
+/// The most tokens a KV-cache page may hold (CompileOptions::kv_page_size):
+/// `txc compile --kv-page-size` and the artifact validation both refuse more.
+/// The backends size a page as 2 * page_size * kv_heads * head_dim with a
+/// 32-bit page_size, which a page size near INT32_MAX overflows; 4096 (a
+/// whole default-length sequence in one page) keeps that far from the limit.
+inline constexpr int64_t kMaxKvPageSize = 4096;
 
 inline constexpr uint64_t alignUp(uint64_t value, uint64_t alignment) {
   return (value + alignment - 1) / alignment * alignment;

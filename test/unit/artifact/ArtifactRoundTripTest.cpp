@@ -176,6 +176,32 @@ TEST(ArtifactValidationTest, ArenaSlotsMustLieInsideTheArena) {
                               "of 3000 bytes");
 }
 
+TEST(ArtifactValidationTest, KvPageSizeAboveTheBoundIsRefused) {
+  // The backends size a page as 2 * page_size * kv_heads * head_dim from a
+  // 32-bit page_size: a hand-made artifact must not get past the bound txc
+  // compile applies (the writer and the loader both validate).
+  pb::Artifact message = makeMessage();
+  for (int i = 0; i < 2; ++i) {
+    pb::WeightEntry *entry = message.add_weights();
+    entry->set_name("w" + std::to_string(i));
+    entry->set_dtype(pb::DTYPE_F32);
+    entry->add_shape(1);
+    entry->set_bytes(4);
+  }
+  message.set_weight_storage(pb::WEIGHTS_EXTERNAL);
+  message.mutable_options()->set_kv_page_size(kMaxKvPageSize);
+  EXPECT_TRUE(validateArtifactMessage(message, 0, "m.txm").isOk());
+  message.mutable_options()->set_kv_page_size(kMaxKvPageSize + 1);
+  Status status = validateArtifactMessage(message, 0, "m.txm");
+  ASSERT_FALSE(status.isOk());
+  EXPECT_EQ(status.message(), "m.txm: compile option kv_page_size is " +
+                                  std::to_string(kMaxKvPageSize + 1) +
+                                  "; the runtime takes at most " +
+                                  std::to_string(kMaxKvPageSize));
+  message.mutable_options()->set_kv_page_size(int64_t{1} << 30);
+  EXPECT_FALSE(validateArtifactMessage(message, 0, "m.txm").isOk());
+}
+
 TEST(ArtifactSummaryTest, NamesModelPlanKernelsAndWeights) {
   std::string path = tempPath("summary.txm");
   ASSERT_TRUE(writeEmbeddedArtifact(path).isOk());

@@ -79,17 +79,24 @@ int main(int argc, char **argv) {
     std::fprintf(stderr, "tx-run: %s loaded in %.1f s (%s of weights, %s)\n", options.model.c_str(), load_seconds,
                  formatBytes(weight_bytes).c_str(), (*artifact)->weightOrigin().c_str());
 
+  // Only --prompt needs the tokenizer: one this tool cannot read (a Unigram
+  // model, say) fails --prompt, naming the problem, and otherwise leaves the
+  // output as ids, as for an artifact that carries none.
   std::optional<txc::tools::Tokenizer> tokenizer;
+  txc::Status tokenizer_status = txc::Status::ok();
   const std::string &tokenizer_json = (*artifact)->message().tokenizer_json();
   if (!tokenizer_json.empty()) {
     auto parsed = txc::tools::Tokenizer::fromJson(tokenizer_json, options.model);
-    if (!parsed.isOk())
-      fail(parsed.status().message());
-    tokenizer = std::move(*parsed);
+    if (parsed.isOk())
+      tokenizer = std::move(*parsed);
+    else
+      tokenizer_status = parsed.status();
   }
 
   std::vector<std::vector<int32_t>> prompts = options.prompt_ids;
   for (const std::string &text : options.prompts) {
+    if (!tokenizer_status.isOk())
+      fail("--prompt: " + tokenizer_status.message() + "; use --prompt-ids");
     if (!tokenizer)
       fail("--prompt: " + options.model + " carries no tokenizer; use --prompt-ids");
     auto ids = tokenizer->encode(text, (*artifact)->config());

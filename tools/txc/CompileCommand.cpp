@@ -211,8 +211,8 @@ int runCompile() {
         continue;
       std::stringstream text;
       text << tokenizer.rdbuf();
-      // tx-run parses the embedded tokenizer at load, before any prompt: a
-      // damaged file would make the artifact unusable, so it fails here,
+      // A damaged file is a mistake in the model directory: embedded, it
+      // would leave tx-run unable to encode any --prompt, so it fails here,
       // naming the file, instead.
       if (llvm::Expected<llvm::json::Value> parsed = llvm::json::parse(text.str()); !parsed)
         return fail(checkpointDir + name + ": invalid JSON: " + llvm::toString(parsed.takeError()));

@@ -2,6 +2,7 @@
 #include "txc/engine/Scheduler.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <string>
 
 namespace txc::engine {
@@ -26,6 +27,13 @@ Status SchedulerConfig::validate() const {
   TXC_RETURN_IF_ERROR(positive("max_seq_len", max_seq_len));
   TXC_RETURN_IF_ERROR(positive("page_size", page_size));
   TXC_RETURN_IF_ERROR(positive("num_pages", num_pages));
+  // Slots (page * page_size + offset) travel as int32 in every batch's slot
+  // mapping and in the kernels that read it.
+  if (int64_t{num_pages} * page_size > INT32_MAX)
+    return invalidArgument("a KV cache of " + std::to_string(num_pages) + " pages of " +
+                           std::to_string(page_size) + " tokens has " +
+                           std::to_string(int64_t{num_pages} * page_size) +
+                           " slots, over the 2147483647 a 32-bit slot mapping holds");
   if (!chunked_prefill && max_batch_tokens < max_seq_len)
     return invalidArgument("max_batch_tokens " + std::to_string(max_batch_tokens) +
                            " is below max_seq_len " + std::to_string(max_seq_len) +

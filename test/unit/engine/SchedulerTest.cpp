@@ -233,6 +233,14 @@ TEST(SchedulerTest, ConfigValidationNamesTheField) {
   EXPECT_EQ(config.validate().message(),
             "max_batch_tokens 16 is below max_seq_len 32; long prompts need "
             "chunked prefill");
+  config = smallConfig();
+  config.num_pages = 1 << 27;
+  config.page_size = 16; // 2^31 slots: one past the int32 slot mapping
+  EXPECT_EQ(config.validate().message(),
+            "a KV cache of 134217728 pages of 16 tokens has 2147483648 slots, over the "
+            "2147483647 a 32-bit slot mapping holds");
+  config.num_pages = (1 << 27) - 1;
+  EXPECT_TRUE(config.validate().isOk()) << config.validate().message();
 }
 
 } // namespace

@@ -158,9 +158,9 @@ TEST(ArtifactWriterTest, RefusesAPlanThatPointsOutsideTheManifest) {
       << status.message();
 }
 
-TEST(ArtifactValidationTest, ArenaSlotsMustLieInsideTheArena) {
-  pb::Artifact message = makeMessage();
-  message.mutable_plans(0)->set_arena_bytes(3000); // slot 2 ends at 4096
+/// makeMessage's plan reads weights 0 and 1: two one-float entries, the
+/// weights external, so validation gets past the manifest.
+void bindTwoExternalWeights(pb::Artifact &message) {
   for (int i = 0; i < 2; ++i) {
     pb::WeightEntry *entry = message.add_weights();
     entry->set_name("w" + std::to_string(i));
@@ -169,6 +169,12 @@ TEST(ArtifactValidationTest, ArenaSlotsMustLieInsideTheArena) {
     entry->set_bytes(4);
   }
   message.set_weight_storage(pb::WEIGHTS_EXTERNAL);
+}
+
+TEST(ArtifactValidationTest, ArenaSlotsMustLieInsideTheArena) {
+  pb::Artifact message = makeMessage();
+  message.mutable_plans(0)->set_arena_bytes(3000); // slot 2 ends at 4096
+  bindTwoExternalWeights(message);
   Status status = validateArtifactMessage(message, 0, "m.txm");
   ASSERT_FALSE(status.isOk());
   EXPECT_EQ(status.message(), "m.txm: plan 0 launch 1 (txk.rms_norm) result 0 "
@@ -181,14 +187,7 @@ TEST(ArtifactValidationTest, KvPageSizeAboveTheBoundIsRefused) {
   // 32-bit page_size: a hand-made artifact must not get past the bound txc
   // compile applies (the writer and the loader both validate).
   pb::Artifact message = makeMessage();
-  for (int i = 0; i < 2; ++i) {
-    pb::WeightEntry *entry = message.add_weights();
-    entry->set_name("w" + std::to_string(i));
-    entry->set_dtype(pb::DTYPE_F32);
-    entry->add_shape(1);
-    entry->set_bytes(4);
-  }
-  message.set_weight_storage(pb::WEIGHTS_EXTERNAL);
+  bindTwoExternalWeights(message);
   message.mutable_options()->set_kv_page_size(kMaxKvPageSize);
   EXPECT_TRUE(validateArtifactMessage(message, 0, "m.txm").isOk());
   message.mutable_options()->set_kv_page_size(kMaxKvPageSize + 1);

@@ -58,8 +58,8 @@ Status validateArtifactMessage(const pb::Artifact &message, uint64_t blob_bytes,
   // as well, so kv_page_size has the tighter bound txc compile applies.
   const pb::CompileOptions &options = message.options();
   for (const auto &[name, value, limit] :
-       {std::tuple<const char *, int64_t, int64_t>{"max_batch_tokens",
-                                                   options.max_batch_tokens(), INT32_MAX},
+       {std::tuple<const char *, int64_t, int64_t>{"max_batch_tokens", options.max_batch_tokens(),
+                                                   INT32_MAX},
         {"max_num_seqs", options.max_num_seqs(), INT32_MAX},
         {"max_seq_len", options.max_seq_len(), INT32_MAX},
         {"kv_page_size", options.kv_page_size(), kMaxKvPageSize}})

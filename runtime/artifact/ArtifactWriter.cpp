@@ -189,10 +189,10 @@ Status ArtifactWriter::write(const std::string &path) {
   // and fails late and obscurely on a directory.
   struct stat existing;
   if (::stat(path.c_str(), &existing) == 0 && !S_ISREG(existing.st_mode))
-    return invalidArgument(path + ": " +
-                           (S_ISDIR(existing.st_mode) ? "is a directory"
-                                                      : "exists and is not a regular file") +
-                           "; name a file for the artifact");
+    return invalidArgument(
+        path + ": " +
+        (S_ISDIR(existing.st_mode) ? "is a directory" : "exists and is not a regular file") +
+        "; name a file for the artifact");
   size_t embedded = 0;
   for (const unsigned char *data : weight_data_)
     embedded += data != nullptr;

@@ -191,8 +191,6 @@ times the step's parts; bench/ and test/gpu/ use them, serving does not):
   --help                  this text
 )";
 
-
-
 int64_t parseInteger(const std::string &flag, const std::string &text, int64_t min_value,
                      int64_t max_value) {
   errno = 0;

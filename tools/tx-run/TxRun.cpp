@@ -120,7 +120,8 @@ int main(int argc, char **argv) {
     if (cuda_options.ablate_decode_attention != Ablation::kNone)
       std::fprintf(stderr, "tx-run: --ablate-decode-attention: the outputs are wrong (for timing only)\n");
     if (cuda_options.ablate_decode_out_proj)
-      std::fprintf(stderr, "tx-run: --ablate-decode-out-proj: the outputs are wrong (for timing only)\n");
+      std::fprintf(stderr,
+                   "tx-run: --ablate-decode-out-proj: the outputs are wrong (for timing only)\n");
     auto cuda_executor = txc::cuda::CudaExecutor::create(**artifact, cuda_options);
     if (!cuda_executor.isOk())
       fail("--device cuda: " + cuda_executor.status().message());

@@ -12,9 +12,9 @@
 #include "lib/frontend/ConfigParser.h"
 #include "lib/frontend/Importer.h"
 #include "runtime/artifact/artifact.pb.h"
-#include "txc/artifact/ArtifactFormat.h"
 #include "txc/Compiler.h"
 #include "txc/InitAllTxc.h"
+#include "txc/artifact/ArtifactFormat.h"
 
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
@@ -52,8 +52,10 @@ cl::opt<int64_t> tensorParallel("tp", cl::desc("Tensor-parallel ranks (default 1
 cl::opt<int64_t> maxBatchTokens("max-batch-tokens",
                                 cl::desc("Most tokens in one step (default 2048)"),
                                 cl::init(2048), cl::sub(compileCommand));
-cl::opt<int64_t> maxSeqs("max-seqs", cl::desc("Most sequences in one step, at most --max-batch-tokens (default 256)"),
-                         cl::init(256), cl::sub(compileCommand));
+cl::opt<int64_t>
+    maxSeqs("max-seqs",
+            cl::desc("Most sequences in one step, at most --max-batch-tokens (default 256)"),
+            cl::init(256), cl::sub(compileCommand));
 cl::opt<int64_t> maxSeqLen("max-seq-len",
                            cl::desc("Longest sequence served (default 4096, or the model's "
                                     "max_position_embeddings where that is shorter)"),

@@ -21,9 +21,8 @@ int main(int argc, char **argv) {
       option->setHiddenFlag(llvm::cl::ReallyHidden);
   // --version is listed by --help; without this it prints libLLVM's version,
   // not the txc that writes (and stamps) the artifacts.
-  llvm::cl::SetVersionPrinter([](llvm::raw_ostream &os) {
-    os << "txc " << txc::artifact::txcVersionString() << "\n";
-  });
+  llvm::cl::SetVersionPrinter(
+      [](llvm::raw_ostream &os) { os << "txc " << txc::artifact::txcVersionString() << "\n"; });
   llvm::cl::ParseCommandLineOptions(
       argc, argv, "txc: compile Hugging Face transformer models for the txc runtime\n");
   if (txc::tools::importCommand)

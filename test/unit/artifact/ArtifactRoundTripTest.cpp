@@ -195,8 +195,7 @@ TEST(ArtifactValidationTest, KvPageSizeAboveTheBoundIsRefused) {
   ASSERT_FALSE(status.isOk());
   EXPECT_EQ(status.message(), "m.txm: compile option kv_page_size is " +
                                   std::to_string(kMaxKvPageSize + 1) +
-                                  "; the runtime takes at most " +
-                                  std::to_string(kMaxKvPageSize));
+                                  "; the runtime takes at most " + std::to_string(kMaxKvPageSize));
   message.mutable_options()->set_kv_page_size(int64_t{1} << 30);
   EXPECT_FALSE(validateArtifactMessage(message, 0, "m.txm").isOk());
 }

@@ -111,14 +111,15 @@ StatusOr<Tokenizer> Tokenizer::fromJson(const std::string &json,
     return tokenizer;
   }
   const nlohmann::json *model = root.contains("model") ? &root["model"] : nullptr;
-  if (model && model->is_object() && model->contains("type") && (*model)["type"].is_string() &&
-      !(model->contains("vocab") && (*model)["vocab"].is_object()))
-    return unimplemented(source + ": the embedded tokenizer's model type '" +
-                         (*model)["type"].get<std::string>() +
-                         "' is not supported (only BPE vocabularies are)");
-  if (!model || !model->is_object() || !model->contains("vocab") || !(*model)["vocab"].is_object())
+  if (!model || !model->is_object() || !model->contains("vocab") || !(*model)["vocab"].is_object()) {
+    // Name the model type where there is one (a Unigram model, say).
+    if (model && model->is_object() && model->contains("type") && (*model)["type"].is_string())
+      return unimplemented(source + ": the embedded tokenizer's model type '" +
+                           (*model)["type"].get<std::string>() +
+                           "' is not supported (only BPE vocabularies are)");
     return unimplemented(source + ": tokenizer.json without a model.vocab object "
                          "(only BPE vocabularies are supported)");
+  }
   for (const auto &[token, id] : (*model)["vocab"].items()) {
     if (!id.is_number_integer())
       return invalidArgument(source + ": tokenizer vocab id of '" + token + "' is not an integer");

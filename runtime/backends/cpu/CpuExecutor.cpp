@@ -17,11 +17,11 @@
 
 #include <algorithm>
 #include <cstring>
+#include <exception>
 #include <map>
 #include <memory>
 #include <new>
 #include <set>
-#include <stdexcept>
 #include <unordered_map>
 
 namespace txc::cpu {
@@ -188,9 +188,7 @@ Status CpuExecutor::State::prepare() {
     const uint64_t arena_bytes = rank.plan->arena_bytes();
     try {
       rank.arena.assign(static_cast<size_t>(arena_bytes), 0);
-    } catch (const std::bad_alloc &) {
-      rank.arena.clear();
-    } catch (const std::length_error &) {
+    } catch (const std::exception &) { // bad_alloc, or length_error past max_size()
       rank.arena.clear();
     }
     if (rank.arena.size() != arena_bytes)

@@ -351,18 +351,14 @@ GemvConfig gemvConfigFor(int64_t n, int64_t k) {
     c.unroll = 4;
     c.target_warps_per_sm = 1;
   } else if (k <= 2048) {
+    // Qwen3-0.6B's o_proj (1024 x 2048) too: 4 K slices of 2 chunks a lane.
+    // Runs 183-184 (H100) had ranked 2 slices of 4 chunks 0.004 ms ahead;
+    // since session 32 batched the GEMVs' input loads and the attention's
+    // page lookups, and with the decode lookahead on, the 4 slices lead by 0.021-0.023 ms in three
+    // calls (runs 213-215): the attention's share 6.6 -> 5.7 us a layer,
+    // its block 0 has its fold's loads ~1.0K cycles after its wait instead
+    // of ~2.1K, while gate/up after it gives back 0.5 us.
     c.warps_per_block = 4;
-    if (n <= 1024 && k == 2048) {
-      // K in two slices, all 4 chunks of a lane before the wait (Qwen3-0.6B's
-      // o_proj): 256 blocks of 72 registers a thread hold 2.36M registers
-      // where four slices of 2 chunks (512 blocks of 56) held 3.67M, so the
-      // gate/up GEMV after it has room beside it and streams earlier (its
-      // share 3.91 -> 3.33 us a layer, o_proj's 2.73 -> 3.12). Device runs
-      // 183-184 (H100): the b1 step -0.004 ms, below the default in each
-      // of four rounds.
-      c.unroll = 4;
-      c.target_warps_per_sm = 4;
-    }
   } else if (k < 4096) {
     c.warps_per_block = 4;
     c.unroll = 4;

@@ -112,9 +112,10 @@ struct GemvConfig {
 ///   chunks, K unsplit, ranked in the model (device runs 114-116: fewer
 ///   blocks let the decode attention after it start early); otherwise 4
 ///   warps a block, 2 chunks, 16 warps per SM up to
-///   k = 2048 (Qwen3 qkv 3.4 -> 3.2 us, o_proj 2.6 -> 2.3), but at most
-///   1024 rows of k = 2048 (Qwen3 o_proj) 4 chunks in two K slices, for the
-///   GEMV after it (device runs 183-184, ranked in the model); 4 warps and 4
+///   k = 2048 (Qwen3 qkv 3.4 -> 3.2 us, o_proj 2.6 -> 2.3; o_proj ranked
+///   again in the model after session 32's batched loads, device runs
+///   213-215: the b1 step -0.022 ms against 2 K slices of 4 chunks,
+///   runs 183-184's choice); 4 warps and 4
 ///   chunks below k = 4096 (Qwen3 down 3.19 -> 3.10; its step of GEMVs
 ///   512 -> 498 us with it, run 56); else 8 warps, 2 chunks (Llama o_proj
 ///   9.6, down 28.8);

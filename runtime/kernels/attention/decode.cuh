@@ -211,6 +211,49 @@ __device__ __forceinline__ bool combineSplitsStaged(const DecodeParams &params, 
   return true;
 }
 
+/// The fused combine: the CTA's partial is stored; the last CTA of this
+/// (sequence, kv head) to count itself in merges all splits. Every thread
+/// of the CTA calls it.
+template <typename T, int G, int D, int kThreads>
+__device__ __forceinline__ void mergeSplitsAsLastCta(const DecodeParams &params, int seq, int kv_head,
+                                                     void *combine_stage, int combine_stage_bytes) {
+  const long long rows = (long long)params.batch * params.num_qo_heads;
+  // One acquire-release add by thread 0 after the barrier orders the CTA's
+  // partial stores before the count (the barrier puts them before it, and a
+  // release is cumulative) and, in the last CTA, the other splits' partials
+  // before its loads (its acquire, then the barrier), as cooperative groups'
+  // grid sync does with its master thread's fence: no fence a thread.
+  __shared__ bool is_last_split;
+  __syncthreads();
+  traceLatest(params.maybe_trace, kTraceLatestMarkC);
+  unsigned *counter = params.maybe_split_counters + seq * params.num_kv_heads + kv_head;
+  if (threadIdx.x == 0)
+    is_last_split = atomicAddAcqRelGpu(counter, 1u) == (unsigned)params.num_splits - 1;
+  __syncthreads();
+  if (!is_last_split)
+    return;
+  traceLatest(params.maybe_trace, kTraceLatestMarkD);
+  if (!combineSplitsStaged<T, G, D, kThreads>(params, seq, kv_head, combine_stage, combine_stage_bytes)) {
+    const long long head0 = (long long)seq * params.num_qo_heads + kv_head * G;
+    const float4 *partial_o = reinterpret_cast<const float4 *>(params.maybe_partial_o);
+    combineSplitsInCta<T, G, D, kThreads>(
+        params, seq, kv_head,
+        [&](int sp, int g) { return __ldcg(params.maybe_partial_lse + sp * rows + head0 + g); },
+        [&](int sp, int g, int quad4) { return __ldcg(partial_o + ((sp * rows + head0 + g) * D) / 4 + quad4); });
+  }
+  if (threadIdx.x == 0)
+    *counter = 0; // ready for the next launch (and for CUDA graph replays)
+}
+
+/// The same, out of line: the wide CTA calls it only where it runs split
+/// (rarely), and inline its ~7 KB of code lay between the warps' merge and
+/// the kernel's exit, so the common path jumped over it to cold code.
+template <typename T, int G, int D, int kThreads>
+__device__ __noinline__ void mergeSplitsAsLastCtaOutOfLine(const DecodeParams &params, int seq, int kv_head,
+                                                           void *combine_stage, int combine_stage_bytes) {
+  mergeSplitsAsLastCta<T, G, D, kThreads>(params, seq, kv_head, combine_stage, combine_stage_bytes);
+}
+
 /// Shared tail of the decode kernels: merges the per-warp softmax states held
 /// in shared memory (acc [W][G][D], m and l [W][G], base-2 maxima), then writes
 /// the output (one split), or the split's partial and, when split counters are
@@ -221,14 +264,17 @@ __device__ __forceinline__ bool combineSplitsStaged(const DecodeParams &params, 
 /// every split at once (combineSplitsStaged). Traced, it stamps the latest
 /// over blocks of mark C (this CTA's partial published: fenced, or in the
 /// cluster's shared memory) and mark D (the merging CTA knows it merges).
-template <typename T, int G, int D, int W, int kThreads>
+/// kWideCta: no cluster merge (checkDecodeParams refuses one) and the split
+/// merge out of line, so that the one-split path runs straight from the
+/// warps' merge to the exit.
+template <typename T, int G, int D, int W, int kThreads, bool kWideCta = false>
 __device__ __forceinline__ void decodeEpilogue(const DecodeParams &params, const float *warp_acc,
                                                const float *warp_m, const float *warp_l, int split, int seq,
                                                int kv_head, void *combine_stage = nullptr,
                                                int combine_stage_bytes = 0) {
   using Ops = ElementOps<T>;
   const long long rows = (long long)params.batch * params.num_qo_heads;
-  const bool cluster = params.cluster_combine;
+  const bool cluster = !kWideCta && params.cluster_combine;
   __shared__ __align__(16) float cluster_o[G * D];
   __shared__ float cluster_lse[G];
   for (int idx = threadIdx.x; idx < G * D; idx += kThreads) {
@@ -287,33 +333,10 @@ __device__ __forceinline__ void decodeEpilogue(const DecodeParams &params, const
   }
   if (params.num_splits == 1 || params.maybe_split_counters == nullptr)
     return;
-
-  // Fused combine: the last CTA of this (sequence, kv head) merges the splits.
-  // One acquire-release add by thread 0 after the barrier orders the CTA's
-  // partial stores before the count (the barrier puts them before it, and a
-  // release is cumulative) and, in the last CTA, the other splits' partials
-  // before its loads (its acquire, then the barrier), as cooperative groups'
-  // grid sync does with its master thread's fence: no fence a thread.
-  __shared__ bool is_last_split;
-  __syncthreads();
-  traceLatest(params.maybe_trace, kTraceLatestMarkC);
-  unsigned *counter = params.maybe_split_counters + seq * params.num_kv_heads + kv_head;
-  if (threadIdx.x == 0)
-    is_last_split = atomicAddAcqRelGpu(counter, 1u) == (unsigned)params.num_splits - 1;
-  __syncthreads();
-  if (!is_last_split)
-    return;
-  traceLatest(params.maybe_trace, kTraceLatestMarkD);
-  if (!combineSplitsStaged<T, G, D, kThreads>(params, seq, kv_head, combine_stage, combine_stage_bytes)) {
-    const long long head0 = (long long)seq * params.num_qo_heads + kv_head * G;
-    const float4 *partial_o = reinterpret_cast<const float4 *>(params.maybe_partial_o);
-    combineSplitsInCta<T, G, D, kThreads>(
-        params, seq, kv_head,
-        [&](int sp, int g) { return __ldcg(params.maybe_partial_lse + sp * rows + head0 + g); },
-        [&](int sp, int g, int quad4) { return __ldcg(partial_o + ((sp * rows + head0 + g) * D) / 4 + quad4); });
-  }
-  if (threadIdx.x == 0)
-    *counter = 0; // ready for the next launch (and for CUDA graph replays)
+  if constexpr (kWideCta)
+    mergeSplitsAsLastCtaOutOfLine<T, G, D, kThreads>(params, seq, kv_head, combine_stage, combine_stage_bytes);
+  else
+    mergeSplitsAsLastCta<T, G, D, kThreads>(params, seq, kv_head, combine_stage, combine_stage_bytes);
 }
 
 template <class Traits, class Variant>

@@ -245,15 +245,6 @@ __device__ __forceinline__ void mergeSplitsAsLastCta(const DecodeParams &params,
     *counter = 0; // ready for the next launch (and for CUDA graph replays)
 }
 
-/// The same, out of line: the wide CTA calls it only where it runs split
-/// (rarely), and inline its ~7 KB of code lay between the warps' merge and
-/// the kernel's exit, so the common path jumped over it to cold code.
-template <typename T, int G, int D, int kThreads>
-__device__ __noinline__ void mergeSplitsAsLastCtaOutOfLine(const DecodeParams &params, int seq, int kv_head,
-                                                           void *combine_stage, int combine_stage_bytes) {
-  mergeSplitsAsLastCta<T, G, D, kThreads>(params, seq, kv_head, combine_stage, combine_stage_bytes);
-}
-
 /// Shared tail of the decode kernels: merges the per-warp softmax states held
 /// in shared memory (acc [W][G][D], m and l [W][G], base-2 maxima), then writes
 /// the output (one split), or the split's partial and, when split counters are
@@ -264,9 +255,8 @@ __device__ __noinline__ void mergeSplitsAsLastCtaOutOfLine(const DecodeParams &p
 /// every split at once (combineSplitsStaged). Traced, it stamps the latest
 /// over blocks of mark C (this CTA's partial published: fenced, or in the
 /// cluster's shared memory) and mark D (the merging CTA knows it merges).
-/// kWideCta: no cluster merge (checkDecodeParams refuses one) and the split
-/// merge out of line, so that the one-split path runs straight from the
-/// warps' merge to the exit.
+/// kWideCta: no cluster merge (checkDecodeParams refuses one), so none is
+/// compiled in.
 template <typename T, int G, int D, int W, int kThreads, bool kWideCta = false>
 __device__ __forceinline__ void decodeEpilogue(const DecodeParams &params, const float *warp_acc,
                                                const float *warp_m, const float *warp_l, int split, int seq,
@@ -333,10 +323,7 @@ __device__ __forceinline__ void decodeEpilogue(const DecodeParams &params, const
   }
   if (params.num_splits == 1 || params.maybe_split_counters == nullptr)
     return;
-  if constexpr (kWideCta)
-    mergeSplitsAsLastCtaOutOfLine<T, G, D, kThreads>(params, seq, kv_head, combine_stage, combine_stage_bytes);
-  else
-    mergeSplitsAsLastCta<T, G, D, kThreads>(params, seq, kv_head, combine_stage, combine_stage_bytes);
+  mergeSplitsAsLastCta<T, G, D, kThreads>(params, seq, kv_head, combine_stage, combine_stage_bytes);
 }
 
 template <class Traits, class Variant>

@@ -681,8 +681,8 @@ __global__ void __launch_bounds__(Traits::kThreads)
   traceLatest(trace, kTraceLatestMarkB);
   stampBlock0<Traits>(trace, kBlock0TilesDone);
   float *warp_acc = reinterpret_cast<float *>(smem_raw); // [W][G][D]
-  float *warp_m = warp_acc + W * G * D;                   // [G][W]
-  float *warp_l = warp_m + W * G;                         // [G][W]
+  float *warp_m = warp_acc + W * G * D;                   // [W][G]
+  float *warp_l = warp_m + W * G;                         // [W][G]
   if constexpr (Traits::kKeysAsRows) {
 #pragma unroll
     for (int e = 0; e < 2; ++e) {
@@ -698,8 +698,8 @@ __global__ void __launch_bounds__(Traits::kThreads)
           warp_acc[(warp * G + head) * D + mt * 16 + group + 8] = o_acc[mt][2 + e];
         }
         if (group == 0) {
-          warp_m[head * W + warp] = row_max[e];
-          warp_l[head * W + warp] = sum;
+          warp_m[warp * G + head] = row_max[e];
+          warp_l[warp * G + head] = sum;
         }
       }
     }
@@ -717,8 +717,8 @@ __global__ void __launch_bounds__(Traits::kThreads)
           warp_acc[(warp * G + row) * D + j * 8 + quad * 2 + 1] = o_acc[j][2 * r + 1];
         }
         if (quad == 0) {
-          warp_m[row * W + warp] = row_max[r];
-          warp_l[row * W + warp] = sum;
+          warp_m[warp * G + row] = row_max[r];
+          warp_l[warp * G + row] = sum;
         }
       }
     }

@@ -215,8 +215,9 @@ __device__ __forceinline__ bool combineSplitsStaged(const DecodeParams &params, 
 /// (sequence, kv head) to count itself in merges all splits. Every thread
 /// of the CTA calls it.
 template <typename T, int G, int D, int kThreads>
-__device__ __forceinline__ void mergeSplitsAsLastCta(const DecodeParams &params, int seq, int kv_head,
-                                                     void *combine_stage, int combine_stage_bytes) {
+__device__ __forceinline__ void mergeSplitsAsLastCta(const DecodeParams &params, int seq,
+                                                     int kv_head, void *combine_stage,
+                                                     int combine_stage_bytes) {
   const long long rows = (long long)params.batch * params.num_qo_heads;
   // One acquire-release add by thread 0 after the barrier orders the CTA's
   // partial stores before the count (the barrier puts them before it, and a
@@ -233,13 +234,16 @@ __device__ __forceinline__ void mergeSplitsAsLastCta(const DecodeParams &params,
   if (!is_last_split)
     return;
   traceLatest(params.maybe_trace, kTraceLatestMarkD);
-  if (!combineSplitsStaged<T, G, D, kThreads>(params, seq, kv_head, combine_stage, combine_stage_bytes)) {
+  if (!combineSplitsStaged<T, G, D, kThreads>(params, seq, kv_head, combine_stage,
+                                              combine_stage_bytes)) {
     const long long head0 = (long long)seq * params.num_qo_heads + kv_head * G;
     const float4 *partial_o = reinterpret_cast<const float4 *>(params.maybe_partial_o);
     combineSplitsInCta<T, G, D, kThreads>(
         params, seq, kv_head,
         [&](int sp, int g) { return __ldcg(params.maybe_partial_lse + sp * rows + head0 + g); },
-        [&](int sp, int g, int quad4) { return __ldcg(partial_o + ((sp * rows + head0 + g) * D) / 4 + quad4); });
+        [&](int sp, int g, int quad4) {
+          return __ldcg(partial_o + ((sp * rows + head0 + g) * D) / 4 + quad4);
+        });
   }
   if (threadIdx.x == 0)
     *counter = 0; // ready for the next launch (and for CUDA graph replays)
@@ -259,8 +263,8 @@ __device__ __forceinline__ void mergeSplitsAsLastCta(const DecodeParams &params,
 /// compiled in.
 template <typename T, int G, int D, int W, int kThreads, bool kWideCta = false>
 __device__ __forceinline__ void decodeEpilogue(const DecodeParams &params, const float *warp_acc,
-                                               const float *warp_m, const float *warp_l, int split, int seq,
-                                               int kv_head, void *combine_stage = nullptr,
+                                               const float *warp_m, const float *warp_l, int split,
+                                               int seq, int kv_head, void *combine_stage = nullptr,
                                                int combine_stage_bytes = 0) {
   using Ops = ElementOps<T>;
   const long long rows = (long long)params.batch * params.num_qo_heads;
@@ -271,9 +275,10 @@ __device__ __forceinline__ void decodeEpilogue(const DecodeParams &params, const
     const int g = idx / D, dim = idx % D;
     const int head = kv_head * G + g;
     float max_m = -INFINITY;
-    // Unrolled by 4, not 16 (the wide CTA): as fast (device run 133: the
-    // merge's ~1.7K cycles of block 0 are not its code fetched cold) in
-    // 1.7 KB less code, and the same sums in the same order.
+    // Unrolled by 4, not 16 (the wide CTA): as fast (device run 133) in
+    // 1.7 KB less code, and the same sums in the same order. The wide
+    // CTA's merge takes ~1.4K cycles warm as cold (run 222), and as long
+    // with a sixth of these shared loads (run 223): its time is not here.
 #pragma unroll 4
     for (int w = 0; w < W; ++w)
       max_m = fmaxf(max_m, warp_m[w * G + g]);

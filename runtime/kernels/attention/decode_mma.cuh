@@ -727,8 +727,9 @@ __global__ void __launch_bounds__(Traits::kThreads)
   stampBlock0<Traits>(trace, kBlock0StatesStored);
   // The merging CTA stages the splits' partials in the whole of its dynamic
   // shared memory (the per-warp states are merged before it loads them).
-  decodeEpilogue<T, G, D, W, Traits::kThreads, Traits::kWide>(params, warp_acc, warp_m, warp_l, split, seq, kv_head, smem_raw,
-                                               single ? Traits::kSmemBytesSingleStage : Traits::kSmemBytes);
+  decodeEpilogue<T, G, D, W, Traits::kThreads, Traits::kWide>(
+      params, warp_acc, warp_m, warp_l, split, seq, kv_head, smem_raw,
+      single ? Traits::kSmemBytesSingleStage : Traits::kSmemBytes);
   stampBlock0<Traits>(trace, kBlock0Exit);
   traceExit(trace);
 }

@@ -278,7 +278,8 @@ __device__ __forceinline__ void decodeEpilogue(const DecodeParams &params, const
     // Unrolled by 4, not 16 (the wide CTA): as fast (device run 133) in
     // 1.7 KB less code, and the same sums in the same order. The wide
     // CTA's merge takes ~1.4K cycles warm as cold (run 222), and as long
-    // with a sixth of these shared loads (run 223): its time is not here.
+    // with a sixth of these shared loads (run 223): neither its code nor
+    // its loads set that time.
 #pragma unroll 4
     for (int w = 0; w < W; ++w)
       max_m = fmaxf(max_m, warp_m[w * G + g]);

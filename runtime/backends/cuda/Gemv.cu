@@ -350,16 +350,13 @@ GemvConfig gemvConfigFor(int64_t n, int64_t k) {
     c.warps_per_block = 4;
     c.unroll = 4;
     c.target_warps_per_sm = 1;
-  } else if (k <= 2048) {
-    // Qwen3-0.6B's o_proj (1024 x 2048) too: 4 K slices of 2 chunks a lane.
-    // Runs 183-184 (H100) had ranked 2 slices of 4 chunks 0.004 ms ahead;
-    // since session 32 batched the GEMVs' input loads and the attention's
-    // page lookups, and with the decode lookahead on, the 4 slices lead by 0.021-0.023 ms in three
-    // calls (runs 213-215): the attention's share 6.6 -> 5.7 us a layer,
-    // its block 0 has its fold's loads ~1.0K cycles after its wait instead
-    // of ~2.1K, while gate/up after it gives back 0.5 us.
-    c.warps_per_block = 4;
   } else if (k < 4096) {
+    // Qwen3-0.6B's o_proj (1024 x 2048) and down (1024 x 3072): 4 K slices
+    // of 4 chunks a lane. For o_proj, 4 chunks where session 37 had ranked
+    // 2 first on an H100 (runs 213-215: 4 slices of 2 chunks against 2 of 4,
+    // -0.021 ms, 4 of 4 not tried): on an H200 4 chunks take a b1 step 0.600
+    // -> 0.592 ms (runs 228-229; 4/4/8 and 4/4/32 launch the same grid),
+    // and on an H100 see device run 230.
     c.warps_per_block = 4;
     c.unroll = 4;
   }

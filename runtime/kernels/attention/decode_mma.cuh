@@ -74,15 +74,8 @@ struct DecodeMmaTraits {
   static constexpr int kSingleStageBytes = kStageOffsetBytes + 2 * kKVElems * (int)sizeof(DType);
   static constexpr int kMergeBytes = (kWarps * kGroupSize * (kHeadDim + 2)) * (int)sizeof(float);
   static constexpr int kSmemBytesSingleStage = kSingleStageBytes > kMergeBytes ? kSingleStageBytes : kMergeBytes;
-  static constexpr int kTwoStagesBytes = kStageOffsetBytes + 4 * kKVElems * (int)sizeof(DType);
-  static constexpr int kSmemBytesTwoStages = kTwoStagesBytes > kMergeBytes ? kTwoStagesBytes : kMergeBytes;
   static constexpr int kSmemBytes =
       kWide ? kSmemBytesSingleStage : (kPipelineBytes > kMergeBytes ? kPipelineBytes : kMergeBytes);
-  /// The dynamic shared memory of a launch with `stages` K/V stages (1, 2
-  /// or kStages; DecodeParams::single_kv_stage and kv_stages).
-  __host__ __device__ static constexpr int smemBytesFor(int stages) {
-    return stages == 1 ? kSmemBytesSingleStage : (stages == 2 ? kSmemBytesTwoStages : kSmemBytes);
-  }
 
   static_assert(sizeof(DType) == 2, "decode supports 16-bit element types");
   static_assert(kGroupSize >= 1 && kGroupSize <= kRows, "GQA group must fit the 16 MMA rows");
@@ -306,13 +299,9 @@ __global__ void __launch_bounds__(Traits::kThreads)
   auto stageK = [&](int s) { return stage_base + 2 * s * Traits::kKVElems; };
   auto stageV = [&](int s) { return stage_base + (2 * s + 1) * Traits::kKVElems; };
   // One stage (DecodeParams::single_kv_stage): tiles load and run one after
-  // another through stage 0; otherwise a pipeline of `stages` (STAGES, or
-  // two with DecodeParams::kv_stages), whose prologue commits STAGES - 1
-  // copy groups whatever its depth, some empty.
+  // another through stage 0; otherwise a STAGES-deep pipeline.
   const bool single = Traits::kWide || params.single_kv_stage;
-  const bool two_stages = !single && params.kv_stages == 2;
-  const int stages = single ? 1 : (two_stages ? 2 : STAGES);
-  const int prologue_tiles = single ? 1 : stages - 1;
+  const int prologue_tiles = single ? 1 : STAGES - 1;
 
   const int split = blockIdx.x, kv_head = blockIdx.y, seq = blockIdx.z;
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
@@ -534,8 +523,7 @@ __global__ void __launch_bounds__(Traits::kThreads)
   const unsigned q_addr = smemAddress(smem_q);
 
   for (int tile = 0; tile < num_tiles; ++tile) {
-    // Two stages or fewer: the newest group holds this tile.
-    if (stages <= 2 || (tile == 0 && first_tile_waits_all))
+    if (single || (tile == 0 && first_tile_waits_all))
       cpAsyncWait<0>();
     else
       cpAsyncWait<STAGES - 2>();
@@ -544,8 +532,8 @@ __global__ void __launch_bounds__(Traits::kThreads)
     if (tile == 0)
       stampBlock0<Traits>(trace, kBlock0FirstTile);
     __syncthreads();
-    if (!single && tile + stages - 1 < num_tiles)
-      loadTile(tile + stages - 1, two_stages ? (tile + 1) & 1 : (tile + STAGES - 1) % STAGES);
+    if (!single && tile + STAGES - 1 < num_tiles)
+      loadTile(tile + STAGES - 1, (tile + STAGES - 1) % STAGES);
     cpAsyncCommit();
     if (!Traits::kWide && !Traits::kKeysAsRows && tile == 0) {
 #pragma unroll
@@ -561,9 +549,7 @@ __global__ void __launch_bounds__(Traits::kThreads)
         ldmatrixX4(q_frag[kk2], q_addr + 2 * swizzled<D>(lane % 8, kk2 * 4 + lane / 8));
     }
 
-    // Constant divisors only: a division by the runtime depth spilled the
-    // 4-warp kernels (at their 128 registers).
-    const int stage = single ? 0 : (two_stages ? tile & 1 : tile % STAGES);
+    const int stage = single ? 0 : tile % STAGES;
     const unsigned sk_addr = smemAddress(stageK(stage));
     const unsigned sv_addr = smemAddress(stageV(stage));
     const int warp_key0 = warp * 16;
@@ -743,7 +729,7 @@ __global__ void __launch_bounds__(Traits::kThreads)
   // shared memory (the per-warp states are merged before it loads them).
   decodeEpilogue<T, G, D, W, Traits::kThreads, Traits::kWide>(
       params, warp_acc, warp_m, warp_l, split, seq, kv_head, smem_raw,
-      Traits::smemBytesFor(stages));
+      single ? Traits::kSmemBytesSingleStage : Traits::kSmemBytes);
   stampBlock0<Traits>(trace, kBlock0Exit);
   traceExit(trace);
 }

@@ -81,9 +81,6 @@ inline Status checkDecodeParams(const DecodeParams &p) {
                                    " splits, got " + std::to_string(p.num_splits));
   if (p.num_splits > 1 && (p.maybe_partial_o == nullptr || p.maybe_partial_lse == nullptr))
     return Status::invalidArgument("decode: num_splits > 1 needs the partial-output workspace");
-  if (p.kv_stages != 0 && p.kv_stages != 2)
-    return Status::invalidArgument("decode: kv_stages " + std::to_string(p.kv_stages) +
-                                   " (0 for the kernel's own pipeline, or 2)");
   if (p.wide_cta && p.cluster_combine && p.num_splits >= 2)
     return Status::invalidArgument("decode: the wide CTA merges splits through global memory, not a cluster");
   return Status::ok();
@@ -98,7 +95,7 @@ Status launchDecodeMma(const DecodeParams &p, dim3 grid, unsigned cluster_x, boo
   if (non_portable)
     TXC_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
   const bool single = Traits::kWide || p.single_kv_stage;
-  const int smem = Traits::smemBytesFor(single ? 1 : (p.kv_stages == 2 ? 2 : Traits::kStages));
+  const int smem = single ? Traits::kSmemBytesSingleStage : Traits::kSmemBytes;
   int carveout = p.carveout_percent;
   if (carveout < 0 && single) {
     // The carveout one CTA needs, not the driver's choice (which

@@ -159,15 +159,10 @@ struct DecodeParams {
   // kernel, o_proj and down ran 2 and 5 us slower a Llama-3-8B layer). With
   // carveout_percent < 0 the launch asks for the carveout one CTA needs.
   // (Two stages where chunks are two tiles measured no better in the step
-  // and slower alone, device run 66.)
+  // and slower alone, device run 66; at batch 1 and 32k keys two stages, at
+  // ~73 KB three CTAs an SM, read 65% of copy against the pipeline's 81% on
+  // an H200, though a read-only launch at that footprint reads 97%: run 226.)
   bool single_kv_stage = false;
-  // The tensor-core kernel's pipeline depth without single_kv_stage: 0 for
-  // its own (DecodeMmaTraits::kStages, 3 at d128, ~105 KB), or 2: two K/V
-  // stages, ~73 KB at d128, so an SM holds three CTAs and, at two a launch
-  // (batch 1 at long contexts), the next launch's CTA starts its K/V beside
-  // them under PDL (attention_bench's read floor: 84% of copy at ~105 KB a
-  // CTA against 101% at ~50 KB on an H200, run 191).
-  int kv_stages = 0;
   // The tensor-core kernel with kDecodeWideWarps warps and one stage of
   // kDecodeWideTileKeys keys (head_dim <= 128, no window or soft-cap):
   // one CTA a (sequence, kv head) takes a short context in one tile, so

@@ -259,9 +259,9 @@ TEST(GemvTest, ConfigurationFollowsTheShape) {
     int warps, unroll, target;
   };
   for (const Expected &e : {Expected{4096, 1024, 4, 4, 1},    // Qwen3-0.6B qkv: K unsplit
-                            Expected{1024, 2048, 4, 2, 16},   // its o_proj: K in 4 slices
-                            Expected{2048, 2048, 4, 2, 16},
-                            Expected{1024, 1024, 4, 2, 16},
+                            Expected{1024, 2048, 4, 4, 16},   // its o_proj: K in 4 slices
+                            Expected{2048, 2048, 4, 4, 16},
+                            Expected{1024, 1024, 4, 4, 16},
                             Expected{1024, 3072, 4, 4, 16},   // its down
                             Expected{6144, 1024, 4, 4, 16},   // its gate/up
                             Expected{4096, 4096, 8, 2, 16},   // Llama-3-8B o_proj

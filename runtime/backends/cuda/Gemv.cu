@@ -354,9 +354,9 @@ GemvConfig gemvConfigFor(int64_t n, int64_t k) {
     // Qwen3-0.6B's o_proj (1024 x 2048) and down (1024 x 3072): 4 K slices
     // of 4 chunks a lane. For o_proj, 4 chunks where session 37 had ranked
     // 2 first on an H100 (runs 213-215: 4 slices of 2 chunks against 2 of 4,
-    // -0.021 ms, 4 of 4 not tried): on an H200 4 chunks take a b1 step 0.600
-    // -> 0.592 ms (runs 228-229; 4/4/8 and 4/4/32 launch the same grid),
-    // and on an H100 see device run 230.
+    // -0.021 ms; 4 of 4 not tried): 4 chunks take a b1 step 0.600 -> 0.592
+    // ms on an H200 (runs 228-229; 4/4/8 and 4/4/32 launch the same grid)
+    // and 0.655 -> 0.645 on an H100 (run 230).
     c.warps_per_block = 4;
     c.unroll = 4;
   }

@@ -356,7 +356,11 @@ GemvConfig gemvConfigFor(int64_t n, int64_t k) {
     // 2 first on an H100 (runs 213-215: 4 slices of 2 chunks against 2 of 4,
     // -0.021 ms; 4 of 4 not tried): 4 chunks take a b1 step 0.600 -> 0.592
     // ms on an H200 (runs 228-229; 4/4/8 and 4/4/32 launch the same grid)
-    // and 0.655 -> 0.645 on an H100 (run 230).
+    // and 0.655 -> 0.645 on an H100 (run 230). Not by deeper prefetch: at
+    // k = 2048 a lane's slice is 2 chunks either way, all loaded before the
+    // wait; the kernel differs (72 registers against 55, launch bounds of 7
+    // blocks an SM against 9), and the attention before it ran ~0.9 us a
+    // layer faster (its wait release and its tail; run 230's trace).
     c.warps_per_block = 4;
     c.unroll = 4;
   }

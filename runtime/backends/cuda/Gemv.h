@@ -111,14 +111,11 @@ struct GemvConfig {
 /// - below 6144 rows: from 4096 rows at k <= 1024 (Qwen3 qkv) 4 warps, 4
 ///   chunks, K unsplit, ranked in the model (device runs 114-116: fewer
 ///   blocks let the decode attention after it start early); otherwise 4
-///   warps a block, 2 chunks, 16 warps per SM up to
-///   k = 2048 (Qwen3 qkv 3.4 -> 3.2 us, o_proj 2.6 -> 2.3; o_proj ranked
-///   again in the model after session 32's batched loads, device runs
-///   213-215: the b1 step -0.022 ms against 2 K slices of 4 chunks,
-///   runs 183-184's choice); 4 warps and 4
-///   chunks below k = 4096 (Qwen3 down 3.19 -> 3.10; its step of GEMVs
-///   512 -> 498 us with it, run 56); else 8 warps, 2 chunks (Llama o_proj
-///   9.6, down 28.8);
+///   warps and 4 chunks below k = 4096 (Qwen3 down 3.19 -> 3.10 us, its
+///   step of GEMVs 512 -> 498 us with it, run 56; Qwen3 o_proj ranked in
+///   the model, device runs 228-230: the b1 step -0.008 ms on an H200 and
+///   -0.010 on an H100 against 2 chunks); else 8 warps, 2 chunks (Llama
+///   o_proj 9.6, down 28.8);
 /// - 6144 rows up to 64k: 4 warps, 4 chunks; 64 warps per SM from k = 4096
 ///   on (Llama qkv 15.0 -> 13.5 us). Splitting gate/up's K in 4 (256 warps
 ///   per SM) took it 57.5 -> 53.6 us alone and a step of GEMVs 3961 -> 3940

@@ -93,14 +93,21 @@ __global__ void emptyKernel() {}
 /// pages, through the page table, one head's 16-byte chunks of each) with 8
 /// pages' loads in flight a thread, and folds them into one word so they
 /// stay. Launched with attention's shared memory, so as many CTAs share an
-/// SM; with PDL each launch lets the next one's CTAs start at once.
+/// SM; with PDL each launch lets the next one's CTAs start at once. With
+/// `wait_after_first`, a CTA waits for the launch before it
+/// (griddepcontrol.wait) once its first 8 pages' loads are out: 64 KB a CTA
+/// at d128 and 16-token pages, what the attention's early K/V (two 64-key
+/// tiles) has in flight across its wait; the rest follows the wait, as the
+/// attention's tiles do.
 __global__ void __launch_bounds__(256) pagedReadFloorKernel(const uint4 *k, const uint4 *v, const int *page_table,
                                                             int num_pages, int pages_per_split, int kv_heads,
-                                                            int chunks_per_page, unsigned *out) {
+                                                            int chunks_per_page, bool wait_after_first,
+                                                            unsigned *out) {
   asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
   const int p0 = blockIdx.x * pages_per_split, p1 = min(num_pages, p0 + pages_per_split);
   const int head = blockIdx.y;
   unsigned fold = 0;
+  bool waited = !wait_after_first;
   for (int p = p0; p < p1; p += 8)
     for (int c = threadIdx.x; c < chunks_per_page; c += blockDim.x) {
       uint4 a[8], b[8];
@@ -109,6 +116,10 @@ __global__ void __launch_bounds__(256) pagedReadFloorKernel(const uint4 *k, cons
         const long long chunk = ((long long)page_table[min(p + i, p1 - 1)] * kv_heads + head) * chunks_per_page + c;
         a[i] = __ldcs(k + chunk);
         b[i] = __ldcs(v + chunk);
+      }
+      if (!waited) { // the loads above stay in flight across it ("memory")
+        asm volatile("griddepcontrol.wait;" ::: "memory");
+        waited = true;
       }
 #pragma unroll
       for (int i = 0; i < 8; ++i)
@@ -493,7 +504,7 @@ template <typename T> void runDecode(const DecodeCase &c, ElementType dtype, std
 /// KV heads, d128, 16-token pages) in `splits` splits, replayed from a graph
 /// like the decode rows, over as many cache copies; `smem_bytes` of shared
 /// memory a CTA sets how many share an SM (the decode kernel's ~105 KB: two).
-void runReadFloor(int context, int splits, int smem_bytes, bool pdl, std::mt19937 &rng) {
+void runReadFloor(int context, int splits, int smem_bytes, bool pdl, std::mt19937 &rng, bool wait_after_first = false) {
   constexpr int kKvHeads = 8, kHeadDim = 128, kPage = 16;
   std::vector<KVCache> caches;
   caches.push_back(makeKVCache<__nv_bfloat16>({context}, kKvHeads, kHeadDim, kPage, rng));
@@ -510,12 +521,12 @@ void runReadFloor(int context, int splits, int smem_bytes, bool pdl, std::mt1993
     BENCH_CHECK_CUDA(launchKernel(pagedReadFloorKernel, dim3(splits, kKvHeads), dim3(256), smem_bytes, stream, pdl,
                                   static_cast<const uint4 *>(c.view.k), static_cast<const uint4 *>(c.view.v),
                                   c.view.page_table, pages, pages_per_split, kKvHeads, chunks_per_page,
-                                  out.as<unsigned>()));
+                                  wait_after_first, out.as<unsigned>()));
   });
   TimingResult t;
   t.kind = "decode";
   t.name = "diag b1 L" + std::to_string(context) + " read floor, " + std::to_string(smem_bytes / 1024) +
-           " KB a CTA" + (pdl ? ", graph+pdl" : ", graph");
+           " KB a CTA" + (pdl ? ", graph+pdl" : ", graph") + (wait_after_first ? ", wait after 64 KB" : "");
   t.diagnostic = true;
   t.ms = ms;
   t.splits = splits;
@@ -1187,6 +1198,14 @@ int main(int argc, char **argv) {
           runReadFloor(context, splits, smem_kb * 1024, pdl, rng);
     for (int context : {32768, 4096}) // 16 splits: 128 CTAs, one an SM
       runReadFloor(context, 16, 105 * 1024, true, rng);
+    // The floor under the attention's dependency: a CTA reads only its
+    // first 64 KB before the launch before it has ended (as the attention's
+    // early K/V), the rest after. The floors above let the next launch's
+    // CTAs read all of their pages under this launch's tail, which the
+    // attention cannot.
+    for (auto [context, splits] : {std::pair{32768, 33}, std::pair{4096, 32}})
+      for (int smem_kb : {105, 73, 50})
+        runReadFloor(context, splits, smem_kb * 1024, true, rng, true);
     {
       double ms = timeMedianMs([](int) { emptyKernel<<<1, 32>>>(); BENCH_CHECK_CUDA(cudaGetLastError()); });
       TimingResult t;

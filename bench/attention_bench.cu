@@ -88,6 +88,20 @@ unsigned long long g_seed = 0x5eed0001ull;
 
 __global__ void emptyKernel() {}
 
+/// The chain a batch-1 decode launch cannot avoid in the step's setting
+/// (a graph, PDL): its CTAs wait for the launch before, then each thread
+/// (with `round_trip`) reads 16 bytes the launch before did not write, as
+/// the attention reads Q, and stores them, as it stores its output. Launched
+/// with the attention's grid, threads and shared memory.
+__global__ void dependentChainKernel(const uint4 *in, uint4 *out, bool round_trip) {
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  if (round_trip) {
+    const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    out[i] = __ldcg(in + i);
+  }
+}
+
 /// The floor under batch-1 decode: only the reads. CTA (split, kv head)
 /// reads the K and V pages of its split (pages_per_split of the sequence's
 /// pages, through the page table, one head's 16-byte chunks of each) with 8
@@ -341,6 +355,10 @@ struct DecodeCase {
   bool single_kv_stage = false; // DecodeParams::single_kv_stage
   bool wide_cta = false;        // DecodeParams::wide_cta
   int carveout_percent = -1;    // DecodeParams::carveout_percent
+  // Diagnostic, with fused_combine false: the timed launches skip the
+  // combine kernel (DecodeParams::diagnostic_skip_combine); the check runs
+  // with it.
+  bool skip_combine = false;
 };
 
 constexpr int kGraphLaunches = 20;
@@ -470,8 +488,10 @@ template <typename T> void runDecode(const DecodeCase &c, ElementType dtype, std
   if (!c.timed)
     return;
   std::vector<DecodeParams> params;
-  for (auto &cache : caches)
+  for (auto &cache : caches) {
     params.push_back(paramsFor(cache));
+    params.back().diagnostic_skip_combine = c.skip_combine;
+  }
   double ms = 0;
   if (c.cuda_graph) {
     ms = timeGraphReplayMs([&](cudaStream_t stream, int i) {
@@ -1198,6 +1218,39 @@ int main(int argc, char **argv) {
           runReadFloor(context, splits, smem_kb * 1024, pdl, rng);
     for (int context : {32768, 4096}) // 16 splits: 128 CTAs, one an SM
       runReadFloor(context, 16, 105 * 1024, true, rng);
+    // The chain alone, at b1 L4096's grid (32 splits, 8 KV heads, 128
+    // threads): the wait's release and exit, then with one L2 round trip
+    // and a store.
+    for (bool round_trip : {false, true})
+      for (int smem_kb : {105, 73}) {
+        constexpr int kCtas = 32 * 8, kThreads = 128;
+        DeviceBuffer in(sizeof(uint4) * kCtas * kThreads), out(sizeof(uint4) * kCtas * kThreads);
+        BENCH_CHECK_CUDA(cudaMemset(in.ptr, 0, sizeof(uint4) * kCtas * kThreads));
+        BENCH_CHECK_CUDA(
+            cudaFuncSetAttribute(dependentChainKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_kb * 1024));
+        const double ms = timeGraphReplayMs([&](cudaStream_t stream, int) {
+          BENCH_CHECK_CUDA(launchKernel(dependentChainKernel, dim3(kCtas), dim3(kThreads), smem_kb * 1024, stream,
+                                        true, in.as<const uint4>(), out.as<uint4>(), round_trip));
+        });
+        TimingResult t;
+        t.kind = "launch";
+        t.name = std::string("diag b1 L4096 grid, wait") + (round_trip ? " + L2 round trip + store" : " only") +
+                 ", " + std::to_string(smem_kb) + " KB a CTA, graph+pdl";
+        t.diagnostic = true;
+        t.ms = ms;
+        t.check = "n/a";
+        t.shape_json = "{\"ctas\": 256, \"threads\": 128}";
+        std::printf("  time  %-40s %9.4f ms\n", t.name.c_str(), ms);
+        g_timings.push_back(t);
+      }
+    // The attention at b1 L4096 (32 splits) without its merge: the partials
+    // written, the combine kernel not launched.
+    {
+      DecodeCase c = asInTheStep({"diag b1 L4096 graph+pdl+early-kv partials only", 1, 32, 8, 128, 16, {}, 4096});
+      c.fused_combine = false;
+      c.skip_combine = true;
+      runDecode<__nv_bfloat16>(c, bf16, rng);
+    }
     // The floor under the attention's dependency: a CTA reads only its
     // first 64 KB before the launch before it has ended (as the attention's
     // early K/V), the rest after. The floors above let the next launch's

@@ -161,7 +161,8 @@ template <typename T> Status launchPagedDecodeTyped(const AttentionConfig &confi
                                                   p.programmatic_launch, cluster_x, p.carveout_percent, p));
         }
         TXC_CUDA_CHECK(cudaGetLastError());
-        if (p.num_splits > 1 && p.maybe_split_counters == nullptr && !p.cluster_combine) {
+        if (p.num_splits > 1 && p.maybe_split_counters == nullptr && !p.cluster_combine &&
+            !p.diagnostic_skip_combine) {
           combineSplitsKernel<T, decltype(dim)::value>
               <<<p.batch * p.num_qo_heads, decltype(dim)::value, 0, stream>>>(p);
           TXC_CUDA_CHECK(cudaGetLastError());

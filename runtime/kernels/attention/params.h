@@ -136,6 +136,11 @@ struct DecodeParams {
   // 0's "heads done" stamp then tells the first pass's time (cold
   // instruction and constant caches, data) from a warm one's.
   int diagnostic_fold_passes = 1;
+  // Diagnostic (read by the host only): with num_splits > 1 and no split
+  // counters, the splits' partials are written and the combine kernel is
+  // not launched, so a timing tells the attention's time without its merge
+  // (the output is left unwritten).
+  bool diagnostic_skip_combine = false;
   // The folded rope (maybe_rope_qkv, with kv_before_wait) runs once before
   // the wait as a dry pass (on whatever the QKV holds then, writing only
   // shared memory that the real pass overwrites), through the same

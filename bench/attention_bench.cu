@@ -1244,11 +1244,18 @@ int main(int argc, char **argv) {
         g_timings.push_back(t);
       }
     // The attention at b1 L4096 (32 splits) without its merge: the partials
-    // written, the combine kernel not launched.
+    // written, the combine kernel not launched; and with the merge as a
+    // launch of its own (combineSplitsKernel, with PDL) at both lengths.
     {
       DecodeCase c = asInTheStep({"diag b1 L4096 graph+pdl+early-kv partials only", 1, 32, 8, 128, 16, {}, 4096});
       c.fused_combine = false;
       c.skip_combine = true;
+      runDecode<__nv_bfloat16>(c, bf16, rng);
+    }
+    for (int context : {4096, 32768}) {
+      DecodeCase c = asInTheStep(
+          {"diag b1 L" + std::to_string(context) + " graph+pdl+early-kv combine-kernel", 1, 32, 8, 128, 16, {}, context});
+      c.fused_combine = false;
       runDecode<__nv_bfloat16>(c, bf16, rng);
     }
     // The floor under the attention's dependency: a CTA reads only its

@@ -72,30 +72,6 @@ __device__ __forceinline__ void mergeSoftmaxState(float &m, float &l, float (&ac
 /// combine kernel spreads them over more threads).
 constexpr int kMaxFusedSplits = 128;
 
-/// Merges the num_splits partials of element `dim` of (seq, head) and writes
-/// the final output (and the natural-log LSE from dim 0).
-template <typename DType, int kHeadDim>
-__device__ __forceinline__ void combineOneElement(const DecodeParams &p, int seq, int head, int dim) {
-  const long long rows = (long long)p.batch * p.num_qo_heads;
-  const long long row = (long long)seq * p.num_qo_heads + head;
-  float max_lse = -INFINITY;
-  for (int s = 0; s < p.num_splits; ++s)
-    max_lse = fmaxf(max_lse, __ldcg(p.maybe_partial_lse + s * rows + row));
-  float weight_sum = 0.f, out = 0.f;
-  if (max_lse != -INFINITY) {
-    for (int s = 0; s < p.num_splits; ++s) {
-      float w = exp2f(__ldcg(p.maybe_partial_lse + s * rows + row) - max_lse);
-      weight_sum += w;
-      out += w * __ldcg(p.maybe_partial_o + (s * rows + row) * kHeadDim + dim);
-    }
-    out /= weight_sum;
-  }
-  DType *o = static_cast<DType *>(p.o) + seq * p.o_batch_stride + head * p.o_head_stride;
-  o[dim] = ElementOps<DType>::fromFloat(out);
-  if (p.maybe_lse != nullptr && dim == 0)
-    p.maybe_lse[row] = max_lse == -INFINITY ? -INFINITY : (max_lse + log2f(weight_sum)) * kLn2;
-}
-
 /// Merges the num_splits partials of the G heads of (seq, kv_head) in one
 /// CTA and writes the output: load_lse(split, g) gives a split's base-2 LSE,
 /// load_o4(split, g, quad) four of its normalized output elements. This is
@@ -104,11 +80,10 @@ __device__ __forceinline__ void combineOneElement(const DecodeParams &p, int seq
 /// of its head at once (one L2 round trip for up to that many splits, not
 /// one for the weights and another for the outputs) and rescales its
 /// running sum between batches; splits are summed in order (deterministic).
-template <typename T, int G, int D, int kThreads, typename LoadLse, typename LoadO4>
+template <typename T, int G, int D, int kThreads, int kSplitsPerLoad = 8, typename LoadLse, typename LoadO4>
 __device__ __forceinline__ void combineSplitsInCta(const DecodeParams &params, int seq, int kv_head,
                                                    LoadLse load_lse, LoadO4 load_o4) {
   using Ops = ElementOps<T>;
-  constexpr int kSplitsPerLoad = 8;
   const int num_splits = params.num_splits;
   constexpr int kQuads = D / 4;
   for (int idx = threadIdx.x; idx < G * kQuads; idx += kThreads) {
@@ -527,12 +502,27 @@ __global__ void __launch_bounds__(Traits::kThreads) pagedDecodeKernel(const Deco
   decodeEpilogue<T, G, D, W, Traits::kThreads>(params, warp_acc, warp_m, warp_l, split, seq, kv_head);
 }
 
-/// Merges split partials: grid (batch * qo_heads), block kHeadDim threads.
+/// The split merge as a launch of its own (DecodeParams without split
+/// counters): grid (qo_heads, batch), a thread per four output elements,
+/// kCombineSplitsPerLoad splits' partials loaded at once (one L2 round trip
+/// a batch: at b1 L4096's 32 splits, one). Launched with PDL after a decode
+/// launch that is, so its CTAs wait beside the decode's and start as it
+/// ends: the chain after the last partial is the wait's release and one
+/// round trip, where the fused combine's last CTA waits for its stores to be
+/// acknowledged, for its count, then loads every split's partial alone.
+constexpr int kCombineSplitsPerLoad = 32;
 template <typename DType, int kHeadDim>
-__global__ void __launch_bounds__(kHeadDim) combineSplitsKernel(const DecodeParams params) {
-  const int row = blockIdx.x;
-  combineOneElement<DType, kHeadDim>(params, row / params.num_qo_heads, row % params.num_qo_heads,
-                                     threadIdx.x);
+__global__ void __launch_bounds__(kHeadDim / 4) combineSplitsKernel(const __grid_constant__ DecodeParams params) {
+  pdlLaunchDependents();
+  pdlWait(); // the partials come from the decode launch before
+  const int head = blockIdx.x, seq = blockIdx.y;
+  const long long rows = (long long)params.batch * params.num_qo_heads;
+  const long long row = (long long)seq * params.num_qo_heads + head;
+  const float4 *partial_o = reinterpret_cast<const float4 *>(params.maybe_partial_o);
+  // One head a CTA: combineSplitsInCta's group of one, `head` as its kv head.
+  combineSplitsInCta<DType, 1, kHeadDim, kHeadDim / 4, kCombineSplitsPerLoad>(
+      params, seq, head, [&](int sp, int) { return __ldcg(params.maybe_partial_lse + sp * rows + row); },
+      [&](int sp, int, int quad4) { return __ldcg(partial_o + (sp * rows + row) * (kHeadDim / 4) + quad4); });
 }
 
 } // namespace txc::kernels

@@ -163,9 +163,8 @@ template <typename T> Status launchPagedDecodeTyped(const AttentionConfig &confi
         TXC_CUDA_CHECK(cudaGetLastError());
         if (p.num_splits > 1 && p.maybe_split_counters == nullptr && !p.cluster_combine &&
             !p.diagnostic_skip_combine) {
-          combineSplitsKernel<T, decltype(dim)::value>
-              <<<p.batch * p.num_qo_heads, decltype(dim)::value, 0, stream>>>(p);
-          TXC_CUDA_CHECK(cudaGetLastError());
+          TXC_CUDA_CHECK(launchKernel(combineSplitsKernel<T, kDim>, dim3(p.num_qo_heads, p.batch), dim3(kDim / 4), 0,
+                                      stream, p.programmatic_launch, p));
         }
         return Status::ok();
       });

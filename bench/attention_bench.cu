@@ -359,6 +359,9 @@ struct DecodeCase {
   // combine kernel (DecodeParams::diagnostic_skip_combine); the check runs
   // with it.
   bool skip_combine = false;
+  // Diagnostic: the timed launches run the fused combine's count only
+  // (DecodeParams::diagnostic_count_only); the check runs the whole merge.
+  bool count_only = false;
 };
 
 constexpr int kGraphLaunches = 20;
@@ -491,6 +494,7 @@ template <typename T> void runDecode(const DecodeCase &c, ElementType dtype, std
   for (auto &cache : caches) {
     params.push_back(paramsFor(cache));
     params.back().diagnostic_skip_combine = c.skip_combine;
+    params.back().diagnostic_count_only = c.count_only;
   }
   double ms = 0;
   if (c.cuda_graph) {
@@ -1250,6 +1254,11 @@ int main(int argc, char **argv) {
       DecodeCase c = asInTheStep({"diag b1 L4096 graph+pdl+early-kv partials only", 1, 32, 8, 128, 16, {}, 4096});
       c.fused_combine = false;
       c.skip_combine = true;
+      runDecode<__nv_bfloat16>(c, bf16, rng);
+    }
+    {
+      DecodeCase c = asInTheStep({"diag b1 L4096 graph+pdl+early-kv count only", 1, 32, 8, 128, 16, {}, 4096});
+      c.count_only = true;
       runDecode<__nv_bfloat16>(c, bf16, rng);
     }
     for (int context : {4096, 32768}) {

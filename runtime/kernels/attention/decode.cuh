@@ -208,6 +208,11 @@ __device__ __forceinline__ void mergeSplitsAsLastCta(const DecodeParams &params,
   __syncthreads();
   if (!is_last_split)
     return;
+  if (params.diagnostic_count_only) {
+    if (threadIdx.x == 0)
+      *counter = 0;
+    return;
+  }
   traceLatest(params.maybe_trace, kTraceLatestMarkD);
   if (!combineSplitsStaged<T, G, D, kThreads>(params, seq, kv_head, combine_stage,
                                               combine_stage_bytes)) {

@@ -141,6 +141,11 @@ struct DecodeParams {
   // not launched, so a timing tells the attention's time without its merge
   // (the output is left unwritten).
   bool diagnostic_skip_combine = false;
+  // Diagnostic: the fused combine's count runs (each CTA's partial released,
+  // the last CTA found) but the last CTA merges nothing, so a timing tells
+  // the count's share of the merge from the loads and arithmetic after it
+  // (the output is left unwritten).
+  bool diagnostic_count_only = false;
   // The folded rope (maybe_rope_qkv, with kv_before_wait) runs once before
   // the wait as a dry pass (on whatever the QKV holds then, writing only
   // shared memory that the real pass overwrites), through the same

@@ -32,6 +32,7 @@
 #include <cuda_runtime.h>
 
 #include "attention/attention.h"
+#include "attention/device_utils.cuh"
 #include "attention/pdl_launch.h"
 #include "attention_reference.cuh"
 
@@ -362,6 +363,10 @@ struct DecodeCase {
   // Diagnostic: the timed launches run the fused combine's count only
   // (DecodeParams::diagnostic_count_only); the check runs the whole merge.
   bool count_only = false;
+  // Diagnostic, with cuda_graph: after the timing, one replay with every
+  // launch stamping its trace slots (DecodeParams::maybe_trace), printed
+  // as the phases of a launch against the launch before (printLaunchTrace).
+  bool trace = false;
 };
 
 constexpr int kGraphLaunches = 20;
@@ -390,6 +395,60 @@ double timeGraphReplayMs(const std::function<void(cudaStream_t, int)> &launch) {
   cudaGraphDestroy(graph);
   cudaStreamDestroy(stream);
   return ms;
+}
+
+/// One replay of a graph of kGraphLaunches decode launches, launch i
+/// stamping the kTraceSlotsPerLaunch slots at trace + i * slots (globaltimer
+/// ns; device_utils.cuh's TraceSlot), after two untraced-buffer warm-up
+/// replays. Prints the mean over launches 4.. of each phase, from the
+/// launch before's last exit: where a launch's time goes in the step's
+/// setting (the timed figure is this period without the stamps' atomics).
+void printLaunchTrace(const std::string &name, const std::function<void(cudaStream_t, int, unsigned long long *)> &launch) {
+  constexpr int kSlots = txc::kernels::kTraceSlotsPerLaunch;
+  DeviceBuffer trace(sizeof(unsigned long long) * kSlots * kGraphLaunches);
+  cudaStream_t stream;
+  BENCH_CHECK_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  cudaGraph_t graph;
+  cudaGraphExec_t exec;
+  BENCH_CHECK_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
+  for (int i = 0; i < kGraphLaunches; ++i)
+    launch(stream, i, trace.as<unsigned long long>() + i * kSlots);
+  BENCH_CHECK_CUDA(cudaStreamEndCapture(stream, &graph));
+  BENCH_CHECK_CUDA(cudaGraphInstantiate(&exec, graph, 0));
+  for (int round = 0; round < 3; ++round) {
+    BENCH_CHECK_CUDA(cudaMemsetAsync(trace.ptr, 0, sizeof(unsigned long long) * kSlots * kGraphLaunches, stream));
+    BENCH_CHECK_CUDA(cudaGraphLaunch(exec, stream));
+  }
+  BENCH_CHECK_CUDA(cudaStreamSynchronize(stream));
+  std::vector<unsigned long long> h(kSlots * kGraphLaunches);
+  BENCH_CHECK_CUDA(cudaMemcpy(h.data(), trace.ptr, h.size() * sizeof(h[0]), cudaMemcpyDeviceToHost));
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  cudaStreamDestroy(stream);
+  using namespace txc::kernels;
+  // Phases from the launch before's last exit (ns): a stamp of 0 was not taken.
+  const std::pair<const char *, int> points[] = {
+      {"first block in", kTraceFirstEntry},     {"last block in", kTraceLatestEntry},
+      {"block 0 past wait", kTraceWaitRelease}, {"last past wait", kTraceLatestWaitRelease},
+      {"last query ready", kTraceLatestMarkA},  {"last tiles done", kTraceLatestMarkB},
+      {"last partial out", kTraceLatestMarkC},  {"last merger knows", kTraceLatestMarkD},
+      {"last exit", kTraceLastExit}};
+  std::printf("  trace %s (us after the launch before's last exit, mean of launches 4-%d):", name.c_str(),
+              kGraphLaunches - 1);
+  for (const auto &[label, slot] : points) {
+    double sum = 0;
+    int n = 0;
+    for (int i = 4; i < kGraphLaunches; ++i) {
+      const unsigned long long before = h[(i - 1) * kSlots + kTraceLastExit], at = h[i * kSlots + slot];
+      if (before != 0 && at != 0) {
+        sum += (double)(long long)(at - before);
+        ++n;
+      }
+    }
+    if (n > 0)
+      std::printf(" %s %.2f;", label, sum / n / 1e3);
+  }
+  std::printf("\n");
 }
 
 template <typename T> void runDecode(const DecodeCase &c, ElementType dtype, std::mt19937 &rng) {
@@ -501,6 +560,12 @@ template <typename T> void runDecode(const DecodeCase &c, ElementType dtype, std
     ms = timeGraphReplayMs([&](cudaStream_t stream, int i) {
       BENCH_CHECK_STATUS(launchPagedDecode(config, params[i % params.size()], stream));
     });
+    if (c.trace)
+      printLaunchTrace(c.name, [&](cudaStream_t stream, int i, unsigned long long *trace) {
+        DecodeParams p = params[i % params.size()];
+        p.maybe_trace = trace;
+        BENCH_CHECK_STATUS(launchPagedDecode(config, p, stream));
+      });
   } else {
     ms = timeMedianMs([&](int i) { BENCH_CHECK_STATUS(launchPagedDecode(config, params[i % params.size()], 0)); });
   }
@@ -1259,6 +1324,13 @@ int main(int argc, char **argv) {
     {
       DecodeCase c = asInTheStep({"diag b1 L4096 graph+pdl+early-kv count only", 1, 32, 8, 128, 16, {}, 4096});
       c.count_only = true;
+      runDecode<__nv_bfloat16>(c, bf16, rng);
+    }
+    // The issue's two b1 rows again, each followed by a traced replay.
+    for (int context : {4096, 32768}) {
+      DecodeCase c = asInTheStep(
+          {"diag b1 L" + std::to_string(context) + " graph+pdl+early-kv traced", 1, 32, 8, 128, 16, {}, context});
+      c.trace = true;
       runDecode<__nv_bfloat16>(c, bf16, rng);
     }
     for (int context : {4096, 32768}) {

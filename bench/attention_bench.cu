@@ -377,54 +377,57 @@ int kvCopiesFor(size_t kv_bytes) {
   return (int)std::min<size_t>(16, std::max<size_t>(1, (size_t(400) << 20) / kv_bytes));
 }
 
-/// ms per launch of kGraphLaunches launches (launch(stream, i)) captured in
-/// one graph and replayed: the host's launch path removed, the GPU-side time
-/// of the kernels and the gaps between them left.
+/// kGraphLaunches launches (launch(stream, i)) captured into one graph, on
+/// a stream of its own.
+struct LaunchGraph {
+  cudaStream_t stream = nullptr;
+  cudaGraph_t graph = nullptr;
+  cudaGraphExec_t exec = nullptr;
+  explicit LaunchGraph(const std::function<void(cudaStream_t, int)> &launch) {
+    BENCH_CHECK_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    BENCH_CHECK_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
+    for (int i = 0; i < kGraphLaunches; ++i)
+      launch(stream, i);
+    BENCH_CHECK_CUDA(cudaStreamEndCapture(stream, &graph));
+    BENCH_CHECK_CUDA(cudaGraphInstantiate(&exec, graph, 0));
+  }
+  LaunchGraph(const LaunchGraph &) = delete;
+  LaunchGraph &operator=(const LaunchGraph &) = delete;
+  ~LaunchGraph() {
+    cudaGraphExecDestroy(exec);
+    cudaGraphDestroy(graph);
+    cudaStreamDestroy(stream);
+  }
+};
+
+/// ms per launch of a LaunchGraph replayed: the host's launch path removed,
+/// the GPU-side time of the kernels and the gaps between them left.
 double timeGraphReplayMs(const std::function<void(cudaStream_t, int)> &launch) {
-  cudaStream_t stream;
-  BENCH_CHECK_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-  cudaGraph_t graph;
-  cudaGraphExec_t exec;
-  BENCH_CHECK_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
-  for (int i = 0; i < kGraphLaunches; ++i)
-    launch(stream, i);
-  BENCH_CHECK_CUDA(cudaStreamEndCapture(stream, &graph));
-  BENCH_CHECK_CUDA(cudaGraphInstantiate(&exec, graph, 0));
-  const double ms = timeMedianMs([&](int) { BENCH_CHECK_CUDA(cudaGraphLaunch(exec, 0)); }) / kGraphLaunches;
-  cudaGraphExecDestroy(exec);
-  cudaGraphDestroy(graph);
-  cudaStreamDestroy(stream);
-  return ms;
+  LaunchGraph g(launch);
+  return timeMedianMs([&](int) { BENCH_CHECK_CUDA(cudaGraphLaunch(g.exec, 0)); }) / kGraphLaunches;
 }
 
-/// One replay of a graph of kGraphLaunches decode launches, launch i
-/// stamping the kTraceSlotsPerLaunch slots at trace + i * slots (globaltimer
-/// ns; device_utils.cuh's TraceSlot), after two untraced-buffer warm-up
-/// replays. Prints the mean over launches 4.. of each phase, from the
-/// launch before's last exit: where a launch's time goes in the step's
-/// setting (the timed figure is this period without the stamps' atomics).
-void printLaunchTrace(const std::string &name, const std::function<void(cudaStream_t, int, unsigned long long *)> &launch) {
+/// A LaunchGraph of decode launches, launch i stamping the
+/// kTraceSlotsPerLaunch slots at trace + i * slots (globaltimer ns;
+/// device_utils.cuh's TraceSlot), replayed three times on zeroed slots; the
+/// last replay's stamps are kept. Prints the mean over launches 4.. of each
+/// phase, from the launch before's last exit: where a launch's time goes in
+/// the step's setting (the timed figure is this period without the stamps'
+/// atomics).
+void printLaunchTrace(const std::string &name,
+                      const std::function<void(cudaStream_t, int, unsigned long long *)> &launch) {
   constexpr int kSlots = txc::kernels::kTraceSlotsPerLaunch;
   DeviceBuffer trace(sizeof(unsigned long long) * kSlots * kGraphLaunches);
-  cudaStream_t stream;
-  BENCH_CHECK_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-  cudaGraph_t graph;
-  cudaGraphExec_t exec;
-  BENCH_CHECK_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
-  for (int i = 0; i < kGraphLaunches; ++i)
-    launch(stream, i, trace.as<unsigned long long>() + i * kSlots);
-  BENCH_CHECK_CUDA(cudaStreamEndCapture(stream, &graph));
-  BENCH_CHECK_CUDA(cudaGraphInstantiate(&exec, graph, 0));
-  for (int round = 0; round < 3; ++round) {
-    BENCH_CHECK_CUDA(cudaMemsetAsync(trace.ptr, 0, sizeof(unsigned long long) * kSlots * kGraphLaunches, stream));
-    BENCH_CHECK_CUDA(cudaGraphLaunch(exec, stream));
+  {
+    LaunchGraph g([&](cudaStream_t stream, int i) { launch(stream, i, trace.as<unsigned long long>() + i * kSlots); });
+    for (int round = 0; round < 3; ++round) {
+      BENCH_CHECK_CUDA(cudaMemsetAsync(trace.ptr, 0, sizeof(unsigned long long) * kSlots * kGraphLaunches, g.stream));
+      BENCH_CHECK_CUDA(cudaGraphLaunch(g.exec, g.stream));
+    }
+    BENCH_CHECK_CUDA(cudaStreamSynchronize(g.stream));
   }
-  BENCH_CHECK_CUDA(cudaStreamSynchronize(stream));
   std::vector<unsigned long long> h(kSlots * kGraphLaunches);
   BENCH_CHECK_CUDA(cudaMemcpy(h.data(), trace.ptr, h.size() * sizeof(h[0]), cudaMemcpyDeviceToHost));
-  cudaGraphExecDestroy(exec);
-  cudaGraphDestroy(graph);
-  cudaStreamDestroy(stream);
   using namespace txc::kernels;
   // Phases from the launch before's last exit (ns): a stamp of 0 was not taken.
   const std::pair<const char *, int> points[] = {
@@ -586,6 +589,19 @@ template <typename T> void runDecode(const DecodeCase &c, ElementType dtype, std
   t.shape_json = shape;
   std::printf("  time  %-40s %9.4f ms %8.0f GB/s (%5.1f%% of copy) splits %d\n", c.name.c_str(), ms, t.gbps,
               t.pct_copy, splits);
+  g_timings.push_back(t);
+}
+
+/// A diagnostic row that times launches alone (no bytes or FLOPs to count).
+void recordLaunchTiming(const std::string &name, double ms, const std::string &shape_json) {
+  TimingResult t;
+  t.kind = "launch";
+  t.name = name;
+  t.diagnostic = true;
+  t.ms = ms;
+  t.check = "n/a";
+  t.shape_json = shape_json;
+  std::printf("  time  %-40s %9.4f ms\n", t.name.c_str(), ms);
   g_timings.push_back(t);
 }
 
@@ -1301,16 +1317,10 @@ int main(int argc, char **argv) {
           BENCH_CHECK_CUDA(launchKernel(dependentChainKernel, dim3(kCtas), dim3(kThreads), smem_kb * 1024, stream,
                                         true, in.as<const uint4>(), out.as<uint4>(), round_trip));
         });
-        TimingResult t;
-        t.kind = "launch";
-        t.name = std::string("diag b1 L4096 grid, wait") + (round_trip ? " + L2 round trip + store" : " only") +
-                 ", " + std::to_string(smem_kb) + " KB a CTA, graph+pdl";
-        t.diagnostic = true;
-        t.ms = ms;
-        t.check = "n/a";
-        t.shape_json = "{\"ctas\": 256, \"threads\": 128}";
-        std::printf("  time  %-40s %9.4f ms\n", t.name.c_str(), ms);
-        g_timings.push_back(t);
+        recordLaunchTiming(std::string("diag b1 L4096 grid, wait") +
+                               (round_trip ? " + L2 round trip + store" : " only") + ", " +
+                               std::to_string(smem_kb) + " KB a CTA, graph+pdl",
+                           ms, "{\"ctas\": 256, \"threads\": 128}");
       }
     // The attention at b1 L4096 (32 splits) without its merge: the partials
     // written, the combine kernel not launched; and with the merge as a
@@ -1348,16 +1358,8 @@ int main(int argc, char **argv) {
       for (int smem_kb : {105, 73, 50})
         runReadFloor(context, splits, smem_kb * 1024, true, rng, true);
     {
-      double ms = timeMedianMs([](int) { emptyKernel<<<1, 32>>>(); BENCH_CHECK_CUDA(cudaGetLastError()); });
-      TimingResult t;
-      t.kind = "launch";
-      t.name = "diag empty kernel back-to-back";
-      t.ms = ms;
-      t.diagnostic = true;
-      t.shape_json = "{}";
-      t.check = "n/a";
-      std::printf("  time  %-40s %9.4f ms\n", t.name.c_str(), ms);
-      g_timings.push_back(t);
+      const double ms = timeMedianMs([](int) { emptyKernel<<<1, 32>>>(); BENCH_CHECK_CUDA(cudaGetLastError()); });
+      recordLaunchTiming("diag empty kernel back-to-back", ms, "{}");
     }
   }
   if (timing && prefill) {

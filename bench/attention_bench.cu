@@ -1217,6 +1217,17 @@ int main(int argc, char **argv) {
       c.forced_splits = splits;
       runDecode<__nv_bfloat16>(c, bf16, rng);
     }
+    // Where the split heuristic's grid covers every resident slot by a few
+    // CTAs (chooseDecodeSplits rounds the fill up: batch 4 x 8 KV heads at 9
+    // splits is 288 CTAs on the H100's and H200's 264 slots at two an SM,
+    // batch 5 at 7 is 280), against the split count that keeps one wave.
+    for (const auto &[batch, splits] : std::vector<std::pair<int, int>>{{4, 8}, {4, 9}, {5, 6}, {5, 7}}) {
+      DecodeCase c = asInTheStep({"diag b" + std::to_string(batch) + " L8192 graph+pdl+early-kv splits=" +
+                                      std::to_string(splits),
+                                  batch, 32, 8, 128, 16, {}, 8192});
+      c.forced_splits = splits;
+      runDecode<__nv_bfloat16>(c, bf16, rng);
+    }
     // Batch 1 at 16 splits, 128 CTAs at one an SM: the next launch's CTAs
     // fit beside this one's and start their K/V under its tail (the read
     // floor below reads at copy speed with room for the next launch, and

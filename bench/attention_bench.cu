@@ -95,8 +95,8 @@ __global__ void emptyKernel() {}
 /// the attention reads Q, and stores them, as it stores its output. Launched
 /// with the attention's grid, threads and shared memory.
 __global__ void dependentChainKernel(const uint4 *in, uint4 *out, bool round_trip) {
-  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
-  asm volatile("griddepcontrol.wait;" ::: "memory");
+  txc::kernels::pdlLaunchDependents();
+  txc::kernels::pdlWait();
   if (round_trip) {
     const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     out[i] = __ldcg(in + i);
@@ -118,7 +118,7 @@ __global__ void __launch_bounds__(256) pagedReadFloorKernel(const uint4 *k, cons
                                                             int num_pages, int pages_per_split, int kv_heads,
                                                             int chunks_per_page, bool wait_after_first,
                                                             unsigned *out) {
-  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+  txc::kernels::pdlLaunchDependents();
   const int p0 = blockIdx.x * pages_per_split, p1 = min(num_pages, p0 + pages_per_split);
   const int head = blockIdx.y;
   unsigned fold = 0;
@@ -132,8 +132,8 @@ __global__ void __launch_bounds__(256) pagedReadFloorKernel(const uint4 *k, cons
         a[i] = __ldcs(k + chunk);
         b[i] = __ldcs(v + chunk);
       }
-      if (!waited) { // the loads above stay in flight across it ("memory")
-        asm volatile("griddepcontrol.wait;" ::: "memory");
+      if (!waited) { // the loads above stay in flight across it (a "memory" clobber)
+        txc::kernels::pdlWait();
         waited = true;
       }
 #pragma unroll

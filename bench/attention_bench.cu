@@ -454,7 +454,9 @@ void printLaunchTrace(const std::string &name,
   std::printf("\n");
 }
 
-template <typename T> void runDecode(const DecodeCase &c, ElementType dtype, std::mt19937 &rng) {
+/// Checks the case against the reference; for a timed case prints and records the timing and
+/// returns the median launch in ms (0 when untimed).
+template <typename T> double runDecode(const DecodeCase &c, ElementType dtype, std::mt19937 &rng) {
   std::vector<int> lens = c.lens.empty() ? std::vector<int>(c.batch, c.context) : c.lens;
   const int batch = (int)lens.size();
   const int max_len = *std::max_element(lens.begin(), lens.end());
@@ -551,7 +553,7 @@ template <typename T> void runDecode(const DecodeCase &c, ElementType dtype, std
   CheckResult check = compareWithReference<T>("decode " + name, ra, cu_q, samples, o, q_elems, toleranceFor(dtype));
 
   if (!c.timed)
-    return;
+    return 0;
   std::vector<DecodeParams> params;
   for (auto &cache : caches) {
     params.push_back(paramsFor(cache));
@@ -590,6 +592,7 @@ template <typename T> void runDecode(const DecodeCase &c, ElementType dtype, std
   std::printf("  time  %-40s %9.4f ms %8.0f GB/s (%5.1f%% of copy) splits %d\n", c.name.c_str(), ms, t.gbps,
               t.pct_copy, splits);
   g_timings.push_back(t);
+  return ms;
 }
 
 /// A diagnostic row that times launches alone (no bytes or FLOPs to count).
@@ -1217,16 +1220,48 @@ int main(int argc, char **argv) {
       c.forced_splits = splits;
       runDecode<__nv_bfloat16>(c, bf16, rng);
     }
-    // Where the split heuristic's grid covers every resident slot by a few
-    // CTAs (chooseDecodeSplits rounds the fill up: batch 4 x 8 KV heads at 9
-    // splits is 288 CTAs on the H100's and H200's 264 slots at two an SM,
-    // batch 5 at 7 is 280), against the split count that keeps one wave.
-    for (const auto &[batch, splits] : std::vector<std::pair<int, int>>{{4, 8}, {4, 9}, {5, 6}, {5, 7}}) {
-      DecodeCase c = asInTheStep({"diag b" + std::to_string(batch) + " L8192 graph+pdl+early-kv splits=" +
-                                      std::to_string(splits),
-                                  batch, 32, 8, 128, 16, {}, 8192});
-      c.forced_splits = splits;
-      runDecode<__nv_bfloat16>(c, bf16, rng);
+    // The split heuristic at medium batches (below a near-full wave without
+    // splits), where the grid's wave count depends on the split: each shape at
+    // the heuristic's choice and at the counts that end one or two waves
+    // exactly or spill a few CTAs past them, then the heuristic's time over
+    // the best measured.
+    {
+      int device = 0, sms = 0, per_sm = 0;
+      BENCH_CHECK_CUDA(cudaGetDevice(&device));
+      BENCH_CHECK_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+      AttentionConfig gqa{ElementType::kBf16, 128, false};
+      BENCH_CHECK_STATUS(decodeCtasPerSm(gqa, 4, &per_sm));
+      const int slots = sms * per_sm;
+      const std::vector<std::pair<int, int>> sweep_shapes = {{2, 8192},  {3, 8192},  {4, 8192},
+                                                             {5, 8192},  {6, 8192},  {8, 4096},
+                                                             {12, 4096}, {16, 2048}, {24, 2048}};
+      for (auto [batch, context] : sweep_shapes) {
+        const int base = batch * 8;
+        int chosen = 0;
+        BENCH_CHECK_STATUS(planDecodeSplits(gqa, batch, 32, 8, context, &chosen));
+        std::vector<int> counts = {chosen};
+        for (int s : {slots / base, slots / base + 1, 2 * slots / base, 2 * slots / base + 1})
+          if (s >= 1 && s <= context / 128 &&
+              std::find(counts.begin(), counts.end(), s) == counts.end())
+            counts.push_back(s);
+        double chosen_ms = 0, best_ms = 0;
+        int best = 0;
+        for (int s : counts) {
+          const std::string name = "diag split sweep b" + std::to_string(batch) + " L" +
+                                   std::to_string(context) + " splits=" + std::to_string(s) +
+                                   (s == chosen ? " (heuristic)" : "");
+          DecodeCase c = asInTheStep({name, batch, 32, 8, 128, 16, {}, context});
+          c.forced_splits = s;
+          const double ms = runDecode<__nv_bfloat16>(c, bf16, rng);
+          if (s == chosen)
+            chosen_ms = ms;
+          if (best == 0 || ms < best_ms)
+            best = s, best_ms = ms;
+        }
+        std::printf("  sweep b%d L%d on %d slots: heuristic %d splits %.4f ms, best %d splits %.4f "
+                    "ms (%.2fx)\n",
+                    batch, context, slots, chosen, chosen_ms, best, best_ms, chosen_ms / best_ms);
+      }
     }
     // Batch 1 at 16 splits, 128 CTAs at one an SM: the next launch's CTAs
     // fit beside this one's and start their K/V under its tail (the read

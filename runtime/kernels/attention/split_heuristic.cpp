@@ -13,14 +13,14 @@ int chooseDecodeSplits(const DecodeSplitInputs &in) {
   const int cap = std::max(1, std::min(in.max_splits, max_by_length));
   const int floor = std::max(1, std::min(in.min_splits, cap));
 
-  int splits = floor;
-  // Below a near-full wave: the smallest split count whose grid covers every
-  // resident CTA slot, else the largest the chunk minimum allows. At a
-  // near-full wave more splits would only add merge traffic.
-  if (base_ctas * 5 < resident_ctas * 4) {
-    const int to_fill = (int)((resident_ctas + base_ctas - 1) / base_ctas);
-    splits = std::max(std::min(to_fill, cap), floor);
-  }
+  // The most splits whose grid fits one wave of resident CTAs. A grid that
+  // spills a few CTAs past a wave runs a second, almost empty wave of whole
+  // chunks, and two exact waves read slower than one (attention_bench's split
+  // sweep, run 246: one wave 84-98% of copy at batches 2-24, a spill of 8-120
+  // CTAs 57-88%, two waves 65-92%). Past a wave without splits, no split: more
+  // would only add merge traffic.
+  const int fit = (int)std::max(1LL, resident_ctas / base_ctas);
+  int splits = std::max(std::min(fit, cap), floor);
   // Even out the chunks: the same number of waves with equal-length chunks.
   if (splits > 1) {
     const int chunk = (in.max_kv_len + splits - 1) / splits;

@@ -3,10 +3,11 @@
 // Decode launches batch * kv_heads * num_splits CTAs. With few sequences and
 // kv heads (batch 1, 8 kv heads) that is far fewer CTAs than the GPU holds,
 // and one CTA cannot pull more than a fraction of the memory bandwidth. The
-// split cuts each sequence's keys into chunks so that the grid fills the GPU,
-// but never below a minimum chunk, because every split costs a partial
-// output write and a merge. Pure host code: the compiler calls it when it
-// picks the tactic of a decode launch, and CPU unit tests check it.
+// split cuts each sequence's keys into chunks so that the grid fills one wave
+// of resident CTAs without spilling into a second, but never below a minimum
+// chunk, because every split costs a partial output write and a merge. Pure
+// host code: the compiler calls it when it picks the tactic of a decode
+// launch, and CPU unit tests check it.
 //
 //===----------------------------------------------------------------------===//
 #pragma once

@@ -42,11 +42,21 @@ TEST(SplitHeuristic, ShortContextsRespectTheMinimumChunk) {
   EXPECT_GE((1000 + splits - 1) / splits, in.min_tokens_per_split);
 }
 
-TEST(SplitHeuristic, MediumBatchSplitsToCoverResidentSlots) {
-  DecodeSplitInputs in = h200(4, 8, 8192);
-  const int splits = chooseDecodeSplits(in);
-  EXPECT_GE(splits * 32, 132 * 2);
-  EXPECT_LE(splits, in.max_splits);
+TEST(SplitHeuristic, MediumBatchSplitsFillOneWaveWithoutSpilling) {
+  // 264 resident slots (132 SMs, two CTAs each). A grid past them runs a
+  // second wave of whole chunks: batch 4 at 9 splits (288 CTAs) read 65% of
+  // copy against 95% at 8 (256), run 246.
+  EXPECT_EQ(chooseDecodeSplits(h200(4, 8, 8192)), 8);
+  EXPECT_EQ(chooseDecodeSplits(h200(3, 8, 8192)), 11); // 264 CTAs: exactly one wave
+  EXPECT_EQ(chooseDecodeSplits(h200(2, 8, 8192)), 16);
+  EXPECT_EQ(chooseDecodeSplits(h200(12, 8, 4096)), 2);
+  // 192 CTAs unsplit fill 73% of the slots; two splits would spill 120.
+  EXPECT_EQ(chooseDecodeSplits(h200(24, 8, 2048)), 1);
+  for (int batch = 1; batch <= 33; ++batch) {
+    const int splits = chooseDecodeSplits(h200(batch, 8, 32768));
+    if (splits > 1)
+      EXPECT_LE(batch * 8 * splits, 264) << "batch " << batch;
+  }
 }
 
 TEST(SplitHeuristic, MinSplitsHoldsAtFullWavesWithinTheMinimumChunk) {

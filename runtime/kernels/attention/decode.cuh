@@ -158,8 +158,6 @@ __device__ __forceinline__ bool combineSplitsStaged(const DecodeParams &params, 
                                                     int stage_bytes, int item_begin, int item_end) {
   constexpr int kQuads = D / 4;
   constexpr int kLsePerThread = 4;
-  static_assert((kThreads & (kThreads - 1)) == 0 && ((G * kQuads) & (G * kQuads - 1)) == 0,
-                "the shares' loads take powers of two");
   const int n = params.num_splits, span = item_end - item_begin;
   if (stage == nullptr || n * (span * 16 + G * (int)sizeof(float)) > stage_bytes ||
       n * G > kLsePerThread * kThreads)
@@ -169,15 +167,11 @@ __device__ __forceinline__ bool combineSplitsStaged(const DecodeParams &params, 
   const long long rows = (long long)params.batch * params.num_qo_heads;
   const long long head0 = (long long)seq * params.num_qo_heads + kv_head * G;
   // A split's G heads are consecutive rows: G * kQuads consecutive float4.
-  // span and kThreads are powers of two: a thread takes item r of every
-  // step-th split from sp0 (no division in the loop: with one a load, a
-  // runtime division cost b1 L4096 1.1 us, device run 249).
   const float4 *partial_o = reinterpret_cast<const float4 *>(params.maybe_partial_o);
-  const int lanes = min(span, kThreads), step = kThreads / lanes;
-  const int r0 = threadIdx.x & (lanes - 1), sp0 = threadIdx.x / lanes;
-  for (int sp = sp0; sp < n; sp += step)
-    for (int r = r0; r < span; r += lanes)
-      cpAsync16(staged_o + sp * span + r, partial_o + (sp * rows + head0) * kQuads + item_begin + r);
+  for (int c = threadIdx.x; c < n * span; c += kThreads) {
+    const int sp = c / span, r = c % span;
+    cpAsync16(staged_o + c, partial_o + (sp * rows + head0) * kQuads + item_begin + r);
+  }
   cpAsyncCommit();
   float lse[kLsePerThread];
 #pragma unroll
@@ -230,24 +224,15 @@ __device__ __forceinline__ void mergeSplitsAsLastCta(const DecodeParams &params,
   traceLatest(params.maybe_trace, kTraceLatestMarkC);
   unsigned *counter = params.maybe_split_counters + seq * params.num_kv_heads + kv_head;
   const unsigned n = (unsigned)params.num_splits;
-  // A power of two (the shares' item spans are), at most n.
-  unsigned mergers = params.diagnostic_count_only ? 1u : (unsigned)max(params.fused_mergers, 1);
-  while (mergers > n || (mergers & (mergers - 1)) != 0)
-    mergers &= mergers - 1;
-  mergers = max(mergers, 1u);
-  unsigned old = 0;
+  const unsigned mergers =
+      params.diagnostic_count_only ? 1u : min(n, (unsigned)max(params.fused_mergers, 1));
   if (threadIdx.x == 0) {
-    old = atomicAddAcqRelGpu(counter, 1u);
+    const unsigned old = atomicAddAcqRelGpu(counter, 1u);
     const unsigned before = old & kSplitCountMask; // CTAs counted before this one
     int share = -1;
     if (before == n - 1) {
-      // The last: zero the count and advance the epoch, at once where
-      // others wait for it, else after the merge. Relaxed: a later
-      // read-modify-write of the counter continues the release sequence of
-      // every split's add, so a merger that acquires the new epoch sees all
-      // partials.
-      if (mergers > 1)
-        atomicAdd(counter, (1u << kSplitCountBits) - n);
+      // The last: zero the count and advance the epoch in one release.
+      redAddReleaseGpu(counter, (1u << kSplitCountBits) - n);
       share = 0;
     } else if (before + mergers >= n) {
       share = (int)(n - 1 - before);
@@ -258,17 +243,8 @@ __device__ __forceinline__ void mergeSplitsAsLastCta(const DecodeParams &params,
     merge_share = share;
   }
   __syncthreads();
-  if (merge_share < 0)
+  if (merge_share < 0 || params.diagnostic_count_only)
     return;
-  // The last of one merger: the next launch's count starts at zero.
-  const auto closeEpoch = [&] {
-    if (threadIdx.x == 0 && mergers == 1)
-      *counter = (old & ~kSplitCountMask) + (1u << kSplitCountBits);
-  };
-  if (params.diagnostic_count_only) {
-    closeEpoch();
-    return;
-  }
   traceLatest(params.maybe_trace, kTraceLatestMarkD);
   constexpr int kItems = G * (D / 4);
   const int per_share = (kItems + (int)mergers - 1) / (int)mergers;
@@ -286,7 +262,6 @@ __device__ __forceinline__ void mergeSplitsAsLastCta(const DecodeParams &params,
         },
         item_begin, item_end);
   }
-  closeEpoch();
 }
 
 /// Shared tail of the decode kernels: merges the per-warp softmax states held

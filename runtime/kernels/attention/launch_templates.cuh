@@ -109,12 +109,9 @@ Status launchDecodeMma(const DecodeParams &params, dim3 grid, unsigned cluster_x
                  ? std::max(n, 1)
                  : 1;
     }();
-    int device = 0;
+    int device = 0, sms = 0;
     TXC_CUDA_CHECK(cudaGetDevice(&device));
-    static int sms_by_device[64] = {};
-    int &sms = sms_by_device[device & 63];
-    if (sms == 0)
-      TXC_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+    TXC_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
     const long long per_sm = single || p.carveout_percent >= 0 ? 1 : per_sm_at_default_carveout;
     const long long ctas = (long long)grid.x * grid.y * grid.z;
     p.fused_mergers = ctas <= per_sm * sms ? kFusedMergers : 1;

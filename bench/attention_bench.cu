@@ -367,7 +367,6 @@ struct DecodeCase {
   // launch stamping its trace slots (DecodeParams::maybe_trace), printed
   // as the phases of a launch against the launch before (printLaunchTrace).
   bool trace = false;
-  int fused_mergers = 0; // DecodeParams::fused_mergers (0: the launcher's choice)
 };
 
 constexpr int kGraphLaunches = 20;
@@ -507,7 +506,6 @@ template <typename T> double runDecode(const DecodeCase &c, ElementType dtype, s
     p.single_kv_stage = c.single_kv_stage;
     p.wide_cta = c.wide_cta;
     p.carveout_percent = c.carveout_percent;
-    p.fused_mergers = c.fused_mergers;
     if (splits > 1) {
       p.maybe_partial_o = reinterpret_cast<float *>(workspace.as<char>() + ws.partial_o_offset);
       p.maybe_partial_lse = reinterpret_cast<float *>(workspace.as<char>() + ws.partial_lse_offset);
@@ -1384,16 +1382,6 @@ int main(int argc, char **argv) {
       c.count_only = true;
       runDecode<__nv_bfloat16>(c, bf16, rng);
     }
-    // The fused merge in one CTA (as before 2026-12-06) and shared by the
-    // last 2 and 4 to count themselves in (the launcher's choice at b1).
-    for (int context : {4096, 32768})
-      for (int mergers : {1, 2, 4}) {
-        DecodeCase c = asInTheStep({"diag b1 L" + std::to_string(context) + " graph+pdl+early-kv mergers=" +
-                                        std::to_string(mergers),
-                                    1, 32, 8, 128, 16, {}, context});
-        c.fused_mergers = mergers;
-        runDecode<__nv_bfloat16>(c, bf16, rng);
-      }
     // The issue's two b1 rows again, each followed by a traced replay.
     for (int context : {4096, 32768}) {
       DecodeCase c = asInTheStep(

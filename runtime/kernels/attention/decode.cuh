@@ -72,10 +72,6 @@ __device__ __forceinline__ void mergeSoftmaxState(float &m, float &l, float (&ac
 /// combine kernel spreads them over more threads).
 constexpr int kMaxFusedSplits = 128;
 
-/// How many CTAs share the fused merge where the launcher allows it
-/// (DecodeParams::fused_mergers): one a query head at GQA group 4.
-constexpr int kFusedMergers = 4;
-
 /// Merges the num_splits partials of the G heads of (seq, kv_head) in one
 /// CTA and writes the output: load_lse(split, g) gives a split's base-2 LSE,
 /// load_o4(split, g, quad) four of its normalized output elements. This is
@@ -84,16 +80,13 @@ constexpr int kFusedMergers = 4;
 /// of its head at once (one L2 round trip for up to that many splits, not
 /// one for the weights and another for the outputs) and rescales its
 /// running sum between batches; splits are summed in order (deterministic).
-/// Only the items [item_begin, item_end) of the G * D / 4 (head, quad) are
-/// merged: a share of the merge (DecodeParams::fused_mergers).
 template <typename T, int G, int D, int kThreads, int kSplitsPerLoad = 8, typename LoadLse, typename LoadO4>
 __device__ __forceinline__ void combineSplitsInCta(const DecodeParams &params, int seq, int kv_head,
-                                                   LoadLse load_lse, LoadO4 load_o4, int item_begin = 0,
-                                                   int item_end = G * (D / 4)) {
+                                                   LoadLse load_lse, LoadO4 load_o4) {
   using Ops = ElementOps<T>;
   const int num_splits = params.num_splits;
   constexpr int kQuads = D / 4;
-  for (int idx = item_begin + threadIdx.x; idx < item_end; idx += kThreads) {
+  for (int idx = threadIdx.x; idx < G * kQuads; idx += kThreads) {
     const int g = idx / kQuads, quad4 = idx % kQuads, head = kv_head * G + g;
     float run_max = -INFINITY, run_sum = 0.f;
     float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
@@ -150,27 +143,26 @@ __device__ __forceinline__ void combineSplitsInCta(const DecodeParams &params, i
 /// bitwise the cluster merge's) from shared memory. One L2 round trip where
 /// combineSplitsInCta's loop from global memory makes one per 8 splits, on
 /// the step's critical path (device run 73: Llama-3-8B at 16 splits takes 6 us
-/// from its last tile to its exit). Only the items [item_begin, item_end) of
-/// each split are loaded and merged. False, with nothing loaded, where the
+/// from its last tile to its exit). False, with nothing loaded, where the
 /// stage cannot hold num_splits partials.
 template <typename T, int G, int D, int kThreads>
 __device__ __forceinline__ bool combineSplitsStaged(const DecodeParams &params, int seq, int kv_head, void *stage,
-                                                    int stage_bytes, int item_begin, int item_end) {
+                                                    int stage_bytes) {
   constexpr int kQuads = D / 4;
+  constexpr int kSplitBytes = (G * D + G) * (int)sizeof(float);
   constexpr int kLsePerThread = 4;
-  const int n = params.num_splits, span = item_end - item_begin;
-  if (stage == nullptr || n * (span * 16 + G * (int)sizeof(float)) > stage_bytes ||
-      n * G > kLsePerThread * kThreads)
+  const int n = params.num_splits;
+  if (stage == nullptr || n * kSplitBytes > stage_bytes || n * G > kLsePerThread * kThreads)
     return false;
-  float4 *staged_o = static_cast<float4 *>(stage);                    // [split][item - item_begin]
-  float *staged_lse = reinterpret_cast<float *>(staged_o + n * span); // [split][g]
+  float4 *staged_o = static_cast<float4 *>(stage);         // [split][g][quad]
+  float *staged_lse = reinterpret_cast<float *>(staged_o + n * G * kQuads); // [split][g]
   const long long rows = (long long)params.batch * params.num_qo_heads;
   const long long head0 = (long long)seq * params.num_qo_heads + kv_head * G;
   // A split's G heads are consecutive rows: G * kQuads consecutive float4.
   const float4 *partial_o = reinterpret_cast<const float4 *>(params.maybe_partial_o);
-  for (int c = threadIdx.x; c < n * span; c += kThreads) {
-    const int sp = c / span, r = c % span;
-    cpAsync16(staged_o + c, partial_o + (sp * rows + head0) * kQuads + item_begin + r);
+  for (int c = threadIdx.x; c < n * G * kQuads; c += kThreads) {
+    const int sp = c / (G * kQuads), r = c % (G * kQuads);
+    cpAsync16(staged_o + c, partial_o + (sp * rows + head0) * kQuads + r);
   }
   cpAsyncCommit();
   float lse[kLsePerThread];
@@ -190,24 +182,13 @@ __device__ __forceinline__ bool combineSplitsStaged(const DecodeParams &params, 
   __syncthreads();
   combineSplitsInCta<T, G, D, kThreads>(
       params, seq, kv_head, [&](int sp, int g) { return staged_lse[sp * G + g]; },
-      [&](int sp, int g, int quad4) { return staged_o[sp * span + g * kQuads + quad4 - item_begin]; },
-      item_begin, item_end);
+      [&](int sp, int g, int quad4) { return staged_o[(sp * G + g) * kQuads + quad4]; });
   return true;
 }
 
-/// The split counter's low bits count the CTAs of this launch that stored
-/// their partial; the high bits are an epoch the last one advances as it
-/// zeroes the count, which is what the other mergers wait for.
-constexpr unsigned kSplitCountBits = 16;
-constexpr unsigned kSplitCountMask = (1u << kSplitCountBits) - 1;
-
-/// The fused combine: the CTA's partial is stored; the last
-/// DecodeParams::fused_mergers CTAs of this (sequence, kv head) to count
-/// themselves in merge all splits, each a slice of the (head, quad) items:
-/// the last one at once, the others once they see its count. A 64 KB merge
-/// (32 splits of 4 heads at d128) through one SM was 1.6 us of b1 L4096's
-/// 10.5 us launch on an H100 (device run 241). Every thread of the CTA calls
-/// it.
+/// The fused combine: the CTA's partial is stored; the last CTA of this
+/// (sequence, kv head) to count itself in merges all splits. Every thread
+/// of the CTA calls it.
 template <typename T, int G, int D, int kThreads>
 __device__ __forceinline__ void mergeSplitsAsLastCta(const DecodeParams &params, int seq,
                                                      int kv_head, void *combine_stage,
@@ -215,43 +196,26 @@ __device__ __forceinline__ void mergeSplitsAsLastCta(const DecodeParams &params,
   const long long rows = (long long)params.batch * params.num_qo_heads;
   // One acquire-release add by thread 0 after the barrier orders the CTA's
   // partial stores before the count (the barrier puts them before it, and a
-  // release is cumulative) and, in a merger, the other splits' partials
-  // before its loads (its acquire, or the last one's release of the epoch,
-  // then the barrier), as cooperative groups' grid sync does with its
-  // master thread's fence: no fence a thread.
-  __shared__ int merge_share; // this CTA's slice of the merge, or -1
+  // release is cumulative) and, in the last CTA, the other splits' partials
+  // before its loads (its acquire, then the barrier), as cooperative groups'
+  // grid sync does with its master thread's fence: no fence a thread.
+  __shared__ bool is_last_split;
   __syncthreads();
   traceLatest(params.maybe_trace, kTraceLatestMarkC);
   unsigned *counter = params.maybe_split_counters + seq * params.num_kv_heads + kv_head;
-  const unsigned n = (unsigned)params.num_splits;
-  const unsigned mergers =
-      params.diagnostic_count_only ? 1u : min(n, (unsigned)max(params.fused_mergers, 1));
-  if (threadIdx.x == 0) {
-    const unsigned old = atomicAddAcqRelGpu(counter, 1u);
-    const unsigned before = old & kSplitCountMask; // CTAs counted before this one
-    int share = -1;
-    if (before == n - 1) {
-      // The last: zero the count and advance the epoch in one release.
-      redAddReleaseGpu(counter, (1u << kSplitCountBits) - n);
-      share = 0;
-    } else if (before + mergers >= n) {
-      share = (int)(n - 1 - before);
-      const unsigned epoch = old >> kSplitCountBits;
-      while ((loadAcquireGpu(counter) >> kSplitCountBits) == epoch) {
-      }
-    }
-    merge_share = share;
-  }
+  if (threadIdx.x == 0)
+    is_last_split = atomicAddAcqRelGpu(counter, 1u) == (unsigned)params.num_splits - 1;
   __syncthreads();
-  if (merge_share < 0 || params.diagnostic_count_only)
+  if (!is_last_split)
     return;
+  if (params.diagnostic_count_only) {
+    if (threadIdx.x == 0)
+      *counter = 0;
+    return;
+  }
   traceLatest(params.maybe_trace, kTraceLatestMarkD);
-  constexpr int kItems = G * (D / 4);
-  const int per_share = (kItems + (int)mergers - 1) / (int)mergers;
-  const int item_begin = min(kItems, merge_share * per_share);
-  const int item_end = min(kItems, item_begin + per_share);
   if (!combineSplitsStaged<T, G, D, kThreads>(params, seq, kv_head, combine_stage,
-                                              combine_stage_bytes, item_begin, item_end)) {
+                                              combine_stage_bytes)) {
     const long long head0 = (long long)seq * params.num_qo_heads + kv_head * G;
     const float4 *partial_o = reinterpret_cast<const float4 *>(params.maybe_partial_o);
     combineSplitsInCta<T, G, D, kThreads>(
@@ -259,9 +223,10 @@ __device__ __forceinline__ void mergeSplitsAsLastCta(const DecodeParams &params,
         [&](int sp, int g) { return __ldcg(params.maybe_partial_lse + sp * rows + head0 + g); },
         [&](int sp, int g, int quad4) {
           return __ldcg(partial_o + ((sp * rows + head0 + g) * D) / 4 + quad4);
-        },
-        item_begin, item_end);
+        });
   }
+  if (threadIdx.x == 0)
+    *counter = 0; // ready for the next launch (and for CUDA graph replays)
 }
 
 /// Shared tail of the decode kernels: merges the per-warp softmax states held

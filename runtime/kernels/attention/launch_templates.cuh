@@ -89,33 +89,13 @@ inline Status checkDecodeParams(const DecodeParams &p) {
 /// One launch of the tensor-core decode kernel; with one K/V stage at the
 /// carveout one CTA needs unless carveout_percent says otherwise.
 template <class Traits, class Variant>
-Status launchDecodeMma(const DecodeParams &params, dim3 grid, unsigned cluster_x, bool non_portable,
-                       cudaStream_t stream) {
+Status launchDecodeMma(const DecodeParams &p, dim3 grid, unsigned cluster_x, bool non_portable, cudaStream_t stream) {
   auto kernel = pagedDecodeMmaKernel<Traits, Variant>;
   TXC_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Traits::kSmemBytes));
   if (non_portable)
     TXC_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
-  const bool single = Traits::kWide || params.single_kv_stage;
+  const bool single = Traits::kWide || p.single_kv_stage;
   const int smem = single ? Traits::kSmemBytesSingleStage : Traits::kSmemBytes;
-  DecodeParams p = params;
-  if (p.fused_mergers == 0) {
-    // Mergers wait for the last split's count holding their slots, so only
-    // where every CTA of the grid is resident at once: two or more an SM at
-    // the driver's carveout (the occupancy API's figure), else one.
-    static const int per_sm_at_default_carveout = [&] {
-      int n = 0;
-      return cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel, Traits::kThreads, Traits::kSmemBytes) ==
-                     cudaSuccess
-                 ? std::max(n, 1)
-                 : 1;
-    }();
-    int device = 0, sms = 0;
-    TXC_CUDA_CHECK(cudaGetDevice(&device));
-    TXC_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-    const long long per_sm = single || p.carveout_percent >= 0 ? 1 : per_sm_at_default_carveout;
-    const long long ctas = (long long)grid.x * grid.y * grid.z;
-    p.fused_mergers = ctas <= per_sm * sms ? kFusedMergers : 1;
-  }
   int carveout = p.carveout_percent;
   if (carveout < 0 && single) {
     // The carveout one CTA needs, not the driver's choice (which

@@ -98,12 +98,6 @@ struct DecodeParams {
   // When set, the last split to finish for a (sequence, kv head) merges the
   // partials itself and resets its counter, saving the combine launch.
   unsigned *maybe_split_counters = nullptr; // [batch, kv_heads], zero before first use
-  // With split counters: how many of the last CTAs of a (sequence, kv head)
-  // to count themselves in share its merge, each a slice of the heads' output
-  // elements (the others wait for the last one's count). 0: the launcher
-  // decides, kFusedMergers where the grid fits one wave of resident CTAs (a
-  // waiting CTA holds its slot), else 1.
-  int fused_mergers = 0;
   // With 2..cluster_max_splits splits: the splits of a (sequence, kv head)
   // run as one thread-block cluster and merge through distributed shared
   // memory (no partials in global memory, no counter); the launcher sets the

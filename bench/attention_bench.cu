@@ -1263,6 +1263,20 @@ int main(int argc, char **argv) {
                     batch, context, slots, chosen, chosen_ms, best, best_ms, chosen_ms / best_ms);
       }
     }
+    // Qwen3-0.6B's group of 2 at batch 4 (the split heuristic's 8 splits,
+    // and 9 as before 2026-12-06), merged in 8-CTA clusters as its decode
+    // step asks (the launcher merges through global memory where the
+    // clusters do not fit one wave) and by the fused merge.
+    for (const auto &[splits, cluster] :
+         std::vector<std::pair<int, bool>>{{8, true}, {8, false}, {9, false}}) {
+      const std::string name =
+          "diag b4 L4096 h16/8 graph+pdl+early-kv splits=" + std::to_string(splits) +
+          (cluster ? " cluster asked" : "");
+      DecodeCase c = asInTheStep({name, 4, 16, 8, 128, 16, {}, 4096});
+      c.cluster_combine = cluster;
+      c.forced_splits = splits;
+      runDecode<__nv_bfloat16>(c, bf16, rng);
+    }
     // Batch 1 at 16 splits, 128 CTAs at one an SM: the next launch's CTAs
     // fit beside this one's and start their K/V under its tail (the read
     // floor below reads at copy speed with room for the next launch, and

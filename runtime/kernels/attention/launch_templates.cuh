@@ -7,6 +7,8 @@
 #pragma once
 
 #include <algorithm>
+#include <map>
+#include <mutex>
 #include <type_traits>
 
 #include <string>
@@ -112,6 +114,57 @@ Status launchDecodeMma(const DecodeParams &p, dim3 grid, unsigned cluster_x, boo
   return Status::ok();
 }
 
+/// Whether the grid's clusters (one a sequence and KV head, `cluster_x`
+/// splits each) are resident at once: a cluster needs its CTAs in one GPC, so
+/// 8-CTA clusters of two-an-SM CTAs can leave slots no cluster fits, and a
+/// grid past them runs a second wave of whole chunks (as a split grid past
+/// the resident CTAs does: split_heuristic.h).
+template <class Traits, class Variant>
+bool decodeClustersFitOneWave(const DecodeParams &p, dim3 grid, unsigned cluster_x,
+                              bool non_portable) {
+  auto kernel = pagedDecodeMmaKernel<Traits, Variant>;
+  const bool single = Traits::kWide || p.single_kv_stage;
+  const int smem = single ? Traits::kSmemBytesSingleStage : Traits::kSmemBytes;
+  int carveout = p.carveout_percent;
+  if (carveout < 0 && single) { // as launchDecodeMma asks
+    cudaFuncAttributes attributes{};
+    if (cudaFuncGetAttributes(&attributes, kernel) == cudaSuccess)
+      carveout = carveoutPercentFor(smem + static_cast<int>(attributes.sharedSizeBytes));
+  }
+  // The most resident clusters by (cluster size, carveout): asked once each.
+  static std::map<std::pair<unsigned, int>, int> most_clusters;
+  static std::mutex mutex;
+  std::lock_guard<std::mutex> lock(mutex);
+  auto it = most_clusters.find({cluster_x, carveout});
+  if (it == most_clusters.end()) {
+    cudaLaunchConfig_t config = {};
+    config.gridDim = grid;
+    config.blockDim = dim3(Traits::kThreads);
+    config.dynamicSmemBytes = smem;
+    cudaLaunchAttribute attributes[2];
+    attributes[0].id = cudaLaunchAttributeClusterDimension;
+    attributes[0].val.clusterDim.x = cluster_x;
+    attributes[0].val.clusterDim.y = 1;
+    attributes[0].val.clusterDim.z = 1;
+    attributes[1].id = cudaLaunchAttributePreferredSharedMemoryCarveout;
+    attributes[1].val.sharedMemCarveout = static_cast<unsigned>(std::max(carveout, 0));
+    config.attrs = attributes;
+    config.numAttrs = carveout >= 0 ? 2 : 1;
+    int clusters = 0;
+    if (cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             Traits::kSmemBytes) != cudaSuccess ||
+        (non_portable &&
+         cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) !=
+             cudaSuccess) ||
+        cudaOccupancyMaxActiveClusters(&clusters, kernel, &config) != cudaSuccess) {
+      (void)cudaGetLastError();
+      return true; // unknown: as asked (a launch error reports itself)
+    }
+    it = most_clusters.emplace(std::make_pair(cluster_x, carveout), clusters).first;
+  }
+  return (long long)grid.y * grid.z <= it->second;
+}
+
 template <typename T> Status launchPagedDecodeTyped(const AttentionConfig &config, const DecodeParams &params,
                                                     cudaStream_t stream) {
   TXC_RETURN_IF_ERROR(checkDecodeParams(params));
@@ -120,8 +173,8 @@ template <typename T> Status launchPagedDecodeTyped(const AttentionConfig &confi
   DecodeParams p = params;
   p.cluster_combine = params.cluster_combine && params.num_splits >= 2 &&
                      params.num_splits <= std::min(params.cluster_max_splits, kMaxClusterSplits);
-  const unsigned cluster_x = p.cluster_combine ? static_cast<unsigned>(p.num_splits) : 1u;
-  const bool non_portable = cluster_x > static_cast<unsigned>(kPortableClusterSplits);
+  unsigned cluster_x = p.cluster_combine ? static_cast<unsigned>(p.num_splits) : 1u;
+  bool non_portable = cluster_x > static_cast<unsigned>(kPortableClusterSplits);
   const int group = p.num_qo_heads / p.num_kv_heads;
   if (p.maybe_rope_qkv != nullptr &&
       (group < kMinGroupForMmaDecode || p.rope_factors == nullptr || p.rope_slot_mapping == nullptr ||
@@ -143,6 +196,15 @@ template <typename T> Status launchPagedDecodeTyped(const AttentionConfig &confi
           // (checked above; the last branch only keeps the others unbuilt).
           using Variant = decltype(variant);
           constexpr bool kWideBuilt = kDim <= 128 && std::is_same_v<Variant, AttentionVariant<false, false, false>>;
+          // Clusters that do not fit one wave merge through global memory
+          // instead (the fused merge, or the combine kernel without counters).
+          if (!p.wide_cta && cluster_x > 1 &&
+              !decodeClustersFitOneWave<DecodeMmaTraits<T, kDim, kGroup>, Variant>(
+                  p, grid, cluster_x, non_portable)) {
+            p.cluster_combine = false;
+            cluster_x = 1;
+            non_portable = false;
+          }
           if (!p.wide_cta) {
             TXC_RETURN_IF_ERROR((launchDecodeMma<DecodeMmaTraits<T, kDim, kGroup>, Variant>(p, grid, cluster_x,
                                                                                              non_portable, stream)));

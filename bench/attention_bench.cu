@@ -1220,11 +1220,12 @@ int main(int argc, char **argv) {
       c.forced_splits = splits;
       runDecode<__nv_bfloat16>(c, bf16, rng);
     }
-    // The split heuristic at medium batches (below a near-full wave without
-    // splits), where the grid's wave count depends on the split: each shape at
-    // the heuristic's choice and at the counts that end one or two waves
-    // exactly or spill a few CTAs past them, then the heuristic's time over
-    // the best measured.
+    // The split heuristic at medium batches (below a wave without splits),
+    // where the grid's wave count depends on the split: each shape at the
+    // heuristic's choice and at the counts that end one or two waves exactly
+    // or spill a few CTAs past them; past a wave unsplit (the last three
+    // shapes: 1.03, 1.21 and 1.45 waves), at 1-4 splits. Then the
+    // heuristic's time over the best measured.
     {
       int device = 0, sms = 0, per_sm = 0;
       BENCH_CHECK_CUDA(cudaGetDevice(&device));
@@ -1234,13 +1235,18 @@ int main(int argc, char **argv) {
       const int slots = sms * per_sm;
       const std::vector<std::pair<int, int>> sweep_shapes = {{2, 8192},  {3, 8192},  {4, 8192},
                                                              {5, 8192},  {6, 8192},  {8, 4096},
-                                                             {12, 4096}, {16, 2048}, {24, 2048}};
+                                                             {12, 4096}, {16, 2048}, {24, 2048},
+                                                             {34, 4096}, {40, 4096}, {48, 4096}};
       for (auto [batch, context] : sweep_shapes) {
         const int base = batch * 8;
         int chosen = 0;
         BENCH_CHECK_STATUS(planDecodeSplits(gqa, batch, 32, 8, context, &chosen));
         std::vector<int> counts = {chosen};
-        for (int s : {slots / base, slots / base + 1, 2 * slots / base, 2 * slots / base + 1})
+        const std::vector<int> candidates =
+            base > slots ? std::vector<int>{1, 2, 3, 4}
+                         : std::vector<int>{slots / base, slots / base + 1, 2 * slots / base,
+                                            2 * slots / base + 1};
+        for (int s : candidates)
           if (s >= 1 && s <= context / 128 &&
               std::find(counts.begin(), counts.end(), s) == counts.end())
             counts.push_back(s);

@@ -174,7 +174,8 @@ times the step's parts; bench/ and test/gpu/ use them, serving does not):
                           decode GEMM instead (slower than cuBLASLt so far)
   --[no-]attention-cluster-combine
                           (cuda) decode attention merges its 2-8 splits in a
-                          thread-block cluster, not through global memory
+                          thread-block cluster, not through global memory,
+                          where the step's clusters are resident at once
                           (default on where a KV head serves at most 2 query
                           heads, else off: measured on the H200)
   --attention-cluster-max-splits N

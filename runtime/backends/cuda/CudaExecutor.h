@@ -182,7 +182,8 @@ struct CudaExecutorOptions {
   int64_t staged_gemv_max_bytes = int64_t{16} << 20;
   /// Decode attention of 2-8 splits merges them in a thread-block cluster
   /// through distributed shared memory instead of partials in global memory,
-  /// a fence and a counter (bit-identical). Unset:
+  /// a fence and a counter (bit-identical), where the launch's clusters are
+  /// resident at once (the launcher checks; device run 252). Unset:
   /// decodeAttentionSetup decides.
   std::optional<bool> attention_cluster_combine;
   /// The most splits the cluster merge takes, 2-16: 8 is the portable

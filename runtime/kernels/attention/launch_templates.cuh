@@ -11,6 +11,7 @@
 #include <mutex>
 #include <tuple>
 #include <type_traits>
+#include <utility>
 
 #include <string>
 
@@ -89,27 +90,38 @@ inline Status checkDecodeParams(const DecodeParams &p) {
   return Status::ok();
 }
 
-/// One launch of the tensor-core decode kernel; with one K/V stage at the
-/// carveout one CTA needs unless carveout_percent says otherwise.
+/// The dynamic shared memory and carveout (< 0: the driver's) of a
+/// tensor-core decode launch: with one K/V stage, the carveout one CTA
+/// needs unless carveout_percent says otherwise, not the driver's choice
+/// (which maximizes occupancy and so takes nearly all of the L1).
 template <class Traits, class Variant>
-Status launchDecodeMma(const DecodeParams &p, dim3 grid, unsigned cluster_x, bool non_portable, cudaStream_t stream) {
-  auto kernel = pagedDecodeMmaKernel<Traits, Variant>;
-  TXC_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Traits::kSmemBytes));
-  if (non_portable)
-    TXC_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
+std::pair<int, int> decodeMmaSmemAndCarveout(const DecodeParams &p) {
   const bool single = Traits::kWide || p.single_kv_stage;
   const int smem = single ? Traits::kSmemBytesSingleStage : Traits::kSmemBytes;
   int carveout = p.carveout_percent;
   if (carveout < 0 && single) {
-    // The carveout one CTA needs, not the driver's choice (which
-    // maximizes occupancy and so takes nearly all of the L1).
-    static const int static_bytes = [&] {
+    static const int static_bytes = [] {
       cudaFuncAttributes attributes{};
-      return cudaFuncGetAttributes(&attributes, kernel) == cudaSuccess ? static_cast<int>(attributes.sharedSizeBytes)
-                                                                       : 0;
+      return cudaFuncGetAttributes(&attributes, pagedDecodeMmaKernel<Traits, Variant>) ==
+                     cudaSuccess
+                 ? static_cast<int>(attributes.sharedSizeBytes)
+                 : 0;
     }();
     carveout = carveoutPercentFor(smem + static_bytes);
   }
+  return {smem, carveout};
+}
+
+/// One launch of the tensor-core decode kernel.
+template <class Traits, class Variant>
+Status launchDecodeMma(const DecodeParams &p, dim3 grid, unsigned cluster_x, bool non_portable,
+                       cudaStream_t stream) {
+  auto kernel = pagedDecodeMmaKernel<Traits, Variant>;
+  TXC_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                      Traits::kSmemBytes));
+  if (non_portable)
+    TXC_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
+  const auto [smem, carveout] = decodeMmaSmemAndCarveout<Traits, Variant>(p);
   TXC_CUDA_CHECK(launchKernelWithCarveout(kernel, grid, dim3(Traits::kThreads), smem, stream, p.programmatic_launch,
                                           cluster_x, carveout, p));
   return Status::ok();
@@ -122,12 +134,12 @@ Status launchDecodeMma(const DecodeParams &p, dim3 grid, unsigned cluster_x, boo
 /// the resident CTAs does: split_heuristic.h). Qwen3-0.6B at batch 4, 4000
 /// tokens: 8 splits in clusters 2.213 ms a step, merged through global
 /// memory 1.740 (device run 252). `smem` is the launch's dynamic shared
-/// memory (the kernel's attribute already allows it), `carveout` its
-/// carveout (< 0: the driver's).
+/// memory, `max_smem` what the kernel's attribute allows (its launcher sets
+/// the same; 0: none), `carveout` the launch's (< 0: the driver's). Asked of
+/// the driver once a launch shape.
 template <typename... Params>
-bool decodeClustersFitOneWave(void (*kernel)(Params...), int threads, int smem, int carveout, dim3 grid,
-                              unsigned cluster_x, bool non_portable) {
-  // The most resident clusters of a launch shape: asked once each.
+bool decodeClustersFitOneWave(void (*kernel)(Params...), int threads, int smem, int max_smem,
+                              int carveout, dim3 grid, unsigned cluster_x, bool non_portable) {
   using Key = std::tuple<const void *, unsigned, int, int>;
   static std::map<Key, int> most_clusters;
   static std::mutex mutex;
@@ -149,8 +161,11 @@ bool decodeClustersFitOneWave(void (*kernel)(Params...), int threads, int smem, 
     config.attrs = attributes;
     config.numAttrs = carveout >= 0 ? 2 : 1;
     int clusters = 0;
-    if ((non_portable &&
-         cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) != cudaSuccess) ||
+    if ((max_smem > 0 && cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                              max_smem) != cudaSuccess) ||
+        (non_portable &&
+         cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) !=
+             cudaSuccess) ||
         cudaOccupancyMaxActiveClusters(&clusters, kernel, &config) != cudaSuccess) {
       (void)cudaGetLastError();
       return true; // unknown: as asked (a launch error reports itself)
@@ -158,28 +173,6 @@ bool decodeClustersFitOneWave(void (*kernel)(Params...), int threads, int smem, 
     it = most_clusters.emplace(key, clusters).first;
   }
   return (long long)grid.y * grid.z <= it->second;
-}
-
-/// decodeClustersFitOneWave for the tensor-core kernel as launchDecodeMma
-/// launches it.
-template <class Traits, class Variant>
-bool decodeMmaClustersFitOneWave(const DecodeParams &p, dim3 grid, unsigned cluster_x, bool non_portable) {
-  auto kernel = pagedDecodeMmaKernel<Traits, Variant>;
-  const bool single = Traits::kWide || p.single_kv_stage;
-  const int smem = single ? Traits::kSmemBytesSingleStage : Traits::kSmemBytes;
-  int carveout = p.carveout_percent;
-  if (carveout < 0 && single) {
-    cudaFuncAttributes attributes{};
-    if (cudaFuncGetAttributes(&attributes, kernel) == cudaSuccess)
-      carveout = carveoutPercentFor(smem + static_cast<int>(attributes.sharedSizeBytes));
-  }
-  // The attribute launchDecodeMma sets (the most any launch asks for).
-  if (cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Traits::kSmemBytes) !=
-      cudaSuccess) {
-    (void)cudaGetLastError();
-    return true;
-  }
-  return decodeClustersFitOneWave(kernel, Traits::kThreads, smem, carveout, grid, cluster_x, non_portable);
 }
 
 template <typename T> Status launchPagedDecodeTyped(const AttentionConfig &config, const DecodeParams &params,
@@ -192,6 +185,13 @@ template <typename T> Status launchPagedDecodeTyped(const AttentionConfig &confi
                      params.num_splits <= std::min(params.cluster_max_splits, kMaxClusterSplits);
   unsigned cluster_x = p.cluster_combine ? static_cast<unsigned>(p.num_splits) : 1u;
   bool non_portable = cluster_x > static_cast<unsigned>(kPortableClusterSplits);
+  // Clusters that do not fit one wave merge through global memory instead
+  // (the fused merge, or the combine kernel without counters).
+  auto mergeWithoutCluster = [&] {
+    p.cluster_combine = false;
+    cluster_x = 1;
+    non_portable = false;
+  };
   const int group = p.num_qo_heads / p.num_kv_heads;
   if (p.maybe_rope_qkv != nullptr &&
       (group < kMinGroupForMmaDecode || p.rope_factors == nullptr || p.rope_slot_mapping == nullptr ||
@@ -213,14 +213,13 @@ template <typename T> Status launchPagedDecodeTyped(const AttentionConfig &confi
           // (checked above; the last branch only keeps the others unbuilt).
           using Variant = decltype(variant);
           constexpr bool kWideBuilt = kDim <= 128 && std::is_same_v<Variant, AttentionVariant<false, false, false>>;
-          // Clusters that do not fit one wave merge through global memory
-          // instead (the fused merge, or the combine kernel without counters).
-          if (!p.wide_cta && cluster_x > 1 &&
-              !decodeMmaClustersFitOneWave<DecodeMmaTraits<T, kDim, kGroup>, Variant>(
-                  p, grid, cluster_x, non_portable)) {
-            p.cluster_combine = false;
-            cluster_x = 1;
-            non_portable = false;
+          if (!p.wide_cta && cluster_x > 1) {
+            using Traits = DecodeMmaTraits<T, kDim, kGroup>;
+            const auto [smem, carveout] = decodeMmaSmemAndCarveout<Traits, Variant>(p);
+            if (!decodeClustersFitOneWave(pagedDecodeMmaKernel<Traits, Variant>, Traits::kThreads,
+                                          smem, Traits::kSmemBytes, carveout, grid, cluster_x,
+                                          non_portable))
+              mergeWithoutCluster();
           }
           if (!p.wide_cta) {
             TXC_RETURN_IF_ERROR((launchDecodeMma<DecodeMmaTraits<T, kDim, kGroup>, Variant>(p, grid, cluster_x,
@@ -234,12 +233,10 @@ template <typename T> Status launchPagedDecodeTyped(const AttentionConfig &confi
         } else {
           using Traits = DecodeTraits<T, kDim, kGroup>;
           auto kernel = pagedDecodeKernel<Traits, decltype(variant)>;
-          if (cluster_x > 1 && !decodeClustersFitOneWave(kernel, Traits::kThreads, 0, p.carveout_percent, grid,
-                                                         cluster_x, non_portable)) {
-            p.cluster_combine = false;
-            cluster_x = 1;
-            non_portable = false;
-          }
+          if (cluster_x > 1 &&
+              !decodeClustersFitOneWave(kernel, Traits::kThreads, 0, 0, p.carveout_percent, grid,
+                                        cluster_x, non_portable))
+            mergeWithoutCluster();
           if (non_portable)
             TXC_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
           TXC_CUDA_CHECK(launchKernelWithCarveout(kernel, grid, dim3(Traits::kThreads), 0, stream,

@@ -363,6 +363,12 @@ struct DecodeCase {
   // Diagnostic: the timed launches run the fused combine's count only
   // (DecodeParams::diagnostic_count_only); the check runs the whole merge.
   bool count_only = false;
+  // Diagnostic: the merging CTA merges this many times
+  // (DecodeParams::diagnostic_merge_passes); the check merges once.
+  int merge_passes = 1;
+  // DecodeParams::dependents: when the next launch's CTAs may start
+  // (with pdl; kAtStart lets them in, and their early loads out, at once).
+  DecodeParams::Dependents dependents = DecodeParams::Dependents::kAtStart;
   // Diagnostic, with cuda_graph: after the timing, one replay with every
   // launch stamping its trace slots (DecodeParams::maybe_trace), printed
   // as the phases of a launch against the launch before (printLaunchTrace).
@@ -452,6 +458,29 @@ void printLaunchTrace(const std::string &name,
       std::printf(" %s %.2f;", label, sum / n / 1e3);
   }
   std::printf("\n");
+  // The merger of sequence 0's KV head 0: SM cycles after it knows it merges.
+  const char *merger_points[] = {"issued", "landed", "merged"};
+  bool any = false;
+  for (int p = 1; p < kTraceMergerPoints; ++p) {
+    double sum = 0;
+    int n = 0;
+    for (int i = 4; i < kGraphLaunches; ++i) {
+      const unsigned long long *clock = &h[i * kSlots + kTraceMergerClock];
+      if (clock[kMergerKnows] != 0 && clock[p] != 0) {
+        sum += (double)(long long)(clock[p] - clock[kMergerKnows]);
+        ++n;
+      }
+    }
+    if (n == 0)
+      continue;
+    if (!any)
+      std::printf("  trace %s merger (cycles after it knows, mean):", name.c_str());
+    any = true;
+    std::printf(" pass %d %s %.0f;", (p - 1) / kMergerPointsAPass + 1, merger_points[(p - 1) % kMergerPointsAPass],
+                sum / n);
+  }
+  if (any)
+    std::printf("\n");
 }
 
 /// Checks the case against the reference; for a timed case prints and records the timing and
@@ -506,6 +535,7 @@ template <typename T> double runDecode(const DecodeCase &c, ElementType dtype, s
     p.single_kv_stage = c.single_kv_stage;
     p.wide_cta = c.wide_cta;
     p.carveout_percent = c.carveout_percent;
+    p.dependents = c.dependents;
     if (splits > 1) {
       p.maybe_partial_o = reinterpret_cast<float *>(workspace.as<char>() + ws.partial_o_offset);
       p.maybe_partial_lse = reinterpret_cast<float *>(workspace.as<char>() + ws.partial_lse_offset);
@@ -559,6 +589,7 @@ template <typename T> double runDecode(const DecodeCase &c, ElementType dtype, s
     params.push_back(paramsFor(cache));
     params.back().diagnostic_skip_combine = c.skip_combine;
     params.back().diagnostic_count_only = c.count_only;
+    params.back().diagnostic_merge_passes = c.merge_passes;
   }
   double ms = 0;
   if (c.cuda_graph) {
@@ -1407,6 +1438,24 @@ int main(int argc, char **argv) {
       DecodeCase c = asInTheStep(
           {"diag b1 L" + std::to_string(context) + " graph+pdl+early-kv traced", 1, 32, 8, 128, 16, {}, context});
       c.trace = true;
+      runDecode<__nv_bfloat16>(c, bf16, rng);
+      // The merger's second pass runs warm code on the same partials: its
+      // stamps against the first's, and this row's time against the one
+      // above, split the merge between instruction fetch and its loads.
+      c.name = "diag b1 L" + std::to_string(context) + " graph+pdl+early-kv traced, merge twice";
+      c.merge_passes = 2;
+      runDecode<__nv_bfloat16>(c, bf16, rng);
+      c.merge_passes = 1;
+      // Is the merger slowed by the next launch's CTAs beside it (their
+      // early K/V streaming in while it merges)? The same launch with the
+      // next one let in only after this one's tiles, and with no PDL at all.
+      c.name = "diag b1 L" + std::to_string(context) + " graph+pdl+early-kv traced, dependents after tiles";
+      c.dependents = DecodeParams::Dependents::kAfterTiles;
+      runDecode<__nv_bfloat16>(c, bf16, rng);
+      c.name = "diag b1 L" + std::to_string(context) + " graph traced, no pdl";
+      c.dependents = DecodeParams::Dependents::kAtStart;
+      c.pdl = false;
+      c.early_kv = false;
       runDecode<__nv_bfloat16>(c, bf16, rng);
     }
     for (int context : {4096, 32768}) {

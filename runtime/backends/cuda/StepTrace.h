@@ -18,10 +18,13 @@
 
 namespace txc::cuda {
 
-/// Stamps a traced launch takes (kernels::TraceSlot, device_utils.cuh), of
-/// which the last kTraceBlock0Points are block 0's SM clock.
+/// Stamps a traced launch takes (kernels::TraceSlot, device_utils.cuh): ten
+/// globaltimer stamps, then kTraceBlock0Points of block 0's SM clock, then
+/// kTraceMergerPoints of the merging CTA's (read by attention_bench only).
+constexpr int kTraceBlock0Clock = 10;
 constexpr int kTraceBlock0Points = 9;
-constexpr int kTraceSlotsPerLaunch = 10 + kTraceBlock0Points;
+constexpr int kTraceMergerPoints = 7;
+constexpr int kTraceSlotsPerLaunch = kTraceBlock0Clock + kTraceBlock0Points + kTraceMergerPoints;
 
 /// Block 0's points (kernels::TraceBlock0Point) after its wait release:
 /// fold loaded, fold heads done (warp 0's), query ready, first tile, tiles

@@ -93,7 +93,7 @@ Status CudaExecutor::State::readTrace() {
                           micros(stamps[S * i + 5]), micros(stamps[S * i + 6]), micros(stamps[S * i + 7]),
                           micros(stamps[S * i + 8]), micros(stamps[S * i + 9])});
     // Block 0's clock: cycles after its wait release, where every point is stamped.
-    const unsigned long long *clock = &stamps[S * i + (S - kTraceBlock0Points)];
+    const unsigned long long *clock = &stamps[S * i + kTraceBlock0Clock];
     bool stamped = true;
     for (int p = 0; p < kTraceBlock0Points; ++p)
       stamped = stamped && clock[p] != 0;

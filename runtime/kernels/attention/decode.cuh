@@ -144,10 +144,11 @@ __device__ __forceinline__ void combineSplitsInCta(const DecodeParams &params, i
 /// combineSplitsInCta's loop from global memory makes one per 8 splits, on
 /// the step's critical path (device run 73: Llama-3-8B at 16 splits takes 6 us
 /// from its last tile to its exit). False, with nothing loaded, where the
-/// stage cannot hold num_splits partials.
+/// stage cannot hold num_splits partials. Traced, the merger stamps pass
+/// `pass`'s points (traceMergerClock).
 template <typename T, int G, int D, int kThreads>
 __device__ __forceinline__ bool combineSplitsStaged(const DecodeParams &params, int seq, int kv_head, void *stage,
-                                                    int stage_bytes) {
+                                                    int stage_bytes, int pass = 0) {
   constexpr int kQuads = D / 4;
   constexpr int kSplitBytes = (G * D + G) * (int)sizeof(float);
   constexpr int kLsePerThread = 4;
@@ -165,6 +166,7 @@ __device__ __forceinline__ bool combineSplitsStaged(const DecodeParams &params, 
     cpAsync16(staged_o + c, partial_o + (sp * rows + head0) * kQuads + r);
   }
   cpAsyncCommit();
+  traceMergerClock(params.maybe_trace, seq, kv_head, kMergerIssued + kMergerPointsAPass * pass);
   float lse[kLsePerThread];
 #pragma unroll
   for (int i = 0; i < kLsePerThread; ++i) {
@@ -180,9 +182,14 @@ __device__ __forceinline__ bool combineSplitsStaged(const DecodeParams &params, 
   }
   cpAsyncWait<0>();
   __syncthreads();
+  traceMergerClock(params.maybe_trace, seq, kv_head, kMergerLanded + kMergerPointsAPass * pass);
   combineSplitsInCta<T, G, D, kThreads>(
       params, seq, kv_head, [&](int sp, int g) { return staged_lse[sp * G + g]; },
       [&](int sp, int g, int quad4) { return staged_o[(sp * G + g) * kQuads + quad4]; });
+  if (params.maybe_trace != nullptr) {
+    __syncthreads();
+    traceMergerClock(params.maybe_trace, seq, kv_head, kMergerMerged + kMergerPointsAPass * pass);
+  }
   return true;
 }
 
@@ -214,16 +221,24 @@ __device__ __forceinline__ void mergeSplitsAsLastCta(const DecodeParams &params,
     return;
   }
   traceLatest(params.maybe_trace, kTraceLatestMarkD);
-  if (!combineSplitsStaged<T, G, D, kThreads>(params, seq, kv_head, combine_stage,
-                                              combine_stage_bytes)) {
-    const long long head0 = (long long)seq * params.num_qo_heads + kv_head * G;
-    const float4 *partial_o = reinterpret_cast<const float4 *>(params.maybe_partial_o);
-    combineSplitsInCta<T, G, D, kThreads>(
-        params, seq, kv_head,
-        [&](int sp, int g) { return __ldcg(params.maybe_partial_lse + sp * rows + head0 + g); },
-        [&](int sp, int g, int quad4) {
-          return __ldcg(partial_o + ((sp * rows + head0 + g) * D) / 4 + quad4);
-        });
+  traceMergerClock(params.maybe_trace, seq, kv_head, kMergerKnows);
+  // Passes past the first (DecodeParams::diagnostic_merge_passes) run the
+  // same instructions on the same partials again, so the merger's stamps
+  // tell a cold pass (instruction fetch) from a warm one.
+#pragma unroll 1
+  for (int pass = 0; pass < params.diagnostic_merge_passes; ++pass) {
+    if (pass > 0)
+      __syncthreads(); // the pass before has read its stage
+    if (!combineSplitsStaged<T, G, D, kThreads>(params, seq, kv_head, combine_stage, combine_stage_bytes, pass)) {
+      const long long head0 = (long long)seq * params.num_qo_heads + kv_head * G;
+      const float4 *partial_o = reinterpret_cast<const float4 *>(params.maybe_partial_o);
+      combineSplitsInCta<T, G, D, kThreads>(
+          params, seq, kv_head,
+          [&](int sp, int g) { return __ldcg(params.maybe_partial_lse + sp * rows + head0 + g); },
+          [&](int sp, int g, int quad4) {
+            return __ldcg(partial_o + ((sp * rows + head0 + g) * D) / 4 + quad4);
+          });
+    }
   }
   if (threadIdx.x == 0)
     *counter = 0; // ready for the next launch (and for CUDA graph replays)

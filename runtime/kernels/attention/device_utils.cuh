@@ -46,8 +46,11 @@ __device__ __forceinline__ void pdlLaunchDependents() { asm volatile("griddepcon
 /// blocks would queue at one address). The decode attention's block 0 also
 /// stamps its SM clock (clock64) at kTraceBlock0Points points of its own
 /// [10]-[18] (traceBlock0Clock): the phases after its wait are a few hundred
-/// cycles each, finer than the latest-over-blocks points resolve. Slots
-/// start at zero (not stamped). A null pointer costs one test a block.
+/// cycles each, finer than the latest-over-blocks points resolve. The CTA
+/// that merges the splits of sequence 0's KV head 0 stamps its SM clock at
+/// kTraceMergerPoints points [19]-[25] (traceMergerClock): the serial tail
+/// of a split launch, a pass at a time (DecodeParams::diagnostic_merge_passes).
+/// Slots start at zero (not stamped). A null pointer costs one test a block.
 enum TraceSlot {
   kTraceFirstEntry = 0,
   kTraceLastEntry = 1,
@@ -61,7 +64,9 @@ enum TraceSlot {
   kTraceLatestMarkD = 9,
   kTraceBlock0Clock = 10,
   kTraceBlock0Points = 9,
-  kTraceSlotsPerLaunch = kTraceBlock0Clock + kTraceBlock0Points,
+  kTraceMergerClock = kTraceBlock0Clock + kTraceBlock0Points,
+  kTraceMergerPoints = 7,
+  kTraceSlotsPerLaunch = kTraceMergerClock + kTraceMergerPoints,
 };
 
 /// The points of traceBlock0Clock, in the order the decode attention passes
@@ -76,6 +81,17 @@ enum TraceBlock0Point {
   kBlock0TilesDone = 6,     // every copy waited for (mark B)
   kBlock0StatesStored = 7,  // the per-warp softmax states in shared memory
   kBlock0Exit = 8,          // the epilogue done
+};
+
+/// The points of traceMergerClock: the merger knows it merges, then for
+/// each of (at most) two passes over the partials its loads issued, landed
+/// (the whole CTA past them) and merged (the output stored, the whole CTA).
+enum TraceMergerPoint {
+  kMergerKnows = 0,
+  kMergerIssued = 1, // + 3 * pass
+  kMergerLanded = 2, // + 3 * pass
+  kMergerMerged = 3, // + 3 * pass
+  kMergerPointsAPass = 3,
 };
 
 __device__ __forceinline__ unsigned long long globalTimerNs() {
@@ -116,6 +132,14 @@ __device__ __forceinline__ void traceLatest(unsigned long long *trace, TraceSlot
 __device__ __forceinline__ void traceBlock0Clock(unsigned long long *trace, int point) {
   if (trace != nullptr && threadIdx.x == 0 && linearBlockIndex() == 0)
     trace[kTraceBlock0Clock + point] = clock64();
+}
+
+/// The merging CTA of (sequence 0, KV head 0)'s thread 0 records its SM
+/// clock at `point` (TraceMergerPoint; passes past the second are not
+/// stamped).
+__device__ __forceinline__ void traceMergerClock(unsigned long long *trace, int seq, int kv_head, int point) {
+  if (trace != nullptr && threadIdx.x == 0 && seq == 0 && kv_head == 0 && point < kTraceMergerPoints)
+    trace[kTraceMergerClock + point] = clock64();
 }
 
 /// After the block's last store: the caller's whole block reaches it (a

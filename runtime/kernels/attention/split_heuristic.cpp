@@ -17,10 +17,29 @@ int chooseDecodeSplits(const DecodeSplitInputs &in) {
   // spills a few CTAs past a wave runs a second, almost empty wave of whole
   // chunks, and two exact waves read slower than one (attention_bench's split
   // sweep, run 246: one wave 84-98% of copy at batches 2-24, a spill of 8-120
-  // CTAs 57-88%, two waves 65-92%). Past a wave without splits, no split: more
-  // would only add merge traffic.
+  // CTAs 57-88%, two waves 65-92%).
   const int fit = (int)std::max(1LL, resident_ctas / base_ctas);
   int splits = std::max(std::min(fit, cap), floor);
+  // Past a wave unsplit, the same arithmetic: the split of at most
+  // kMaxSplitsPastAWave with the fewest waves a chunk, where it cuts them by
+  // a tenth (a split's merge costs a little). An unsplit grid just past a
+  // wave runs a second wave of whole contexts on a few SMs: the sweep past a
+  // wave (run 254, H100, L4096) read b34 70% of copy unsplit against 93% at
+  // 4 splits, b40 81% against 98% (4), b48 96% against 101% (2); b64 and
+  // b256 (1.94 and 7.76 waves, ~100% unsplit) gain nothing and stay unsplit.
+  if (base_ctas > resident_ctas && floor == 1) {
+    constexpr int kMaxSplitsPastAWave = 4;
+    auto wavesPerChunk = [&](int s) { return (double)((base_ctas * s + resident_ctas - 1) / resident_ctas) / s; };
+    const double unsplit = wavesPerChunk(1);
+    double best = unsplit;
+    for (int s = 2; s <= std::min(cap, kMaxSplitsPastAWave); ++s)
+      if (wavesPerChunk(s) < best) {
+        best = wavesPerChunk(s);
+        splits = s;
+      }
+    if (best > 0.9 * unsplit)
+      splits = 1;
+  }
   // Even out the chunks: the same number of waves with equal-length chunks.
   if (splits > 1) {
     const int chunk = (in.max_kv_len + splits - 1) / splits;

@@ -34,6 +34,13 @@ TEST(SplitHeuristic, LargeBatchesDoNotSplit) {
   EXPECT_EQ(chooseDecodeSplits(h200(256, 8, 2048)), 1);
 }
 
+TEST(SplitHeuristic, PastAWaveSplitsOnlyWhereTheWavesShrink) {
+  EXPECT_EQ(chooseDecodeSplits(h200(40, 8, 4096)), 4); // 320 CTAs: 1.21 waves
+  EXPECT_EQ(chooseDecodeSplits(h200(34, 8, 4096)), 4); // 272: 1.03
+  EXPECT_EQ(chooseDecodeSplits(h200(48, 8, 4096)), 2); // 384: 1.45
+  EXPECT_EQ(chooseDecodeSplits(h200(60, 8, 4096)), 1); // 480: 1.82
+}
+
 TEST(SplitHeuristic, ShortContextsRespectTheMinimumChunk) {
   EXPECT_EQ(chooseDecodeSplits(h200(1, 8, 100)), 1);
   DecodeSplitInputs in = h200(1, 8, 1000);

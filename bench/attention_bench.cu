@@ -1433,6 +1433,16 @@ int main(int argc, char **argv) {
       c.count_only = true;
       runDecode<__nv_bfloat16>(c, bf16, rng);
     }
+    // The fused merge checked across split counts (2 to its 128; the stage
+    // holds 33 at these groups, 128 go through global memory) and GQA
+    // groups (2, 4, 8 query heads a KV head), batch 3.
+    for (int qo_heads : {16, 32, 64})
+      for (int splits : {2, 33, 128}) {
+        DecodeCase c{"fused merge h" + std::to_string(qo_heads) + "/8 splits=" + std::to_string(splits), 3,
+                     qo_heads, 8, 128, 16, {4096, 1000, 2049}};
+        c.forced_splits = splits;
+        runDecode<__nv_bfloat16>(c, bf16, rng);
+      }
     // The issue's two b1 rows again, each followed by a traced replay.
     for (int context : {4096, 32768}) {
       DecodeCase c = asInTheStep(

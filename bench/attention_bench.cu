@@ -363,9 +363,6 @@ struct DecodeCase {
   // Diagnostic: the timed launches run the fused combine's count only
   // (DecodeParams::diagnostic_count_only); the check runs the whole merge.
   bool count_only = false;
-  // Diagnostic: the merging CTA merges this many times
-  // (DecodeParams::diagnostic_merge_passes); the check merges once.
-  int merge_passes = 1;
   // DecodeParams::dependents: when the next launch's CTAs may start
   // (with pdl; kAtStart lets them in, and their early loads out, at once).
   DecodeParams::Dependents dependents = DecodeParams::Dependents::kAtStart;
@@ -459,15 +456,16 @@ void printLaunchTrace(const std::string &name,
   }
   std::printf("\n");
   // The merger of sequence 0's KV head 0: SM cycles after it knows it merges.
-  const char *merger_points[] = {"issued", "landed", "merged"};
+  const std::pair<const char *, int> merger_points[] = {
+      {"issued", kMergerIssued}, {"landed", kMergerLanded}, {"merged", kMergerMerged}};
   bool any = false;
-  for (int p = 1; p < kTraceMergerPoints; ++p) {
+  for (const auto &[label, point] : merger_points) {
     double sum = 0;
     int n = 0;
     for (int i = 4; i < kGraphLaunches; ++i) {
       const unsigned long long *clock = &h[i * kSlots + kTraceMergerClock];
-      if (clock[kMergerKnows] != 0 && clock[p] != 0) {
-        sum += (double)(long long)(clock[p] - clock[kMergerKnows]);
+      if (clock[kMergerKnows] != 0 && clock[point] != 0) {
+        sum += (double)(long long)(clock[point] - clock[kMergerKnows]);
         ++n;
       }
     }
@@ -476,8 +474,7 @@ void printLaunchTrace(const std::string &name,
     if (!any)
       std::printf("  trace %s merger (cycles after it knows, mean):", name.c_str());
     any = true;
-    std::printf(" pass %d %s %.0f;", (p - 1) / kMergerPointsAPass + 1, merger_points[(p - 1) % kMergerPointsAPass],
-                sum / n);
+    std::printf(" %s %.0f;", label, sum / n);
   }
   if (any)
     std::printf("\n");
@@ -589,7 +586,6 @@ template <typename T> double runDecode(const DecodeCase &c, ElementType dtype, s
     params.push_back(paramsFor(cache));
     params.back().diagnostic_skip_combine = c.skip_combine;
     params.back().diagnostic_count_only = c.count_only;
-    params.back().diagnostic_merge_passes = c.merge_passes;
   }
   double ms = 0;
   if (c.cuda_graph) {
@@ -1438,8 +1434,14 @@ int main(int argc, char **argv) {
     // groups (2, 4, 8 query heads a KV head), batch 3.
     for (int qo_heads : {16, 32, 64})
       for (int splits : {2, 33, 128}) {
-        DecodeCase c{"fused merge h" + std::to_string(qo_heads) + "/8 splits=" + std::to_string(splits), 3,
-                     qo_heads, 8, 128, 16, {4096, 1000, 2049}};
+        DecodeCase c{"fused merge h" + std::to_string(qo_heads) +
+                         "/8 splits=" + std::to_string(splits),
+                     3,
+                     qo_heads,
+                     8,
+                     128,
+                     16,
+                     {4096, 1000, 2049}};
         c.forced_splits = splits;
         runDecode<__nv_bfloat16>(c, bf16, rng);
       }
@@ -1449,17 +1451,11 @@ int main(int argc, char **argv) {
           {"diag b1 L" + std::to_string(context) + " graph+pdl+early-kv traced", 1, 32, 8, 128, 16, {}, context});
       c.trace = true;
       runDecode<__nv_bfloat16>(c, bf16, rng);
-      // The merger's second pass runs warm code on the same partials: its
-      // stamps against the first's, and this row's time against the one
-      // above, split the merge between instruction fetch and its loads.
-      c.name = "diag b1 L" + std::to_string(context) + " graph+pdl+early-kv traced, merge twice";
-      c.merge_passes = 2;
-      runDecode<__nv_bfloat16>(c, bf16, rng);
-      c.merge_passes = 1;
       // Is the merger slowed by the next launch's CTAs beside it (their
       // early K/V streaming in while it merges)? The same launch with the
       // next one let in only after this one's tiles, and with no PDL at all.
-      c.name = "diag b1 L" + std::to_string(context) + " graph+pdl+early-kv traced, dependents after tiles";
+      c.name = "diag b1 L" + std::to_string(context) +
+               " graph+pdl+early-kv traced, dependents after tiles";
       c.dependents = DecodeParams::Dependents::kAfterTiles;
       runDecode<__nv_bfloat16>(c, bf16, rng);
       c.name = "diag b1 L" + std::to_string(context) + " graph traced, no pdl";

@@ -508,7 +508,8 @@ __global__ void spinKernel(long long cycles) {
 }
 
 static_assert(kernels::kTraceSlotsPerLaunch == kTraceSlotsPerLaunch &&
-                  kernels::kTraceBlock0Clock == kTraceBlock0Clock && kernels::kTraceBlock0Points == kTraceBlock0Points,
+                  kernels::kTraceBlock0Clock == kTraceBlock0Clock &&
+                  kernels::kTraceBlock0Points == kTraceBlock0Points,
               "the step trace's slots a launch, on the device and the host");
 
 __global__ void emptyPdlKernel(unsigned long long *trace) {

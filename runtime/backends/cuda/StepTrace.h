@@ -23,7 +23,7 @@ namespace txc::cuda {
 /// kTraceMergerPoints of the merging CTA's (read by attention_bench only).
 constexpr int kTraceBlock0Clock = 10;
 constexpr int kTraceBlock0Points = 9;
-constexpr int kTraceMergerPoints = 7;
+constexpr int kTraceMergerPoints = 4;
 constexpr int kTraceSlotsPerLaunch = kTraceBlock0Clock + kTraceBlock0Points + kTraceMergerPoints;
 
 /// Block 0's points (kernels::TraceBlock0Point) after its wait release:

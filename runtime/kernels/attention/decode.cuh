@@ -149,8 +149,9 @@ __device__ __forceinline__ void combineSplitsInCta(const DecodeParams &params, i
 /// splits, the next launch's CTAs beside it), the launch 12.7 -> 10.5 us.
 /// At most 128 splits (four a lane).
 template <typename T, int G, int D, int kThreads>
-__device__ __forceinline__ void combineStagedWeightsFirst(const DecodeParams &params, int seq, int kv_head,
-                                                          const float4 *staged_o, float *staged_lse, int n) {
+__device__ __forceinline__ void combineStagedWeightsFirst(const DecodeParams &params, int seq,
+                                                          int kv_head, const float4 *staged_o,
+                                                          float *staged_lse, int n) {
   using Ops = ElementOps<T>;
   constexpr int kQuads = D / 4, kWarps = kThreads / 32, kLaneSplits = 4;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -198,8 +199,10 @@ __device__ __forceinline__ void combineStagedWeightsFirst(const DecodeParams &pa
       acc.z = fmaf(w, part.z, acc.z);
       acc.w = fmaf(w, part.w, acc.w);
     }
-    T *o = static_cast<T *>(params.o) + seq * params.o_batch_stride + head * params.o_head_stride + quad4 * 4;
-    *reinterpret_cast<uint2 *>(o) = make_uint2(Ops::fromFloat2(acc.x, acc.y), Ops::fromFloat2(acc.z, acc.w));
+    T *o = static_cast<T *>(params.o) + seq * params.o_batch_stride + head * params.o_head_stride +
+           quad4 * 4;
+    *reinterpret_cast<uint2 *>(o) =
+        make_uint2(Ops::fromFloat2(acc.x, acc.y), Ops::fromFloat2(acc.z, acc.w));
   }
 }
 
@@ -209,16 +212,17 @@ __device__ __forceinline__ void combineStagedWeightsFirst(const DecodeParams &pa
 /// combineSplitsInCta's loop from global memory makes one per 8 splits, on
 /// the step's critical path (device run 73: Llama-3-8B at 16 splits takes 6 us
 /// from its last tile to its exit). False, with nothing loaded, where the
-/// stage cannot hold num_splits partials. Traced, the merger stamps pass
-/// `pass`'s points (traceMergerClock).
+/// stage cannot hold num_splits partials. Traced, the merger stamps its
+/// loads issued, landed and merged (traceMergerClock).
 template <typename T, int G, int D, int kThreads>
-__device__ __forceinline__ bool combineSplitsStaged(const DecodeParams &params, int seq, int kv_head, void *stage,
-                                                    int stage_bytes, int pass = 0) {
+__device__ __forceinline__ bool combineSplitsStaged(const DecodeParams &params, int seq,
+                                                    int kv_head, void *stage, int stage_bytes) {
   constexpr int kQuads = D / 4;
   constexpr int kSplitBytes = (G * D + G) * (int)sizeof(float);
   constexpr int kLsePerThread = 4;
   const int n = params.num_splits;
-  if (stage == nullptr || n * kSplitBytes > stage_bytes || n * G > kLsePerThread * kThreads || n > 128)
+  if (stage == nullptr || n * kSplitBytes > stage_bytes || n * G > kLsePerThread * kThreads ||
+      n > 128)
     return false;
   float4 *staged_o = static_cast<float4 *>(stage);         // [split][g][quad]
   float *staged_lse = reinterpret_cast<float *>(staged_o + n * G * kQuads); // [split][g]
@@ -231,7 +235,7 @@ __device__ __forceinline__ bool combineSplitsStaged(const DecodeParams &params, 
     cpAsync16(staged_o + c, partial_o + (sp * rows + head0) * kQuads + r);
   }
   cpAsyncCommit();
-  traceMergerClock(params.maybe_trace, seq, kv_head, kMergerIssued + kMergerPointsAPass * pass);
+  traceMergerClock(params.maybe_trace, seq, kv_head, kMergerIssued);
   float lse[kLsePerThread];
 #pragma unroll
   for (int i = 0; i < kLsePerThread; ++i) {
@@ -247,11 +251,11 @@ __device__ __forceinline__ bool combineSplitsStaged(const DecodeParams &params, 
   }
   cpAsyncWait<0>();
   __syncthreads();
-  traceMergerClock(params.maybe_trace, seq, kv_head, kMergerLanded + kMergerPointsAPass * pass);
+  traceMergerClock(params.maybe_trace, seq, kv_head, kMergerLanded);
   combineStagedWeightsFirst<T, G, D, kThreads>(params, seq, kv_head, staged_o, staged_lse, n);
   if (params.maybe_trace != nullptr) {
     __syncthreads();
-    traceMergerClock(params.maybe_trace, seq, kv_head, kMergerMerged + kMergerPointsAPass * pass);
+    traceMergerClock(params.maybe_trace, seq, kv_head, kMergerMerged);
   }
   return true;
 }
@@ -285,23 +289,16 @@ __device__ __forceinline__ void mergeSplitsAsLastCta(const DecodeParams &params,
   }
   traceLatest(params.maybe_trace, kTraceLatestMarkD);
   traceMergerClock(params.maybe_trace, seq, kv_head, kMergerKnows);
-  // Passes past the first (DecodeParams::diagnostic_merge_passes) run the
-  // same instructions on the same partials again, so the merger's stamps
-  // tell a cold pass (instruction fetch) from a warm one.
-#pragma unroll 1
-  for (int pass = 0; pass < params.diagnostic_merge_passes; ++pass) {
-    if (pass > 0)
-      __syncthreads(); // the pass before has read its stage
-    if (!combineSplitsStaged<T, G, D, kThreads>(params, seq, kv_head, combine_stage, combine_stage_bytes, pass)) {
-      const long long head0 = (long long)seq * params.num_qo_heads + kv_head * G;
-      const float4 *partial_o = reinterpret_cast<const float4 *>(params.maybe_partial_o);
-      combineSplitsInCta<T, G, D, kThreads>(
-          params, seq, kv_head,
-          [&](int sp, int g) { return __ldcg(params.maybe_partial_lse + sp * rows + head0 + g); },
-          [&](int sp, int g, int quad4) {
-            return __ldcg(partial_o + ((sp * rows + head0 + g) * D) / 4 + quad4);
-          });
-    }
+  if (!combineSplitsStaged<T, G, D, kThreads>(params, seq, kv_head, combine_stage,
+                                              combine_stage_bytes)) {
+    const long long head0 = (long long)seq * params.num_qo_heads + kv_head * G;
+    const float4 *partial_o = reinterpret_cast<const float4 *>(params.maybe_partial_o);
+    combineSplitsInCta<T, G, D, kThreads>(
+        params, seq, kv_head,
+        [&](int sp, int g) { return __ldcg(params.maybe_partial_lse + sp * rows + head0 + g); },
+        [&](int sp, int g, int quad4) {
+          return __ldcg(partial_o + ((sp * rows + head0 + g) * D) / 4 + quad4);
+        });
   }
   if (threadIdx.x == 0)
     *counter = 0; // ready for the next launch (and for CUDA graph replays)

@@ -48,8 +48,8 @@ __device__ __forceinline__ void pdlLaunchDependents() { asm volatile("griddepcon
 /// [10]-[18] (traceBlock0Clock): the phases after its wait are a few hundred
 /// cycles each, finer than the latest-over-blocks points resolve. The CTA
 /// that merges the splits of sequence 0's KV head 0 stamps its SM clock at
-/// kTraceMergerPoints points [19]-[25] (traceMergerClock): the serial tail
-/// of a split launch, a pass at a time (DecodeParams::diagnostic_merge_passes).
+/// kTraceMergerPoints points [19]-[22] (traceMergerClock): the serial tail
+/// of a split launch (device runs 254-257).
 /// Slots start at zero (not stamped). A null pointer costs one test a block.
 enum TraceSlot {
   kTraceFirstEntry = 0,
@@ -65,7 +65,7 @@ enum TraceSlot {
   kTraceBlock0Clock = 10,
   kTraceBlock0Points = 9,
   kTraceMergerClock = kTraceBlock0Clock + kTraceBlock0Points,
-  kTraceMergerPoints = 7,
+  kTraceMergerPoints = 4,
   kTraceSlotsPerLaunch = kTraceMergerClock + kTraceMergerPoints,
 };
 
@@ -83,15 +83,14 @@ enum TraceBlock0Point {
   kBlock0Exit = 8,          // the epilogue done
 };
 
-/// The points of traceMergerClock: the merger knows it merges, then for
-/// each of (at most) two passes over the partials its loads issued, landed
-/// (the whole CTA past them) and merged (the output stored, the whole CTA).
+/// The points of traceMergerClock: the merger knows it merges, its loads
+/// issued, landed (the whole CTA past them) and merged (the output stored,
+/// the whole CTA).
 enum TraceMergerPoint {
   kMergerKnows = 0,
-  kMergerIssued = 1, // + 3 * pass
-  kMergerLanded = 2, // + 3 * pass
-  kMergerMerged = 3, // + 3 * pass
-  kMergerPointsAPass = 3,
+  kMergerIssued = 1,
+  kMergerLanded = 2,
+  kMergerMerged = 3,
 };
 
 __device__ __forceinline__ unsigned long long globalTimerNs() {
@@ -135,10 +134,10 @@ __device__ __forceinline__ void traceBlock0Clock(unsigned long long *trace, int 
 }
 
 /// The merging CTA of (sequence 0, KV head 0)'s thread 0 records its SM
-/// clock at `point` (TraceMergerPoint; passes past the second are not
-/// stamped).
-__device__ __forceinline__ void traceMergerClock(unsigned long long *trace, int seq, int kv_head, int point) {
-  if (trace != nullptr && threadIdx.x == 0 && seq == 0 && kv_head == 0 && point < kTraceMergerPoints)
+/// clock at `point` (TraceMergerPoint).
+__device__ __forceinline__ void traceMergerClock(unsigned long long *trace, int seq, int kv_head,
+                                                 int point) {
+  if (trace != nullptr && threadIdx.x == 0 && seq == 0 && kv_head == 0)
     trace[kTraceMergerClock + point] = clock64();
 }
 

@@ -146,11 +146,6 @@ struct DecodeParams {
   // the count's share of the merge from the loads and arithmetic after it
   // (the output is left unwritten).
   bool diagnostic_count_only = false;
-  // Diagnostic: the fused combine's merging CTA merges this many times, the
-  // same instructions on the same partials each time (bit-identical), so
-  // its traced stamps (device_utils.cuh, traceMergerClock) tell the first
-  // pass's time (cold instruction cache) from a warm one's.
-  int diagnostic_merge_passes = 1;
   // The folded rope (maybe_rope_qkv, with kv_before_wait) runs once before
   // the wait as a dry pass (on whatever the QKV holds then, writing only
   // shared memory that the real pass overwrites), through the same

@@ -29,7 +29,9 @@ int chooseDecodeSplits(const DecodeSplitInputs &in) {
   // b256 (1.94 and 7.76 waves, ~100% unsplit) gain nothing and stay unsplit.
   if (base_ctas > resident_ctas && floor == 1) {
     constexpr int kMaxSplitsPastAWave = 4;
-    auto wavesPerChunk = [&](int s) { return (double)((base_ctas * s + resident_ctas - 1) / resident_ctas) / s; };
+    auto wavesPerChunk = [&](int s) {
+      return (double)((base_ctas * s + resident_ctas - 1) / resident_ctas) / s;
+    };
     const double unsplit = wavesPerChunk(1);
     double best = unsplit;
     for (int s = 2; s <= std::min(cap, kMaxSplitsPastAWave); ++s)

@@ -27,6 +27,8 @@ int chooseDecodeSplits(const DecodeSplitInputs &in) {
   // wave (run 254, H100, L4096) read b34 70% of copy unsplit against 93% at
   // 4 splits, b40 81% against 98% (4), b48 96% against 101% (2); b64 and
   // b256 (1.94 and 7.76 waves, ~100% unsplit) gain nothing and stay unsplit.
+  // (The decode step plans for its CUDA graph's batch bucket, padding rows
+  // of one token included: b40 runs as 64 there, unsplit; run 257.)
   if (base_ctas > resident_ctas && floor == 1) {
     constexpr int kMaxSplitsPastAWave = 4;
     auto wavesPerChunk = [&](int s) {

@@ -137,78 +137,10 @@ __device__ __forceinline__ void combineSplitsInCta(const DecodeParams &params, i
   }
 }
 
-/// The staged merge's arithmetic, the weights first: a warp a head, a lane a split, takes
-/// the max and the sum of the splits' weights by shuffles and writes each
-/// split's normalized weight over its LSE in `staged_lse`; then each thread's
-/// four dims are one chain of FMAs over the splits from shared memory, with
-/// no exp2, compare or branch in it. combineSplitsInCta's loop (the cluster
-/// and unstaged merges) computes every weight in all 32 lanes of a head, one
-/// exp2 and branch a split in a chain, on one warp an SM sub-partition
-/// (nothing hides its latencies): device run 257 measured the merger's
-/// arithmetic at 7.4K cycles that way against 2.0K this way (b1 L4096, 32
-/// splits, the next launch's CTAs beside it), the launch 12.7 -> 10.5 us.
-/// At most 128 splits (four a lane).
-template <typename T, int G, int D, int kThreads>
-__device__ __forceinline__ void combineStagedWeightsFirst(const DecodeParams &params, int seq,
-                                                          int kv_head, const float4 *staged_o,
-                                                          float *staged_lse, int n) {
-  using Ops = ElementOps<T>;
-  constexpr int kQuads = D / 4, kWarps = kThreads / 32, kLaneSplits = 4;
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  for (int g = warp; g < G; g += kWarps) {
-    float lse[kLaneSplits];
-    float max_lse = -INFINITY;
-#pragma unroll
-    for (int i = 0; i < kLaneSplits; ++i) {
-      const int sp = lane + 32 * i;
-      lse[i] = sp < n ? staged_lse[sp * G + g] : -INFINITY;
-      max_lse = fmaxf(max_lse, lse[i]);
-    }
-#pragma unroll
-    for (int offset = 16; offset > 0; offset /= 2)
-      max_lse = fmaxf(max_lse, __shfl_xor_sync(0xffffffffu, max_lse, offset));
-    float weight[kLaneSplits], sum = 0.f;
-#pragma unroll
-    for (int i = 0; i < kLaneSplits; ++i) {
-      weight[i] = lse[i] == -INFINITY ? 0.f : exp2f(lse[i] - max_lse);
-      sum += weight[i];
-    }
-#pragma unroll
-    for (int offset = 16; offset > 0; offset /= 2)
-      sum += __shfl_xor_sync(0xffffffffu, sum, offset);
-    const float inv = sum > 0.f ? 1.f / sum : 0.f;
-#pragma unroll
-    for (int i = 0; i < kLaneSplits; ++i)
-      if (lane + 32 * i < n)
-        staged_lse[(lane + 32 * i) * G + g] = weight[i] * inv;
-    if (lane == 0 && params.maybe_lse != nullptr) {
-      const long long row = (long long)seq * params.num_qo_heads + kv_head * G + g;
-      params.maybe_lse[row] = max_lse == -INFINITY ? -INFINITY : (max_lse + log2f(sum)) * kLn2;
-    }
-  }
-  __syncthreads(); // every head's weights written
-  for (int idx = threadIdx.x; idx < G * kQuads; idx += kThreads) {
-    const int g = idx / kQuads, quad4 = idx % kQuads, head = kv_head * G + g;
-    float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
-#pragma unroll 8
-    for (int sp = 0; sp < n; ++sp) {
-      const float w = staged_lse[sp * G + g];
-      const float4 part = staged_o[(sp * G + g) * kQuads + quad4];
-      acc.x = fmaf(w, part.x, acc.x);
-      acc.y = fmaf(w, part.y, acc.y);
-      acc.z = fmaf(w, part.z, acc.z);
-      acc.w = fmaf(w, part.w, acc.w);
-    }
-    T *o = static_cast<T *>(params.o) + seq * params.o_batch_stride + head * params.o_head_stride +
-           quad4 * 4;
-    *reinterpret_cast<uint2 *>(o) =
-        make_uint2(Ops::fromFloat2(acc.x, acc.y), Ops::fromFloat2(acc.z, acc.w));
-  }
-}
-
 /// The fused combine's loads all at once: every split's partial output
 /// (cp.async, 16 bytes a thread) and LSE into `stage`, then
-/// combineStagedWeightsFirst's arithmetic from shared memory. One L2 round trip where
+/// combineSplitsInCta's arithmetic (batches of 8 splits, so the output is
+/// bitwise the cluster merge's) from shared memory. One L2 round trip where
 /// combineSplitsInCta's loop from global memory makes one per 8 splits, on
 /// the step's critical path (device run 73: Llama-3-8B at 16 splits takes 6 us
 /// from its last tile to its exit). False, with nothing loaded, where the
@@ -221,8 +153,7 @@ __device__ __forceinline__ bool combineSplitsStaged(const DecodeParams &params, 
   constexpr int kSplitBytes = (G * D + G) * (int)sizeof(float);
   constexpr int kLsePerThread = 4;
   const int n = params.num_splits;
-  if (stage == nullptr || n * kSplitBytes > stage_bytes || n * G > kLsePerThread * kThreads ||
-      n > 128)
+  if (stage == nullptr || n * kSplitBytes > stage_bytes || n * G > kLsePerThread * kThreads)
     return false;
   float4 *staged_o = static_cast<float4 *>(stage);         // [split][g][quad]
   float *staged_lse = reinterpret_cast<float *>(staged_o + n * G * kQuads); // [split][g]
@@ -252,7 +183,9 @@ __device__ __forceinline__ bool combineSplitsStaged(const DecodeParams &params, 
   cpAsyncWait<0>();
   __syncthreads();
   traceMergerClock(params.maybe_trace, seq, kv_head, kMergerLanded);
-  combineStagedWeightsFirst<T, G, D, kThreads>(params, seq, kv_head, staged_o, staged_lse, n);
+  combineSplitsInCta<T, G, D, kThreads>(
+      params, seq, kv_head, [&](int sp, int g) { return staged_lse[sp * G + g]; },
+      [&](int sp, int g, int quad4) { return staged_o[(sp * G + g) * kQuads + quad4]; });
   if (params.maybe_trace != nullptr) {
     __syncthreads();
     traceMergerClock(params.maybe_trace, seq, kv_head, kMergerMerged);

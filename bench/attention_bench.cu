@@ -1429,9 +1429,10 @@ int main(int argc, char **argv) {
       c.count_only = true;
       runDecode<__nv_bfloat16>(c, bf16, rng);
     }
-    // The fused merge checked across split counts (2 to its 128; the stage
-    // holds 33 at these groups, 128 go through global memory) and GQA
-    // groups (2, 4, 8 query heads a KV head), batch 3.
+    // The fused merge checked across split counts (2 to its 128) and GQA
+    // groups (2, 4, 8 query heads a KV head), batch 3: the stage holds 33
+    // splits at groups 2 and 4; group 8's 33 and every 128 merge from
+    // global memory.
     for (int qo_heads : {16, 32, 64})
       for (int splits : {2, 33, 128}) {
         DecodeCase c{"fused merge h" + std::to_string(qo_heads) +

@@ -1446,6 +1446,20 @@ int main(int argc, char **argv) {
         c.forced_splits = splits;
         runDecode<__nv_bfloat16>(c, bf16, rng);
       }
+    // The merge as a launch of its own at each head dim (d64's 16 quads of
+    // output a head run on a warp: the weights' shuffles take one).
+    for (int head_dim : {64, 128, 256}) {
+      DecodeCase c{"combine-kernel d" + std::to_string(head_dim) + " h32/8 splits=33",
+                   3,
+                   32,
+                   8,
+                   head_dim,
+                   16,
+                   {4096, 1000, 2049}};
+      c.forced_splits = 33;
+      c.fused_combine = false;
+      runDecode<__nv_bfloat16>(c, bf16, rng);
+    }
     // The issue's two b1 rows again, each followed by a traced replay.
     for (int context : {4096, 32768}) {
       DecodeCase c = asInTheStep(

@@ -68,80 +68,117 @@ __device__ __forceinline__ void mergeSoftmaxState(float &m, float &l, float (&ac
 }
 
 /// The most splits the fused combine merges (it would take any number; more
-/// than this means a launch the split heuristic never makes, and the
-/// combine kernel spreads them over more threads).
+/// than this means a launch the split heuristic never makes).
 constexpr int kMaxFusedSplits = 128;
 
-/// Merges the num_splits partials of the G heads of (seq, kv_head) in one
-/// CTA and writes the output: load_lse(split, g) gives a split's base-2 LSE,
-/// load_o4(split, g, quad) four of its normalized output elements. This is
-/// the serial tail of the decode step's attention, so latency is what
-/// counts: each thread loads the LSEs and outputs of kSplitsPerLoad splits
-/// of its head at once (one L2 round trip for up to that many splits, not
-/// one for the weights and another for the outputs) and rescales its
-/// running sum between batches; splits are summed in order (deterministic).
-template <typename T, int G, int D, int kThreads, int kSplitsPerLoad = 8, typename LoadLse, typename LoadO4>
-__device__ __forceinline__ void combineSplitsInCta(const DecodeParams &params, int seq, int kv_head,
-                                                   LoadLse load_lse, LoadO4 load_o4) {
+/// A split's weight in the merge of its head: 2^(lse - max) / sum, 0 for an
+/// empty split. One function for every merge path, so that their outputs are
+/// bitwise the same (test/gpu/run_all.sh compares them with --atol 0).
+__device__ __forceinline__ float splitWeight(float lse, float max_lse, float inv_sum) {
+  return (lse == -INFINITY ? 0.f : exp2f(lse - max_lse)) * inv_sum;
+}
+
+/// Merges the n split partials of the G heads of (seq, kv_head) in one CTA
+/// and writes the output: load_lse(split, g) gives a split's base-2 LSE,
+/// load_o4(split, g, quad) four of its normalized output elements. Every
+/// split merge runs it (the staged, cluster and global fused merges and
+/// combineSplitsKernel), so they agree bit for bit.
+///
+/// The weights first: a warp a head takes the max and the sum of its splits'
+/// weights by shuffles (a lane a split, in strides of 32); then each
+/// thread's four dims are one chain of FMAs over the splits in order, with
+/// no exp2, compare or branch in it. With `weights` ([split][g] floats of
+/// shared memory; it may alias where load_lse reads: each warp reads and
+/// writes only its own head's slots) and kSharedWeights, the warps store
+/// each normalized weight there; without (the merges from global memory,
+/// with no room for n * G floats; `weights` unused), each thread
+/// recomputes them from the LSEs beside its chain, off the FMAs'
+/// dependency path. A merge that computed every weight in all
+/// 32 lanes of a head, one exp2 and a branch a split in a dependent chain
+/// (combineSplitsInCta until session 42), took the merger's arithmetic to
+/// 7.4K cycles against 2.0K this way (device run 257: b1 L4096, 32 splits,
+/// the next launch's CTAs beside it; the launch 12.7 -> 10.5 us).
+template <typename T, int G, int D, int kThreads, bool kSharedWeights, typename LoadLse,
+          typename LoadO4>
+__device__ __forceinline__ void combineSplits(const DecodeParams &params, int seq, int kv_head,
+                                              int n, LoadLse load_lse, LoadO4 load_o4,
+                                              float *weights) {
+  static_assert(kThreads % 32 == 0, "the weights' shuffles take whole warps");
   using Ops = ElementOps<T>;
-  const int num_splits = params.num_splits;
-  constexpr int kQuads = D / 4;
+  constexpr int kQuads = D / 4, kWarps = kThreads / 32;
+  __shared__ float2 head_scale[G]; // (max, 1 / sum) of each head's weights
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  for (int g = warp; g < G; g += kWarps) {
+    // A lane's first split stays in a register: up to 32 splits (every
+    // cluster merge) load each LSE once.
+    const float lse0 = lane < n ? load_lse(lane, g) : -INFINITY;
+    float max_lse = lse0;
+    for (int sp = lane + 32; sp < n; sp += 32)
+      max_lse = fmaxf(max_lse, load_lse(sp, g));
+#pragma unroll
+    for (int offset = 16; offset > 0; offset /= 2)
+      max_lse = fmaxf(max_lse, __shfl_xor_sync(0xffffffffu, max_lse, offset));
+    float sum = splitWeight(lse0, max_lse, 1.f);
+    for (int sp = lane + 32; sp < n; sp += 32)
+      sum += splitWeight(load_lse(sp, g), max_lse, 1.f);
+#pragma unroll
+    for (int offset = 16; offset > 0; offset /= 2)
+      sum += __shfl_xor_sync(0xffffffffu, sum, offset);
+    const float inv = sum > 0.f ? 1.f / sum : 0.f;
+    if constexpr (kSharedWeights) {
+      if (lane < n)
+        weights[lane * G + g] = splitWeight(lse0, max_lse, inv);
+      for (int sp = lane + 32; sp < n; sp += 32)
+        weights[sp * G + g] = splitWeight(load_lse(sp, g), max_lse, inv);
+    } else if (lane == 0) {
+      head_scale[g] = make_float2(max_lse, inv);
+    }
+    if (lane == 0 && params.maybe_lse != nullptr) {
+      const long long row = (long long)seq * params.num_qo_heads + kv_head * G + g;
+      params.maybe_lse[row] = max_lse == -INFINITY ? -INFINITY : (max_lse + log2f(sum)) * kLn2;
+    }
+  }
+  __syncthreads(); // every head's weights (or scale) written
   for (int idx = threadIdx.x; idx < G * kQuads; idx += kThreads) {
     const int g = idx / kQuads, quad4 = idx % kQuads, head = kv_head * G + g;
-    float run_max = -INFINITY, run_sum = 0.f;
+    const float2 scale = kSharedWeights ? make_float2(0.f, 0.f) : head_scale[g];
     float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
-    for (int sp0 = 0; sp0 < num_splits; sp0 += kSplitsPerLoad) {
-      float lse[kSplitsPerLoad];
-      float4 part[kSplitsPerLoad];
+    // kBatch splits' loads issued at once, then their FMAs in split order
+    // (4 where each weight takes a load and an exp2: at 8, and with `#pragma
+    // unroll 8` on a plain loop, ptxas spilled d64 kernels' main loops).
+    constexpr int kBatch = kSharedWeights ? 8 : 4;
+    for (int sp0 = 0; sp0 < n; sp0 += kBatch) {
+      float w[kBatch];
+      float4 part[kBatch];
 #pragma unroll
-      for (int b = 0; b < kSplitsPerLoad; ++b) {
-        lse[b] = -INFINITY;
-        if (sp0 + b < num_splits) {
-          lse[b] = load_lse(sp0 + b, g);
-          part[b] = load_o4(sp0 + b, g, quad4);
+      for (int b = 0; b < kBatch; ++b) {
+        const int sp = sp0 + b < n ? sp0 + b : n - 1;
+        w[b] = sp0 + b >= n     ? 0.f
+               : kSharedWeights ? weights[sp * G + g]
+                                : splitWeight(load_lse(sp, g), scale.x, scale.y);
+        part[b] = load_o4(sp, g, quad4);
+      }
+#pragma unroll
+      for (int b = 0; b < kBatch; ++b) {
+        if (sp0 + b < n) {
+          acc.x = fmaf(w[b], part[b].x, acc.x);
+          acc.y = fmaf(w[b], part[b].y, acc.y);
+          acc.z = fmaf(w[b], part[b].z, acc.z);
+          acc.w = fmaf(w[b], part[b].w, acc.w);
         }
       }
-      float batch_max = run_max;
-#pragma unroll
-      for (int b = 0; b < kSplitsPerLoad; ++b)
-        batch_max = fmaxf(batch_max, lse[b]);
-      if (batch_max == -INFINITY)
-        continue; // every split so far was empty
-      const float rescale = exp2f(run_max - batch_max);
-      run_sum *= rescale;
-      acc.x *= rescale;
-      acc.y *= rescale;
-      acc.z *= rescale;
-      acc.w *= rescale;
-#pragma unroll
-      for (int b = 0; b < kSplitsPerLoad; ++b) {
-        if (lse[b] == -INFINITY)
-          continue;
-        const float w = exp2f(lse[b] - batch_max);
-        run_sum += w;
-        acc.x += w * part[b].x;
-        acc.y += w * part[b].y;
-        acc.z += w * part[b].z;
-        acc.w += w * part[b].w;
-      }
-      run_max = batch_max;
     }
-    const float inv = run_sum > 0.f ? 1.f / run_sum : 0.f;
-    T *o = static_cast<T *>(params.o) + seq * params.o_batch_stride + head * params.o_head_stride + quad4 * 4;
-    const unsigned lo = Ops::fromFloat2(acc.x * inv, acc.y * inv), hi = Ops::fromFloat2(acc.z * inv, acc.w * inv);
-    *reinterpret_cast<uint2 *>(o) = make_uint2(lo, hi);
-    if (params.maybe_lse != nullptr && quad4 == 0) {
-      const long long row = (long long)seq * params.num_qo_heads + head;
-      params.maybe_lse[row] = run_max == -INFINITY ? -INFINITY : (run_max + log2f(run_sum)) * kLn2;
-    }
+    T *o = static_cast<T *>(params.o) + seq * params.o_batch_stride + head * params.o_head_stride +
+           quad4 * 4;
+    *reinterpret_cast<uint2 *>(o) =
+        make_uint2(Ops::fromFloat2(acc.x, acc.y), Ops::fromFloat2(acc.z, acc.w));
   }
 }
 
 /// The fused combine's loads all at once: every split's partial output
 /// (cp.async, 16 bytes a thread) and LSE into `stage`, then
-/// combineSplitsInCta's arithmetic (batches of 8 splits, so the output is
-/// bitwise the cluster merge's) from shared memory. One L2 round trip where
-/// combineSplitsInCta's loop from global memory makes one per 8 splits, on
+/// combineSplits' arithmetic from shared memory. One L2 round trip where
+/// the merge from global memory makes one per 8 splits (its loop's unroll), on
 /// the step's critical path (device run 73: Llama-3-8B at 16 splits takes 6 us
 /// from its last tile to its exit). False, with nothing loaded, where the
 /// stage cannot hold num_splits partials. Traced, the merger stamps its
@@ -183,9 +220,10 @@ __device__ __forceinline__ bool combineSplitsStaged(const DecodeParams &params, 
   cpAsyncWait<0>();
   __syncthreads();
   traceMergerClock(params.maybe_trace, seq, kv_head, kMergerLanded);
-  combineSplitsInCta<T, G, D, kThreads>(
-      params, seq, kv_head, [&](int sp, int g) { return staged_lse[sp * G + g]; },
-      [&](int sp, int g, int quad4) { return staged_o[(sp * G + g) * kQuads + quad4]; });
+  combineSplits<T, G, D, kThreads, true>(
+      params, seq, kv_head, n, [&](int sp, int g) { return staged_lse[sp * G + g]; },
+      [&](int sp, int g, int quad4) { return staged_o[(sp * G + g) * kQuads + quad4]; },
+      staged_lse);
   if (params.maybe_trace != nullptr) {
     __syncthreads();
     traceMergerClock(params.maybe_trace, seq, kv_head, kMergerMerged);
@@ -226,12 +264,13 @@ __device__ __forceinline__ void mergeSplitsAsLastCta(const DecodeParams &params,
                                               combine_stage_bytes)) {
     const long long head0 = (long long)seq * params.num_qo_heads + kv_head * G;
     const float4 *partial_o = reinterpret_cast<const float4 *>(params.maybe_partial_o);
-    combineSplitsInCta<T, G, D, kThreads>(
-        params, seq, kv_head,
+    combineSplits<T, G, D, kThreads, false>(
+        params, seq, kv_head, params.num_splits,
         [&](int sp, int g) { return __ldcg(params.maybe_partial_lse + sp * rows + head0 + g); },
         [&](int sp, int g, int quad4) {
           return __ldcg(partial_o + ((sp * rows + head0 + g) * D) / 4 + quad4);
-        });
+        },
+        nullptr);
   }
   if (threadIdx.x == 0)
     *counter = 0; // ready for the next launch (and for CUDA graph replays)
@@ -305,12 +344,14 @@ __device__ __forceinline__ void decodeEpilogue(const DecodeParams &params, const
     clusterSync(); // every CTA's partial is in its shared memory
     if (clusterCtaRank() == 0) {
       traceLatest(params.maybe_trace, kTraceLatestMarkD);
-      combineSplitsInCta<T, G, D, kThreads>(
-          params, seq, kv_head,
+      __shared__ float cluster_weights[kMaxClusterSplits * G];
+      combineSplits<T, G, D, kThreads, true>(
+          params, seq, kv_head, params.num_splits,
           [&](int sp, int g) { return loadCluster(clusterSharedAddress(cluster_lse + g, sp)); },
           [&](int sp, int g, int quad4) {
             return loadCluster4(clusterSharedAddress(cluster_o + g * D + quad4 * 4, sp));
-          });
+          },
+          cluster_weights);
     }
     clusterSync(); // the others' shared memory lives until the first CTA has read it
     return;
@@ -516,26 +557,31 @@ __global__ void __launch_bounds__(Traits::kThreads) pagedDecodeKernel(const Deco
 }
 
 /// The split merge as a launch of its own (DecodeParams without split
-/// counters): grid (qo_heads, batch), a thread per four output elements,
-/// kCombineSplitsPerLoad splits' partials loaded at once (one L2 round trip
-/// a batch: at b1 L4096's 32 splits, one). Launched with PDL after a decode
-/// launch that is, so its CTAs wait beside the decode's and start as it
-/// ends. Still slower than the fused combine in the step's setting (device
-/// run 238: b1 L4096 11.0 against 10.5 us a launch): one more dependent
-/// launch costs more than the fused combine's count and last-CTA loads.
-constexpr int kCombineSplitsPerLoad = 32;
+/// counters): grid (qo_heads, batch), a thread per four output elements
+/// (at least a warp: the weights' shuffles need one), combineSplits from
+/// global memory. Launched with PDL after a decode launch that is, so its
+/// CTAs wait beside the decode's and start as it ends. Still slower than the
+/// fused combine in the step's setting (device run 238: b1 L4096 11.0
+/// against 10.5 us a launch): one more dependent launch costs more than the
+/// fused combine's count and last-CTA loads.
+template <int kHeadDim> constexpr int kCombineSplitsThreads = kHeadDim / 4 < 32 ? 32 : kHeadDim / 4;
 template <typename DType, int kHeadDim>
-__global__ void __launch_bounds__(kHeadDim / 4) combineSplitsKernel(const __grid_constant__ DecodeParams params) {
+__global__ void __launch_bounds__(kCombineSplitsThreads<kHeadDim>)
+    combineSplitsKernel(const __grid_constant__ DecodeParams params) {
   pdlLaunchDependents();
   pdlWait(); // the partials come from the decode launch before
   const int head = blockIdx.x, seq = blockIdx.y;
   const long long rows = (long long)params.batch * params.num_qo_heads;
   const long long row = (long long)seq * params.num_qo_heads + head;
   const float4 *partial_o = reinterpret_cast<const float4 *>(params.maybe_partial_o);
-  // One head a CTA: combineSplitsInCta's group of one, `head` as its kv head.
-  combineSplitsInCta<DType, 1, kHeadDim, kHeadDim / 4, kCombineSplitsPerLoad>(
-      params, seq, head, [&](int sp, int) { return __ldcg(params.maybe_partial_lse + sp * rows + row); },
-      [&](int sp, int, int quad4) { return __ldcg(partial_o + (sp * rows + row) * (kHeadDim / 4) + quad4); });
+  // One head a CTA: a group of one, `head` as its kv head.
+  combineSplits<DType, 1, kHeadDim, kCombineSplitsThreads<kHeadDim>, false>(
+      params, seq, head, params.num_splits,
+      [&](int sp, int) { return __ldcg(params.maybe_partial_lse + sp * rows + row); },
+      [&](int sp, int, int quad4) {
+        return __ldcg(partial_o + (sp * rows + row) * (kHeadDim / 4) + quad4);
+      },
+      nullptr);
 }
 
 } // namespace txc::kernels

@@ -280,8 +280,11 @@ __device__ __forceinline__ void foldRope(const DecodeParams &params, typename Tr
 // The parameters __grid_constant__: read in place, not copied into
 // registers (with them ptxas spilled 4 bytes of the wide CTA instead of 12
 // before kKeysAsRows; none since).
+// The wide CTA is one block an SM: told so, ptxas stops aiming at two (64
+// registers a thread at 512 threads), which spilled the d64 wide kernels'
+// main loops once the split merge became combineSplits (session 42).
 template <class Traits, class Variant>
-__global__ void __launch_bounds__(Traits::kThreads)
+__global__ void __launch_bounds__(Traits::kThreads, Traits::kWide ? 1 : 0)
     pagedDecodeMmaKernel(const __grid_constant__ DecodeParams params) {
   using T = typename Traits::DType;
   constexpr int G = Traits::kGroupSize, D = Traits::kHeadDim, BN = Traits::kBlockN;

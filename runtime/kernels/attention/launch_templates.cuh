@@ -245,8 +245,9 @@ template <typename T> Status launchPagedDecodeTyped(const AttentionConfig &confi
         TXC_CUDA_CHECK(cudaGetLastError());
         if (p.num_splits > 1 && p.maybe_split_counters == nullptr && !p.cluster_combine &&
             !p.diagnostic_skip_combine) {
-          TXC_CUDA_CHECK(launchKernel(combineSplitsKernel<T, kDim>, dim3(p.num_qo_heads, p.batch), dim3(kDim / 4), 0,
-                                      stream, p.programmatic_launch, p));
+          TXC_CUDA_CHECK(launchKernel(combineSplitsKernel<T, kDim>, dim3(p.num_qo_heads, p.batch),
+                                      dim3(kCombineSplitsThreads<kDim>), 0, stream,
+                                      p.programmatic_launch, p));
         }
         return Status::ok();
       });

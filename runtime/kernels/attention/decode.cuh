@@ -67,95 +67,83 @@ __device__ __forceinline__ void mergeSoftmaxState(float &m, float &l, float (&ac
   m = m_new;
 }
 
-/// The most splits the fused combine merges (it would take any number; more
+/// The most splits a launch merges (fused or by combineSplitsKernel; more
 /// than this means a launch the split heuristic never makes).
 constexpr int kMaxFusedSplits = 128;
 
-/// A split's weight in the merge of its head: 2^(lse - max) / sum, 0 for an
-/// empty split. One function for every merge path, so that their outputs are
+/// Merges the n (<= kMaxFusedSplits) split partials of the G heads of
+/// (seq, kv_head) in one CTA and writes the output: load_lse(split, g) gives
+/// a split's base-2 LSE, load_o4(split, g, quad) four of its normalized
+/// output elements. Every split merge runs it (the staged, cluster and
+/// global fused merges and combineSplitsKernel), so their outputs are
 /// bitwise the same (test/gpu/run_all.sh compares them with --atol 0).
-__device__ __forceinline__ float splitWeight(float lse, float max_lse, float inv_sum) {
-  return (lse == -INFINITY ? 0.f : exp2f(lse - max_lse)) * inv_sum;
-}
-
-/// Merges the n split partials of the G heads of (seq, kv_head) in one CTA
-/// and writes the output: load_lse(split, g) gives a split's base-2 LSE,
-/// load_o4(split, g, quad) four of its normalized output elements. Every
-/// split merge runs it (the staged, cluster and global fused merges and
-/// combineSplitsKernel), so they agree bit for bit.
 ///
-/// The weights first: a warp a head takes the max and the sum of its splits'
-/// weights by shuffles (a lane a split, in strides of 32); then each
-/// thread's four dims are one chain of FMAs over the splits in order, with
-/// no exp2, compare or branch in it. With `weights` ([split][g] floats of
-/// shared memory; it may alias where load_lse reads: each warp reads and
-/// writes only its own head's slots) and kSharedWeights, the warps store
-/// each normalized weight there; without (the merges from global memory,
-/// with no room for n * G floats; `weights` unused), each thread
-/// recomputes them from the LSEs beside its chain, off the FMAs'
-/// dependency path. A merge that computed every weight in all
-/// 32 lanes of a head, one exp2 and a branch a split in a dependent chain
-/// (combineSplitsInCta until session 42), took the merger's arithmetic to
-/// 7.4K cycles against 2.0K this way (device run 257: b1 L4096, 32 splits,
-/// the next launch's CTAs beside it; the launch 12.7 -> 10.5 us).
-template <typename T, int G, int D, int kThreads, bool kSharedWeights, typename LoadLse,
-          typename LoadO4>
+/// The weights first: a warp a head, four splits a lane, takes the max and
+/// the sum of the splits' weights by shuffles and writes each normalized
+/// weight to `weights` ([split][g] floats of shared memory; it may alias
+/// where load_lse reads: a warp reads its head's LSEs into registers before
+/// it writes that head's weights); then each thread's four dims are one
+/// chain of FMAs over the splits in order, with no exp2, compare or branch
+/// in it. A merge that computed every weight in all 32 lanes of a head, one
+/// exp2 and a branch a split in a dependent chain (combineSplitsInCta until
+/// session 42), took the merger's arithmetic to 7.4K cycles against 2.0K
+/// this way (device run 257: b1 L4096, 32 splits, the next launch's CTAs
+/// beside it).
+template <typename T, int G, int D, int kThreads, typename LoadLse, typename LoadO4>
 __device__ __forceinline__ void combineSplits(const DecodeParams &params, int seq, int kv_head,
                                               int n, LoadLse load_lse, LoadO4 load_o4,
                                               float *weights) {
   static_assert(kThreads % 32 == 0, "the weights' shuffles take whole warps");
   using Ops = ElementOps<T>;
-  constexpr int kQuads = D / 4, kWarps = kThreads / 32;
-  __shared__ float2 head_scale[G]; // (max, 1 / sum) of each head's weights
+  constexpr int kQuads = D / 4, kWarps = kThreads / 32, kLaneSplits = kMaxFusedSplits / 32;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   for (int g = warp; g < G; g += kWarps) {
-    // A lane's first split stays in a register: up to 32 splits (every
-    // cluster merge) load each LSE once.
-    const float lse0 = lane < n ? load_lse(lane, g) : -INFINITY;
-    float max_lse = lse0;
-    for (int sp = lane + 32; sp < n; sp += 32)
-      max_lse = fmaxf(max_lse, load_lse(sp, g));
+    float lse[kLaneSplits];
+    float max_lse = -INFINITY;
+#pragma unroll
+    for (int i = 0; i < kLaneSplits; ++i) {
+      const int sp = lane + 32 * i;
+      lse[i] = sp < n ? load_lse(sp, g) : -INFINITY;
+      max_lse = fmaxf(max_lse, lse[i]);
+    }
 #pragma unroll
     for (int offset = 16; offset > 0; offset /= 2)
       max_lse = fmaxf(max_lse, __shfl_xor_sync(0xffffffffu, max_lse, offset));
-    float sum = splitWeight(lse0, max_lse, 1.f);
-    for (int sp = lane + 32; sp < n; sp += 32)
-      sum += splitWeight(load_lse(sp, g), max_lse, 1.f);
+    float weight[kLaneSplits], sum = 0.f;
+#pragma unroll
+    for (int i = 0; i < kLaneSplits; ++i) {
+      weight[i] = lse[i] == -INFINITY ? 0.f : exp2f(lse[i] - max_lse);
+      sum += weight[i];
+    }
 #pragma unroll
     for (int offset = 16; offset > 0; offset /= 2)
       sum += __shfl_xor_sync(0xffffffffu, sum, offset);
     const float inv = sum > 0.f ? 1.f / sum : 0.f;
-    if constexpr (kSharedWeights) {
-      if (lane < n)
-        weights[lane * G + g] = splitWeight(lse0, max_lse, inv);
-      for (int sp = lane + 32; sp < n; sp += 32)
-        weights[sp * G + g] = splitWeight(load_lse(sp, g), max_lse, inv);
-    } else if (lane == 0) {
-      head_scale[g] = make_float2(max_lse, inv);
-    }
+#pragma unroll
+    for (int i = 0; i < kLaneSplits; ++i)
+      if (lane + 32 * i < n)
+        weights[(lane + 32 * i) * G + g] = weight[i] * inv;
     if (lane == 0 && params.maybe_lse != nullptr) {
       const long long row = (long long)seq * params.num_qo_heads + kv_head * G + g;
       params.maybe_lse[row] = max_lse == -INFINITY ? -INFINITY : (max_lse + log2f(sum)) * kLn2;
     }
   }
-  __syncthreads(); // every head's weights (or scale) written
+  __syncthreads(); // every head's weights written
   for (int idx = threadIdx.x; idx < G * kQuads; idx += kThreads) {
     const int g = idx / kQuads, quad4 = idx % kQuads, head = kv_head * G + g;
-    const float2 scale = kSharedWeights ? make_float2(0.f, 0.f) : head_scale[g];
     float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
-    // kBatch splits' loads issued at once, then their FMAs in split order
-    // (4 where each weight takes a load and an exp2: at 8, and with `#pragma
-    // unroll 8` on a plain loop, ptxas spilled d64 kernels' main loops).
-    constexpr int kBatch = kSharedWeights ? 8 : 4;
+    // kBatch splits' loads issued at once (one round trip from global or
+    // another CTA's shared memory), then their FMAs in split order. (With
+    // `#pragma unroll 8` on a plain loop instead, ptxas spilled the d64
+    // kernels' main loops.)
+    constexpr int kBatch = 8;
     for (int sp0 = 0; sp0 < n; sp0 += kBatch) {
       float w[kBatch];
       float4 part[kBatch];
 #pragma unroll
       for (int b = 0; b < kBatch; ++b) {
         const int sp = sp0 + b < n ? sp0 + b : n - 1;
-        w[b] = sp0 + b >= n     ? 0.f
-               : kSharedWeights ? weights[sp * G + g]
-                                : splitWeight(load_lse(sp, g), scale.x, scale.y);
+        w[b] = sp0 + b < n ? weights[sp * G + g] : 0.f;
         part[b] = load_o4(sp, g, quad4);
       }
 #pragma unroll
@@ -220,7 +208,7 @@ __device__ __forceinline__ bool combineSplitsStaged(const DecodeParams &params, 
   cpAsyncWait<0>();
   __syncthreads();
   traceMergerClock(params.maybe_trace, seq, kv_head, kMergerLanded);
-  combineSplits<T, G, D, kThreads, true>(
+  combineSplits<T, G, D, kThreads>(
       params, seq, kv_head, n, [&](int sp, int g) { return staged_lse[sp * G + g]; },
       [&](int sp, int g, int quad4) { return staged_o[(sp * G + g) * kQuads + quad4]; },
       staged_lse);
@@ -262,15 +250,17 @@ __device__ __forceinline__ void mergeSplitsAsLastCta(const DecodeParams &params,
   traceMergerClock(params.maybe_trace, seq, kv_head, kMergerKnows);
   if (!combineSplitsStaged<T, G, D, kThreads>(params, seq, kv_head, combine_stage,
                                               combine_stage_bytes)) {
+    // From global memory, the weights in the stage (it holds n * G floats:
+    // the kernels' static_asserts).
     const long long head0 = (long long)seq * params.num_qo_heads + kv_head * G;
     const float4 *partial_o = reinterpret_cast<const float4 *>(params.maybe_partial_o);
-    combineSplits<T, G, D, kThreads, false>(
+    combineSplits<T, G, D, kThreads>(
         params, seq, kv_head, params.num_splits,
         [&](int sp, int g) { return __ldcg(params.maybe_partial_lse + sp * rows + head0 + g); },
         [&](int sp, int g, int quad4) {
           return __ldcg(partial_o + ((sp * rows + head0 + g) * D) / 4 + quad4);
         },
-        nullptr);
+        static_cast<float *>(combine_stage));
   }
   if (threadIdx.x == 0)
     *counter = 0; // ready for the next launch (and for CUDA graph replays)
@@ -345,7 +335,7 @@ __device__ __forceinline__ void decodeEpilogue(const DecodeParams &params, const
     if (clusterCtaRank() == 0) {
       traceLatest(params.maybe_trace, kTraceLatestMarkD);
       __shared__ float cluster_weights[kMaxClusterSplits * G];
-      combineSplits<T, G, D, kThreads, true>(
+      combineSplits<T, G, D, kThreads>(
           params, seq, kv_head, params.num_splits,
           [&](int sp, int g) { return loadCluster(clusterSharedAddress(cluster_lse + g, sp)); },
           [&](int sp, int g, int quad4) {
@@ -553,7 +543,11 @@ __global__ void __launch_bounds__(Traits::kThreads) pagedDecodeKernel(const Deco
   }
   __syncthreads();
 
-  decodeEpilogue<T, G, D, W, Traits::kThreads>(params, warp_acc, warp_m, warp_l, split, seq, kv_head);
+  // The merging CTA's split weights (or, where they fit, its staged
+  // partials) go in merge_buffer once the per-warp states are merged.
+  static_assert(Traits::kSmemFloats >= kMaxFusedSplits * G, "merge_buffer holds the split weights");
+  decodeEpilogue<T, G, D, W, Traits::kThreads>(params, warp_acc, warp_m, warp_l, split, seq,
+                                               kv_head, merge_buffer, (int)sizeof(merge_buffer));
 }
 
 /// The split merge as a launch of its own (DecodeParams without split
@@ -575,13 +569,14 @@ __global__ void __launch_bounds__(kCombineSplitsThreads<kHeadDim>)
   const long long row = (long long)seq * params.num_qo_heads + head;
   const float4 *partial_o = reinterpret_cast<const float4 *>(params.maybe_partial_o);
   // One head a CTA: a group of one, `head` as its kv head.
-  combineSplits<DType, 1, kHeadDim, kCombineSplitsThreads<kHeadDim>, false>(
+  __shared__ float weights[kMaxFusedSplits];
+  combineSplits<DType, 1, kHeadDim, kCombineSplitsThreads<kHeadDim>>(
       params, seq, head, params.num_splits,
       [&](int sp, int) { return __ldcg(params.maybe_partial_lse + sp * rows + row); },
       [&](int sp, int, int quad4) {
         return __ldcg(partial_o + (sp * rows + row) * (kHeadDim / 4) + quad4);
       },
-      nullptr);
+      weights);
 }
 
 } // namespace txc::kernels

@@ -78,11 +78,10 @@ inline Status checkDecodeParams(const DecodeParams &p) {
   if (addresses % 16 != 0 || (p.q_batch_stride | p.q_head_stride | p.o_batch_stride | p.o_head_stride |
                               p.kv.page_stride | p.kv.head_stride | p.kv.token_stride) % 8 != 0)
     return Status::invalidArgument("decode: q, o, k, v and their strides must be 16-byte aligned (16-byte loads)");
-  if (p.num_splits < 1 || p.num_splits > 65535)
-    return Status::invalidArgument("decode: num_splits " + std::to_string(p.num_splits) + " out of range");
-  if (p.maybe_split_counters != nullptr && p.num_splits > kMaxFusedSplits)
-    return Status::invalidArgument("decode: the fused combine takes at most " + std::to_string(kMaxFusedSplits) +
-                                   " splits, got " + std::to_string(p.num_splits));
+  if (p.num_splits < 1 || p.num_splits > kMaxFusedSplits)
+    return Status::invalidArgument("decode: num_splits " + std::to_string(p.num_splits) +
+                                   " out of range [1, " + std::to_string(kMaxFusedSplits) +
+                                   "] (the most the split merge takes)");
   if (p.num_splits > 1 && (p.maybe_partial_o == nullptr || p.maybe_partial_lse == nullptr))
     return Status::invalidArgument("decode: num_splits > 1 needs the partial-output workspace");
   if (p.wide_cta && p.cluster_combine && p.num_splits >= 2)

@@ -184,11 +184,41 @@ __device__ __forceinline__ bool combineSplitsStaged(const DecodeParams &params, 
   float *staged_lse = reinterpret_cast<float *>(staged_o + n * G * kQuads); // [split][g]
   const long long rows = (long long)params.batch * params.num_qo_heads;
   const long long head0 = (long long)seq * params.num_qo_heads + kv_head * G;
-  // A split's G heads are consecutive rows: G * kQuads consecutive float4.
-  const float4 *partial_o = reinterpret_cast<const float4 *>(params.maybe_partial_o);
-  for (int c = threadIdx.x; c < n * G * kQuads; c += kThreads) {
-    const int sp = c / (G * kQuads), r = c % (G * kQuads);
-    cpAsync16(staged_o + c, partial_o + (sp * rows + head0) * kQuads + r);
+  // A split's G heads are consecutive rows: G * kQuads consecutive float4,
+  // one split's after another's `rows * kQuads` apart. The source steps by
+  // that stride: a 64-bit product a copy (the split and its offset from a
+  // runtime division) took ~18 instructions a cp.async in the SASS, the
+  // merger's ~2K cycles from knowing it merges to its loads issued (device
+  // run 254), one warp an SM sub-partition.
+  constexpr int kSplitQuads = G * kQuads;
+  const long long split_stride = rows * kQuads;
+  const float4 *partial_o =
+      reinterpret_cast<const float4 *>(params.maybe_partial_o) + head0 * kQuads;
+  if constexpr (kSplitQuads % kThreads == 0) {
+    // Whole splits a pass of the CTA: the same offsets in every split.
+    const float4 *src = partial_o + threadIdx.x;
+    float4 *dst = staged_o + threadIdx.x;
+    for (int sp = 0; sp < n; ++sp, src += split_stride, dst += kSplitQuads)
+#pragma unroll
+      for (int r = 0; r < kSplitQuads; r += kThreads)
+        cpAsync16(dst + r, src + r);
+  } else if constexpr (kThreads % kSplitQuads == 0) {
+    // Several splits a pass: each thread one offset, every kSplitsAPass-th split.
+    constexpr int kSplitsAPass = kThreads / kSplitQuads;
+    const int r = threadIdx.x % kSplitQuads;
+    int sp = threadIdx.x / kSplitQuads;
+    const float4 *src = partial_o + sp * split_stride + r;
+    for (; sp < n; sp += kSplitsAPass, src += kSplitsAPass * split_stride)
+      cpAsync16(staged_o + sp * kSplitQuads + r, src);
+  } else {
+    // Any group size (7 heads a KV head, say): the split and offset carried.
+    int sp = threadIdx.x / kSplitQuads, r = threadIdx.x % kSplitQuads;
+    const float4 *src = partial_o + sp * split_stride;
+    for (int c = threadIdx.x; c < n * kSplitQuads; c += kThreads) {
+      cpAsync16(staged_o + c, src + r);
+      for (r += kThreads; r >= kSplitQuads; r -= kSplitQuads)
+        src += split_stride;
+    }
   }
   cpAsyncCommit();
   traceMergerClock(params.maybe_trace, seq, kv_head, kMergerIssued);

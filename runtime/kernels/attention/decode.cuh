@@ -202,7 +202,9 @@ __device__ __forceinline__ bool combineSplitsStaged(const DecodeParams &params, 
 #pragma unroll
       for (int r = 0; r < kSplitQuads; r += kThreads)
         cpAsync16(dst + r, src + r);
-  } else if constexpr (kThreads % kSplitQuads == 0) {
+  } else {
+    static_assert(kThreads % kSplitQuads == 0,
+                  "a split's quads and the CTA's threads: one must divide the other (powers of two)");
     // Several splits a pass: each thread one offset, every kSplitsAPass-th split.
     constexpr int kSplitsAPass = kThreads / kSplitQuads;
     const int r = threadIdx.x % kSplitQuads;
@@ -210,15 +212,6 @@ __device__ __forceinline__ bool combineSplitsStaged(const DecodeParams &params, 
     const float4 *src = partial_o + sp * split_stride + r;
     for (; sp < n; sp += kSplitsAPass, src += kSplitsAPass * split_stride)
       cpAsync16(staged_o + sp * kSplitQuads + r, src);
-  } else {
-    // Any group size (7 heads a KV head, say): the split and offset carried.
-    int sp = threadIdx.x / kSplitQuads, r = threadIdx.x % kSplitQuads;
-    const float4 *src = partial_o + sp * split_stride;
-    for (int c = threadIdx.x; c < n * kSplitQuads; c += kThreads) {
-      cpAsync16(staged_o + c, src + r);
-      for (r += kThreads; r >= kSplitQuads; r -= kSplitQuads)
-        src += split_stride;
-    }
   }
   cpAsyncCommit();
   traceMergerClock(params.maybe_trace, seq, kv_head, kMergerIssued);

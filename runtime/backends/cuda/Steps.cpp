@@ -143,15 +143,21 @@ Status CudaExecutor::State::enqueueLaunches(const engine::Batch &b) {
 namespace {
 
 /// The padded batch size a decode graph is captured for: powers of two up
-/// to 32, then multiples of 32, capped at `largest`.
+/// to 8, then multiples of 8 (as vLLM's capture sizes), capped at
+/// `largest`. The attention's split is planned for the bucket, padding rows
+/// included: with multiples of 32, b40 ran as 64 and unsplit where 40 splits
+/// 4 ways (device run 257: the split rule past a wave never reached b33-b63).
 int32_t batchBucket(int32_t n, int32_t largest) {
   int32_t bucket = 1;
-  while (bucket < n && bucket < 32)
+  while (bucket < n && bucket < 8)
     bucket *= 2;
   if (bucket < n)
-    bucket = (n + 31) / 32 * 32;
+    bucket = (n + 7) / 8 * 8;
   return std::min(bucket, largest);
 }
+
+/// The bucket after `bucket` (batchBucket's values, in order).
+int32_t nextBatchBucket(int32_t bucket) { return bucket < 8 ? 2 * bucket : bucket + 8; }
 
 int32_t contextBucket(int32_t context) {
   int32_t bucket = 64;
@@ -173,7 +179,7 @@ Status CudaExecutor::State::captureDecodeGraphs(int32_t max_seq_len, int32_t pag
   if (graph_max_batch == 0)
     return Status::ok();
   std::vector<int32_t> buckets; // batchBucket's values
-  for (int32_t n = 1; n < graph_max_batch; n = n < 32 ? 2 * n : n + 32)
+  for (int32_t n = 1; n < graph_max_batch; n = nextBatchBucket(n))
     buckets.push_back(n);
   buckets.push_back(graph_max_batch);
   for (int32_t n : buckets) {

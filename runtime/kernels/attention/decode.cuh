@@ -84,11 +84,14 @@ constexpr int kMaxFusedSplits = 128;
 /// where load_lse reads: a warp reads its head's LSEs into registers before
 /// it writes that head's weights); then each thread's four dims are one
 /// chain of FMAs over the splits in order, with no exp2, compare or branch
-/// in it. A merge that computed every weight in all 32 lanes of a head, one
-/// exp2 and a branch a split in a dependent chain (combineSplitsInCta until
-/// session 42), took the merger's arithmetic to 7.4K cycles against 2.0K
-/// this way (device run 257: b1 L4096, 32 splits, the next launch's CTAs
-/// beside it).
+/// in it. The merge until session 42 computed every weight in all 32 lanes
+/// of a head, one exp2 and a branch a split in a dependent chain: device run
+/// 259 (H100, b1 L4096, 32 splits staged) measured the merger's arithmetic
+/// at 4.3K cycles that way against 2.2K this way; the global merge at 64 /
+/// 128 splits 22.5 / 35.5 -> 20.7 / 31.6 us a launch. Every weight goes to
+/// shared memory: a version that recomputed them beside the FMA chains
+/// where the partials come from global memory ran those merges 1.6-1.7x
+/// slower (run 258).
 template <typename T, int G, int D, int kThreads, typename LoadLse, typename LoadO4>
 __device__ __forceinline__ void combineSplits(const DecodeParams &params, int seq, int kv_head,
                                               int n, LoadLse load_lse, LoadO4 load_o4,

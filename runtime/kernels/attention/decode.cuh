@@ -551,7 +551,8 @@ __global__ void __launch_bounds__(Traits::kThreads) pagedDecodeKernel(const Deco
   }
 
   // Merge the warps through shared memory.
-  __shared__ float merge_buffer[Traits::kSmemFloats];
+  // 16-byte aligned: the merging CTA may stage partials here by cp.async.
+  __shared__ __align__(16) float merge_buffer[Traits::kSmemFloats];
   float *warp_acc = merge_buffer;               // [W][G][D]
   float *warp_m = merge_buffer + W * G * D;     // [W][G]
   float *warp_l = warp_m + W * G;               // [W][G]

@@ -156,9 +156,6 @@ int32_t batchBucket(int32_t n, int32_t largest) {
   return std::min(bucket, largest);
 }
 
-/// The bucket after `bucket` (batchBucket's values, in order).
-int32_t nextBatchBucket(int32_t bucket) { return bucket < 8 ? 2 * bucket : bucket + 8; }
-
 int32_t contextBucket(int32_t context) {
   int32_t bucket = 64;
   while (bucket < context)
@@ -179,7 +176,7 @@ Status CudaExecutor::State::captureDecodeGraphs(int32_t max_seq_len, int32_t pag
   if (graph_max_batch == 0)
     return Status::ok();
   std::vector<int32_t> buckets; // batchBucket's values
-  for (int32_t n = 1; n < graph_max_batch; n = nextBatchBucket(n))
+  for (int32_t n = 1; n < graph_max_batch; n = batchBucket(n + 1, graph_max_batch))
     buckets.push_back(n);
   buckets.push_back(graph_max_batch);
   for (int32_t n : buckets) {

@@ -69,9 +69,9 @@ __device__ __forceinline__ void mergeSoftmaxState(float &m, float &l, float (&ac
 
 /// The most splits a launch merges (fused or by combineSplitsKernel; more
 /// than this means a launch the split heuristic never makes).
-constexpr int kMaxFusedSplits = 128;
+constexpr int kMaxMergedSplits = 128;
 
-/// Merges the n (<= kMaxFusedSplits) split partials of the G heads of
+/// Merges the n (<= kMaxMergedSplits) split partials of the G heads of
 /// (seq, kv_head) in one CTA and writes the output: load_lse(split, g) gives
 /// a split's base-2 LSE, load_o4(split, g, quad) four of its normalized
 /// output elements. Every split merge runs it (the staged, cluster and
@@ -98,7 +98,7 @@ __device__ __forceinline__ void combineSplits(const DecodeParams &params, int se
                                               float *weights) {
   static_assert(kThreads % 32 == 0, "the weights' shuffles take whole warps");
   using Ops = ElementOps<T>;
-  constexpr int kQuads = D / 4, kWarps = kThreads / 32, kLaneSplits = kMaxFusedSplits / 32;
+  constexpr int kQuads = D / 4, kWarps = kThreads / 32, kLaneSplits = kMaxMergedSplits / 32;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   for (int g = warp; g < G; g += kWarps) {
     float lse[kLaneSplits];
@@ -572,7 +572,8 @@ __global__ void __launch_bounds__(Traits::kThreads) pagedDecodeKernel(const Deco
 
   // The merging CTA's split weights (or, where they fit, its staged
   // partials) go in merge_buffer once the per-warp states are merged.
-  static_assert(Traits::kSmemFloats >= kMaxFusedSplits * G, "merge_buffer holds the split weights");
+  static_assert(Traits::kSmemFloats >= kMaxMergedSplits * G,
+                "merge_buffer holds the split weights");
   decodeEpilogue<T, G, D, W, Traits::kThreads>(params, warp_acc, warp_m, warp_l, split, seq,
                                                kv_head, merge_buffer, (int)sizeof(merge_buffer));
 }
@@ -596,7 +597,7 @@ __global__ void __launch_bounds__(kCombineSplitsThreads<kHeadDim>)
   const long long row = (long long)seq * params.num_qo_heads + head;
   const float4 *partial_o = reinterpret_cast<const float4 *>(params.maybe_partial_o);
   // One head a CTA: a group of one, `head` as its kv head.
-  __shared__ float weights[kMaxFusedSplits];
+  __shared__ float weights[kMaxMergedSplits];
   combineSplits<DType, 1, kHeadDim, kCombineSplitsThreads<kHeadDim>>(
       params, seq, head, params.num_splits,
       [&](int sp, int) { return __ldcg(params.maybe_partial_lse + sp * rows + row); },

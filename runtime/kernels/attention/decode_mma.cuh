@@ -731,7 +731,7 @@ __global__ void __launch_bounds__(Traits::kThreads, Traits::kWide ? 1 : 0)
   // The merging CTA stages the splits' partials in the whole of its dynamic
   // shared memory (the per-warp states are merged before it loads them), or
   // where they do not fit, their weights.
-  static_assert(Traits::kSmemBytesSingleStage >= kMaxFusedSplits * G * (int)sizeof(float),
+  static_assert(Traits::kSmemBytesSingleStage >= kMaxMergedSplits * G * (int)sizeof(float),
                 "the stage holds the split weights");
   decodeEpilogue<T, G, D, W, Traits::kThreads, Traits::kWide>(
       params, warp_acc, warp_m, warp_l, split, seq, kv_head, smem_raw,

@@ -78,9 +78,9 @@ inline Status checkDecodeParams(const DecodeParams &p) {
   if (addresses % 16 != 0 || (p.q_batch_stride | p.q_head_stride | p.o_batch_stride | p.o_head_stride |
                               p.kv.page_stride | p.kv.head_stride | p.kv.token_stride) % 8 != 0)
     return Status::invalidArgument("decode: q, o, k, v and their strides must be 16-byte aligned (16-byte loads)");
-  if (p.num_splits < 1 || p.num_splits > kMaxFusedSplits)
+  if (p.num_splits < 1 || p.num_splits > kMaxMergedSplits)
     return Status::invalidArgument("decode: num_splits " + std::to_string(p.num_splits) +
-                                   " out of range [1, " + std::to_string(kMaxFusedSplits) +
+                                   " out of range [1, " + std::to_string(kMaxMergedSplits) +
                                    "] (the most the split merge takes)");
   if (p.num_splits > 1 && (p.maybe_partial_o == nullptr || p.maybe_partial_lse == nullptr))
     return Status::invalidArgument("decode: num_splits > 1 needs the partial-output workspace");

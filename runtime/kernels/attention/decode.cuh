@@ -372,8 +372,8 @@ __device__ __forceinline__ void decodeEpilogue(const DecodeParams &params, const
       if (dim0 == 0)
         cluster_lse[g] = lse2;
     } else if (params.num_splits == 1) {
-      T *o = static_cast<T *>(params.o) + seq * params.o_batch_stride + head * params.o_head_stride +
-             dim0;
+      T *o = static_cast<T *>(params.o) + seq * params.o_batch_stride +
+             head * params.o_head_stride + dim0;
       if constexpr (kDims == 4)
         *reinterpret_cast<uint2 *>(o) =
             make_uint2(Ops::fromFloat2(out[0], out[1]), Ops::fromFloat2(out[2], out[3]));

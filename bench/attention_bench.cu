@@ -1052,20 +1052,27 @@ int main(int argc, char **argv) {
     measureCopyBandwidth();
 
   std::printf("== decode correctness\n");
-  std::vector<DecodeCase> decode_checks = {
-      {"gqa32/8 d128 odd lens p16", 0, 32, 8, 128, 16, {1, 17, 1000, 4097, 333}},
-      {"gqa32/8 d128 odd lens p16", 0, 32, 8, 128, 16, {1, 17, 1000, 4097, 333}, 0, -1, 0.f, 7, false},
-      {"gqa32/8 d128 odd lens p16", 0, 32, 8, 128, 16, {1, 17, 1000, 4097, 333}, 0, -1, 0.f, 1},
-      {"mha16/16 d64 p1", 0, 16, 16, 64, 1, {5, 300, 2049}},
-      {"gqa64/8 d128 p64", 0, 64, 8, 128, 64, {70, 1500, 9000}},
-      {"gqa16/8 d256 p16", 0, 16, 8, 256, 16, {3, 511, 2500}},
-      {"mqa8/1 d128 p32", 0, 8, 1, 128, 32, {100, 6000}, 0, -1, 0.f, 5},
-      {"gqa32/8 d128 window 1000 p16", 0, 32, 8, 128, 16, {50, 1001, 5000}, 0, 1000},
-      {"gqa32/8 d128 softcap 30 p16", 0, 32, 8, 128, 16, {50, 3000}, 0, -1, 30.f},
-      // Last, as the loops below pick cases by index. 3 splits: the CUDA-core
-      // kernel's merging CTA stages them in its merge buffer.
-      {"mha16/16 d64 p1", 0, 16, 16, 64, 1, {5, 300, 2049}, 0, -1, 0.f, 3},
-  };
+  // Named, as the loops below pick cases by name.
+  const DecodeCase gqa = {"gqa32/8 d128 odd lens p16", 0, 32, 8, 128, 16, {1, 17, 1000, 4097, 333}};
+  DecodeCase gqa_combine_kernel = gqa; // 7 splits merged by the combine kernel
+  gqa_combine_kernel.forced_splits = 7;
+  gqa_combine_kernel.fused_combine = false;
+  DecodeCase gqa_one_split = gqa;
+  gqa_one_split.forced_splits = 1;
+  const DecodeCase mha_d64 = {"mha16/16 d64 p1", 0, 16, 16, 64, 1, {5, 300, 2049}};
+  // 3 splits: the CUDA-core kernel's merging CTA stages them in its merge buffer.
+  DecodeCase mha_d64_3_splits = mha_d64;
+  mha_d64_3_splits.forced_splits = 3;
+  const DecodeCase gqa64_p64 = {"gqa64/8 d128 p64", 0, 64, 8, 128, 64, {70, 1500, 9000}};
+  const DecodeCase gqa_d256 = {"gqa16/8 d256 p16", 0, 16, 8, 256, 16, {3, 511, 2500}};
+  const DecodeCase mqa = {"mqa8/1 d128 p32", 0, 8, 1, 128, 32, {100, 6000}, 0, -1, 0.f, 5};
+  const DecodeCase window = {
+      "gqa32/8 d128 window 1000 p16", 0, 32, 8, 128, 16, {50, 1001, 5000}, 0, 1000};
+  const DecodeCase softcap = {
+      "gqa32/8 d128 softcap 30 p16", 0, 32, 8, 128, 16, {50, 3000}, 0, -1, 30.f};
+  const std::vector<DecodeCase> decode_checks = {
+      gqa,     gqa_combine_kernel, gqa_one_split, mha_d64, gqa64_p64, gqa_d256, mqa, window,
+      softcap, mha_d64_3_splits};
   if (decode) {
     for (const auto &c : decode_checks)
       runDecode<__nv_bfloat16>(c, bf16, rng);
@@ -1079,21 +1086,19 @@ int main(int argc, char **argv) {
     // The splits merged through distributed shared memory, at 2 to 8 splits
     // (a cluster each), including the early path.
     for (int splits : {2, 5, 8})
-      for (int i : {0, 1, 3, 4, 5, 6}) {
-        DecodeCase c = decode_checks[i];
+      for (DecodeCase c : {gqa, gqa_combine_kernel, mha_d64, gqa64_p64, gqa_d256, mqa}) {
         c.name += " cluster";
         c.cluster_combine = true;
         c.forced_splits = splits;
         c.early_kv = splits == 5;
         runDecode<__nv_bfloat16>(c, bf16, rng);
       }
-    runDecode<__half>(decode_checks[0], fp16, rng);
-    runDecode<__half>(decode_checks[5], fp16, rng);
+    runDecode<__half>(gqa, fp16, rng);
+    runDecode<__half>(gqa_d256, fp16, rng);
     // A kernel set-up on every GQA case, plain, then with early K/V and the
     // splits merged in a cluster.
     auto checkGqaCases = [&](const std::string &suffix, auto setUp) {
-      for (int i : {0, 1, 4, 5, 7, 8}) {
-        DecodeCase c = decode_checks[i];
+      for (DecodeCase c : {gqa, gqa_combine_kernel, gqa64_p64, gqa_d256, window, softcap}) {
         c.name += suffix;
         setUp(c);
         runDecode<__nv_bfloat16>(c, bf16, rng);
@@ -1110,10 +1115,9 @@ int main(int argc, char **argv) {
     // The wide CTA (16 warps, a 256-key tile, one split) where it is built
     // (head_dim <= 128, no window or soft-cap): short contexts as in the
     // decode step, and long ones, whose tiles run one after another.
-    std::vector<DecodeCase> wide_checks = {decode_checks[0], decode_checks[4], decode_checks[6],
-                                           {"gqa16/8 d128 short p16", 0, 16, 8, 128, 16, {1, 64, 150, 256}},
-                                           {"gqa8/2 d64 short p16", 0, 8, 2, 64, 16, {7, 200}}};
-    for (DecodeCase c : wide_checks) {
+    const DecodeCase gqa16_short = {"gqa16/8 d128 short p16", 0, 16, 8, 128, 16, {1, 64, 150, 256}};
+    const DecodeCase gqa8_d64_short = {"gqa8/2 d64 short p16", 0, 8, 2, 64, 16, {7, 200}};
+    for (DecodeCase c : {gqa, gqa64_p64, mqa, gqa16_short, gqa8_d64_short}) {
       c.name += " wide";
       c.wide_cta = true;
       c.forced_splits = 1;
@@ -1122,15 +1126,14 @@ int main(int argc, char **argv) {
       c.early_kv = true;
       runDecode<__nv_bfloat16>(c, bf16, rng);
     }
-    DecodeCase wide_fp16 = wide_checks[3];
+    DecodeCase wide_fp16 = gqa16_short;
     wide_fp16.name += " wide";
     wide_fp16.wide_cta = true;
     wide_fp16.forced_splits = 1;
     runDecode<__half>(wide_fp16, fp16, rng);
     // Wide CTAs as splits (a 256-key tile each, or several in a row), merged
     // through global memory by the staged combine.
-    for (int i : {0, 4, 6}) {
-      DecodeCase c = decode_checks[i];
+    for (DecodeCase c : {gqa, gqa64_p64, mqa}) {
       c.name += " wide";
       c.wide_cta = true;
       c.forced_splits = 5;

@@ -71,6 +71,11 @@ __device__ __forceinline__ void mergeSoftmaxState(float &m, float &l, float (&ac
 /// than this means a launch the split heuristic never makes).
 constexpr int kMaxMergedSplits = 128;
 
+/// combineSplits' wait for partials that are not in flight.
+struct NothingInFlight {
+  __device__ void operator()() const {}
+};
+
 /// Merges the n (<= kMaxMergedSplits) split partials of the G heads of
 /// (seq, kv_head) in one CTA and writes the output: load_lse(split, g) gives
 /// a split's base-2 LSE, load_o4(split, g, quad) four of its normalized
@@ -91,11 +96,16 @@ constexpr int kMaxMergedSplits = 128;
 /// 128 splits 22.5 / 35.5 -> 20.7 / 31.6 us a launch. Every weight goes to
 /// shared memory: a version that recomputed them beside the FMA chains
 /// where the partials come from global memory ran those merges 1.6-1.7x
-/// slower (run 258).
-template <typename T, int G, int D, int kThreads, typename LoadLse, typename LoadO4>
+/// slower (run 258). wait_for_partials runs between the two, before the
+/// barrier that publishes the weights: the staged merge waits there for its
+/// copies of the partial outputs, so that they land while the weights are
+/// computed.
+template <typename T, int G, int D, int kThreads, typename LoadLse, typename LoadO4,
+          typename WaitForPartials = NothingInFlight>
 __device__ __forceinline__ void combineSplits(const DecodeParams &params, int seq, int kv_head,
                                               int n, LoadLse load_lse, LoadO4 load_o4,
-                                              float *weights) {
+                                              float *weights,
+                                              WaitForPartials wait_for_partials = {}) {
   static_assert(kThreads % 32 == 0, "the weights' shuffles take whole warps");
   using Ops = ElementOps<T>;
   constexpr int kQuads = D / 4, kWarps = kThreads / 32, kLaneSplits = kMaxMergedSplits / 32;
@@ -131,7 +141,8 @@ __device__ __forceinline__ void combineSplits(const DecodeParams &params, int se
       params.maybe_lse[row] = max_lse == -INFINITY ? -INFINITY : (max_lse + log2f(sum)) * kLn2;
     }
   }
-  __syncthreads(); // every head's weights written
+  wait_for_partials(); // the staged merge's copies, in flight during the weights
+  __syncthreads();     // every head's weights written (and the partials landed)
   for (int idx = threadIdx.x; idx < G * kQuads; idx += kThreads) {
     const int g = idx / kQuads, quad4 = idx % kQuads, head = kv_head * G + g;
     float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
@@ -172,8 +183,10 @@ __device__ __forceinline__ void combineSplits(const DecodeParams &params, int se
 /// the merge from global memory makes one per 8 splits (its loop's unroll), on
 /// the step's critical path (device run 73: Llama-3-8B at 16 splits takes 6 us
 /// from its last tile to its exit). False, with nothing loaded, where the
-/// stage cannot hold num_splits partials. Traced, the merger stamps its
-/// loads issued, landed and merged (traceMergerClock).
+/// stage cannot hold num_splits partials. The weights are computed while
+/// the outputs' copies land (combineSplits' wait_for_partials). Traced, the
+/// merger stamps its loads issued, landed (thread 0's copies, after the
+/// weights) and merged (traceMergerClock).
 template <typename T, int G, int D, int kThreads>
 __device__ __forceinline__ bool combineSplitsStaged(const DecodeParams &params, int seq,
                                                     int kv_head, void *stage, int stage_bytes) {
@@ -187,6 +200,19 @@ __device__ __forceinline__ bool combineSplitsStaged(const DecodeParams &params, 
   float *staged_lse = reinterpret_cast<float *>(staged_o + n * G * kQuads); // [split][g]
   const long long rows = (long long)params.batch * params.num_qo_heads;
   const long long head0 = (long long)seq * params.num_qo_heads + kv_head * G;
+  // The LSEs first, into registers: the weights need only them, and they
+  // come back ahead of the partial outputs' copies queued behind them, so
+  // the weights are computed while the copies land. Device run 270 (H100,
+  // graph + PDL + early K/V): the merger's knows -> merged 3.8K -> 3.5-3.8K
+  // cycles at b1 L4096 (9.4 -> 9.3 us a launch), 6.5-7.0K -> 4.8-5.0K at
+  // L32768 (49.1-49.3 -> 48.7-49.0 us).
+  float lse[kLsePerThread];
+#pragma unroll
+  for (int i = 0; i < kLsePerThread; ++i) {
+    const int c = threadIdx.x + i * kThreads;
+    if (c < n * G)
+      lse[i] = __ldcg(params.maybe_partial_lse + (c / G) * rows + head0 + c % G);
+  }
   // A split's G heads are consecutive rows: G * kQuads consecutive float4,
   // one split's after another's `rows * kQuads` apart. The source steps by
   // that stride: a 64-bit product a copy (the split and its offset from a
@@ -218,26 +244,20 @@ __device__ __forceinline__ bool combineSplitsStaged(const DecodeParams &params, 
   }
   cpAsyncCommit();
   traceMergerClock(params.maybe_trace, seq, kv_head, kMergerIssued);
-  float lse[kLsePerThread];
-#pragma unroll
-  for (int i = 0; i < kLsePerThread; ++i) {
-    const int c = threadIdx.x + i * kThreads;
-    if (c < n * G)
-      lse[i] = __ldcg(params.maybe_partial_lse + (c / G) * rows + head0 + c % G);
-  }
 #pragma unroll
   for (int i = 0; i < kLsePerThread; ++i) {
     const int c = threadIdx.x + i * kThreads;
     if (c < n * G)
       staged_lse[c] = lse[i];
   }
-  cpAsyncWait<0>();
-  __syncthreads();
-  traceMergerClock(params.maybe_trace, seq, kv_head, kMergerLanded);
+  __syncthreads(); // the LSEs in shared memory; the outputs' copies still in flight
   combineSplits<T, G, D, kThreads>(
       params, seq, kv_head, n, [&](int sp, int g) { return staged_lse[sp * G + g]; },
       [&](int sp, int g, int quad4) { return staged_o[(sp * G + g) * kQuads + quad4]; },
-      staged_lse);
+      staged_lse, [&] {
+        cpAsyncWait<0>();
+        traceMergerClock(params.maybe_trace, seq, kv_head, kMergerLanded);
+      });
   if (params.maybe_trace != nullptr) {
     __syncthreads();
     traceMergerClock(params.maybe_trace, seq, kv_head, kMergerMerged);

@@ -84,8 +84,9 @@ enum TraceBlock0Point {
 };
 
 /// The points of traceMergerClock: the merger knows it merges, its loads
-/// issued, landed (the whole CTA past them) and merged (the output stored,
-/// the whole CTA).
+/// issued, landed (thread 0's copies waited for, after the weights: the
+/// staged merge computes them while the copies land, since device run 270;
+/// the whole CTA before that) and merged (the output stored, the whole CTA).
 enum TraceMergerPoint {
   kMergerKnows = 0,
   kMergerIssued = 1,

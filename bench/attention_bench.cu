@@ -480,6 +480,35 @@ void printLaunchTrace(const std::string &name,
     std::printf("\n");
 }
 
+/// Every split merge (staged, from global memory, across a cluster, or
+/// combineSplitsKernel) runs combineSplits' operations in its order, so a
+/// fused merge's output `o` (from `fused`) must be the same bits
+/// as the combine kernel's on the same inputs: launched here into `o`
+/// poisoned, and recorded as a check.
+template <typename T>
+void checkSameBitsAsCombineKernel(const std::string &name, const AttentionConfig &config, DecodeParams fused,
+                                  const DeviceBuffer &o, long long elems) {
+  std::vector<T> want(elems), got(elems);
+  BENCH_CHECK_CUDA(cudaMemcpy(want.data(), o.ptr, elems * sizeof(T), cudaMemcpyDeviceToHost));
+  DecodeParams separate = fused;
+  separate.maybe_split_counters = nullptr;
+  separate.cluster_combine = false;
+  BENCH_CHECK_CUDA(cudaMemset(o.ptr, 0xFF, elems * sizeof(T)));
+  BENCH_CHECK_STATUS(launchPagedDecode(config, separate, 0));
+  BENCH_CHECK_CUDA(cudaDeviceSynchronize());
+  BENCH_CHECK_CUDA(cudaMemcpy(got.data(), o.ptr, elems * sizeof(T), cudaMemcpyDeviceToHost));
+  CheckResult r;
+  r.name = name + " bits = combine-kernel's";
+  long long differ = 0;
+  for (long long i = 0; i < elems; ++i)
+    differ += std::memcmp(&want[i], &got[i], sizeof(T)) != 0 ? 1 : 0;
+  r.unwritten = differ; // elements whose bits differ
+  r.checked_rows = elems / config.head_dim;
+  r.pass = differ == 0;
+  std::printf("  check %-48s elements differing %lld  %s\n", r.name.c_str(), differ, r.pass ? "PASS" : "FAIL");
+  g_checks.push_back(r);
+}
+
 /// Checks the case against the reference; for a timed case prints and records the timing and
 /// returns the median launch in ms (0 when untimed).
 template <typename T> double runDecode(const DecodeCase &c, ElementType dtype, std::mt19937 &rng) {
@@ -578,6 +607,8 @@ template <typename T> double runDecode(const DecodeCase &c, ElementType dtype, s
   if (samples.back() != batch - 1)
     samples.push_back(batch - 1);
   CheckResult check = compareWithReference<T>("decode " + name, ra, cu_q, samples, o, q_elems, toleranceFor(dtype));
+  if (splits > 1 && c.fused_combine)
+    checkSameBitsAsCombineKernel<T>("decode " + name, config, paramsFor(caches[0]), o, q_elems);
 
   if (!c.timed)
     return 0;
@@ -1437,10 +1468,10 @@ int main(int argc, char **argv) {
     }
     // The fused merge checked across split counts (2 to its 128) and GQA
     // groups (2, 4, 8 query heads a KV head), batch 3: the stage holds 33
-    // splits at groups 2 and 4; group 8's 33 and every 128 merge from
-    // global memory.
+    // splits at groups 2 and 4 (32: b1 L4096's count); group 8's 33 and
+    // every 128 merge from global memory.
     for (int qo_heads : {16, 32, 64})
-      for (int splits : {2, 33, 128}) {
+      for (int splits : {2, 32, 33, 128}) {
         DecodeCase c{"fused merge h" + std::to_string(qo_heads) +
                          "/8 splits=" + std::to_string(splits),
                      3,

@@ -113,6 +113,11 @@ __global__ void dependentKernel(const unsigned char *kv, const unsigned *query,
     atomicMax(rec + kFirstStart, ~t);
     atomicMax(rec + kLastStart, t);
   }
+  if (mode == kBulk && tid == 0) {
+    asm volatile("mbarrier.init.shared.b64 [%0], 1;" ::"r"(smemAddr(&bar)));
+    asm volatile("fence.mbarrier_init.release.cluster;");
+  }
+  __syncthreads(); // the copies' barrier is initialized before anyone uses it
   const unsigned char *src = kv + (size_t)blockIdx.x * kEarlyBytes;
   constexpr int kChunks = kEarlyBytes / 16;
   const bool loads = mode == kAll || (mode == kWarps123 && warp > 0);
@@ -124,8 +129,6 @@ __global__ void dependentKernel(const unsigned char *kv, const unsigned *query,
     asm volatile("cp.async.commit_group;");
   }
   if (mode == kBulk && tid == 32) {
-    asm volatile("mbarrier.init.shared.b64 [%0], 1;" ::"r"(smemAddr(&bar)));
-    asm volatile("fence.mbarrier_init.release.cluster;");
     asm volatile("mbarrier.arrive.expect_tx.shared.b64 _, [%0], %1;" ::"r"(smemAddr(&bar)),
                  "r"(kEarlyBytes));
     constexpr int kPiece = 4096;

@@ -32,6 +32,10 @@
 
 #include <cuda_runtime.h>
 
+#include "attention/sm90_pipeline.cuh"
+
+using namespace txc::kernels;
+
 #define CHECK(call)                                                                                \
   do {                                                                                             \
     cudaError_t err_ = (call);                                                                     \
@@ -69,38 +73,20 @@ enum Slot {
   kSlots
 };
 
-__device__ __forceinline__ unsigned long long now() {
-  unsigned long long t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-}
-
-// A stamp that cannot issue before `v` has arrived.
-__device__ __forceinline__ unsigned long long nowAfter(unsigned v) {
-  unsigned long long t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t) : "r"(v));
-  return t;
-}
-
 __global__ void primaryKernel(unsigned *query, unsigned long long *rec, unsigned tag) {
-  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+  pdlLaunchDependents();
   if (threadIdx.x != 0)
     return;
   const bool merger = blockIdx.x % kMergerEvery == kMergerEvery - 1;
-  const unsigned long long start = now();
-  const unsigned long long until = start + kPrimaryNs + (merger ? kMergerExtraNs : 0);
-  while (now() < until) {
+  const unsigned long long until = globalTimerNs() + kPrimaryNs + (merger ? kMergerExtraNs : 0);
+  while (globalTimerNs() < until) {
   }
   if (merger)
     query[(blockIdx.x / kMergerEvery) * 32] = tag;
-  const unsigned long long t = now();
+  const unsigned long long t = globalTimerNs();
   atomicMax(rec + kPrimaryExit, t);
   if (!merger)
     atomicMax(rec + kPrimaryNonMergerExit, t);
-}
-
-__device__ __forceinline__ unsigned smemAddr(const void *p) {
-  return static_cast<unsigned>(__cvta_generic_to_shared(p));
 }
 
 __global__ void dependentKernel(const unsigned char *kv, const unsigned *query,
@@ -109,13 +95,13 @@ __global__ void dependentKernel(const unsigned char *kv, const unsigned *query,
   __shared__ __align__(8) unsigned long long bar;
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
   if (tid == 0) {
-    const unsigned long long t = now();
+    const unsigned long long t = globalTimerNs();
     atomicMax(rec + kFirstStart, ~t);
     atomicMax(rec + kLastStart, t);
   }
   if (mode == kBulk && tid == 0) {
-    asm volatile("mbarrier.init.shared.b64 [%0], 1;" ::"r"(smemAddr(&bar)));
-    asm volatile("fence.mbarrier_init.release.cluster;");
+    mbarrierInit(&bar, 1);
+    mbarrierInitFence();
   }
   __syncthreads(); // the copies' barrier is initialized before anyone uses it
   const unsigned char *src = kv + (size_t)blockIdx.x * kEarlyBytes;
@@ -124,58 +110,42 @@ __global__ void dependentKernel(const unsigned char *kv, const unsigned *query,
   if (loads) {
     const int first = mode == kAll ? tid : tid - 32, step = mode == kAll ? kThreads : kThreads - 32;
     for (int c = first; c < kChunks; c += step)
-      asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(smemAddr(smem + 16 * c)),
-                   "l"(src + 16 * c));
-    asm volatile("cp.async.commit_group;");
+      cpAsync16(smem + 16 * c, src + 16 * c);
+    cpAsyncCommit();
   }
   if (mode == kBulk && tid == 32) {
-    asm volatile("mbarrier.arrive.expect_tx.shared.b64 _, [%0], %1;" ::"r"(smemAddr(&bar)),
-                 "r"(kEarlyBytes));
+    mbarrierArriveExpectTx(&bar, kEarlyBytes);
     constexpr int kPiece = 4096;
+    const unsigned long long policy = l2EvictFirstPolicy(); // read once
     for (int off = 0; off < kEarlyBytes; off += kPiece)
-      asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], "
-                   "%2, [%3];" ::"r"(smemAddr(smem + off)),
-                   "l"(src + off), "r"(kPiece), "r"(smemAddr(&bar))
-                   : "memory");
+      bulkLoad(smem + off, src + off, kPiece, &bar, policy);
   }
-  asm volatile("griddepcontrol.wait;" ::: "memory");
+  pdlWait();
   if (lane == 0 && warp == 0) {
-    atomicMax(rec + kWarp0Release, now());
-    unsigned v;
-    asm volatile("ld.global.cg.u32 %0, [%1];"
-                 : "=r"(v)
-                 : "l"(query + (blockIdx.x / kMergerEvery) * 32));
-    atomicMax(rec + kQueryLanded, nowAfter(v));
+    atomicMax(rec + kWarp0Release, globalTimerNs());
+    // A branch on the loaded value holds the stamp until the load is back
+    // (the primary writes tags from 1 up). In the build device run 273
+    // measured, the value fed only an asm operand its text did not read and
+    // ptxas dropped the load: that run's "query" column is no load's time.
+    const unsigned v = __ldcg(query + (blockIdx.x / kMergerEvery) * 32);
+    if (v == ~0u)
+      __trap();
+    atomicMax(rec + kQueryLanded, globalTimerNs());
   }
-  if (lane == 0 && warp == 1) {
-    atomicMax(rec + kWarp1Release, now());
-    if (loads)
-      asm volatile("cp.async.wait_all;" ::: "memory");
-    if (mode == kBulk) {
-      unsigned done = 0;
-      while (!done)
-        asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared.b64 p, [%1], 0; selp.u32 %0, "
-                     "1, 0, p; }"
-                     : "=r"(done)
-                     : "r"(smemAddr(&bar)));
-    }
-    atomicMax(rec + kDataLanded, now());
-  }
-  if (loads && !(lane == 0 && warp == 1))
-    asm volatile("cp.async.wait_all;" ::: "memory");
-  if (mode == kBulk && tid != 32) {
-    // Everyone leaves after the copies landed (a CTA may not exit under a
-    // bulk copy into its shared memory).
-    unsigned done = 0;
-    while (!done)
-      asm volatile(
-          "{ .reg .pred p; mbarrier.try_wait.parity.shared.b64 p, [%1], 0; selp.u32 %0, 1, 0, p; }"
-          : "=r"(done)
-          : "r"(smemAddr(&bar)));
-  }
+  // Warp 1's lane 0 stamps when its copies (or the bulk copies) landed;
+  // every thread waits for them before the CTA leaves (a CTA may not exit
+  // under a copy into its shared memory).
+  if (lane == 0 && warp == 1)
+    atomicMax(rec + kWarp1Release, globalTimerNs());
+  if (loads)
+    cpAsyncWaitAll();
+  if (mode == kBulk)
+    mbarrierWait(&bar, 0);
+  if (lane == 0 && warp == 1)
+    atomicMax(rec + kDataLanded, globalTimerNs());
   __syncthreads();
   if (tid == 0)
-    atomicMax(rec + kDependentExit, now());
+    atomicMax(rec + kDependentExit, globalTimerNs());
 }
 
 double median(std::vector<double> v) {

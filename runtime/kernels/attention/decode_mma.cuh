@@ -466,6 +466,12 @@ __global__ void __launch_bounds__(Traits::kThreads, Traits::kWide ? 1 : 0)
         loadTile(s, s, newest, pages_ahead && s == 0);
       cpAsyncCommit();
     }
+    // The newest key's row offset: its page-table entry is not the previous
+    // kernel's, so its round trip goes before the wait; after it, it would
+    // precede the row's own load on the path to the first tile.
+    long long newest_offset = 0;
+    if (!rope && newest_in_prologue && tid < CPR)
+      newest_offset = kvRowOffset<Traits::kPageSize>(kv, seq, newest) + tid * 8;
     ropeFactors();
     if (rope)
       zeroPaddedQueryRows();
@@ -480,9 +486,8 @@ __global__ void __launch_bounds__(Traits::kThreads, Traits::kWide ? 1 : 0)
     }
     if (!rope) {
       if (newest_in_prologue && tid < CPR) {
-        const long long row = kvRowOffset<Traits::kPageSize>(kv, seq, newest) + tid * 8;
-        cpAsync16(newest_stage_k + swizzled<D>(newest_row, tid), k_base + row, true);
-        cpAsync16(newest_stage_v + swizzled<D>(newest_row, tid), v_base + row, true);
+        cpAsync16(newest_stage_k + swizzled<D>(newest_row, tid), k_base + newest_offset, true);
+        cpAsync16(newest_stage_v + swizzled<D>(newest_row, tid), v_base + newest_offset, true);
       }
       loadQ();
       cpAsyncCommit();

@@ -1067,6 +1067,9 @@ void writeJson(const char *path) {
 } // namespace
 
 int main(int argc, char **argv) {
+  // Line by line into a log: a kernel that hangs (the A/B scripts kill it on
+  // a timeout) leaves the checks before it, not an empty file.
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);
   const char *json_path = nullptr;
   bool timing = true, prefill = true, decode = true;
   for (int i = 1; i < argc; ++i) {

@@ -17,6 +17,12 @@ def main():
     date = datetime.date.today().isoformat()
     copy = ours.get("copy_GBps_rw") or 0
     rows = []
+    # The runtime launches decode in a CUDA graph with PDL and the K/V loads
+    # ahead of the wait (attention_bench's "cuda-graph+pdl+early-kv" rows);
+    # where a shape has that row, its verdict is that launch's, beside the
+    # plain stream launch's figure.
+    by_name = {t["name"]: t for t in ours["timings"]}
+    runtime_mode = " cuda-graph+pdl+early-kv"
     for t in ours["timings"]:
         if t.get("diagnostic") and t["kind"] == "prefill":
             base = t["name"].split(" [")[0]
@@ -41,9 +47,16 @@ def main():
         else:
             sdpa = peers.get(f"decode {t['name']} sdpa", {}).get("GBps")
             target_pct = 50.0 if t["name"].startswith("b1 L4096") else 85.0
-            met = t["pct_of_copy"] >= target_pct
-            rows.append((t["name"], f"{t['GBps']:.0f} GB/s ({t['pct_of_copy']:.0f}% copy)", f"sdpa {sdpa or 0:.0f} GB/s",
-                         f">= {target_pct:.0f}% copy", met, t["check"]))
+            ours_text = f"{t['GBps']:.0f} GB/s ({t['pct_of_copy']:.0f}% copy)"
+            runtime = by_name.get(f"diag {t['name']}{runtime_mode}")
+            pct = t["pct_of_copy"]
+            if runtime is not None and runtime.get("GBps"):
+                pct = runtime["pct_of_copy"]
+                ours_text = f"{runtime['GBps']:.0f} GB/s ({pct:.0f}%; stream {t['pct_of_copy']:.0f}%)"
+                t["runtime_launch_GBps"] = runtime["GBps"]
+            met = pct >= target_pct
+            rows.append((t["name"], ours_text, f"sdpa {sdpa or 0:.0f} GB/s", f">= {target_pct:.0f}% copy", met,
+                         t["check"]))
             t["peer_sdpa_GBps"], t["target_pct_of_copy"] = sdpa, target_pct
     merged = {"date": date, "gpu": ours["gpu"], "commit": commit, "copy_GBps_rw": copy,
               "torch": peers.get("torch"), "checks": ours["checks"], "timings": ours["timings"], "peers": peers}
@@ -56,9 +69,9 @@ def main():
     print(f"\ncommit {commit}  gpu {ours['gpu']}  copy {copy:.0f} GB/s  checks {len(ours['checks'])} failed {len(fails)}")
     for f in fails:
         print("  FAILED:", f)
-    print(f"{'case':34} {'ours':26} {'peers':26} {'target':18} met check")
+    print(f"{'case':34} {'ours (decode: as the runtime launches)':38} {'peers':26} {'target':18} met check")
     for r in rows:
-        print(f"{r[0]:34} {r[1]:26} {r[2]:26} {r[3]:18} {'-  ' if r[4] is None else ('yes' if r[4] else 'NO '):3} {r[5]}")
+        print(f"{r[0]:34} {r[1]:38} {r[2]:26} {r[3]:18} {'-  ' if r[4] is None else ('yes' if r[4] else 'NO '):3} {r[5]}")
     print("wrote", path)
 
 

@@ -96,7 +96,8 @@ struct PrefillSm90Traits {
   // key per block, shared by the producer threads.
   static constexpr int kOffsetSlots = 3;
   // The persistent walk's stream-K tail (PrefillParams::tail_tiles): this
-  // CTA's two parts (PrefillTailPart), computed once at the start. (Looked
+  // CTA's two parts (PrefillTailPart), computed once at the start; the
+  // mirrored pairs' tail (PrefillPairTail) keeps its two tiles there. (Looked
   // up through the walk instead, they made ptxas spill in the step loop:
   // device run 148.)
   static constexpr int kTailPlanBytes = 2 * sizeof(PrefillTailPart);
@@ -344,7 +345,19 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
   constexpr bool kTail = prefillHasStreamKTail<Traits, Variant>();
   const int tail_tiles = kTail ? params.tail_tiles : 0;
   const int whole_tiles = grid_tiles - tail_tiles;
-  const int num_tiles = tail_tiles > 0 ? whole_tiles + 2 * ctas : grid_tiles; // the walk's index space
+  // The persistent pairs' last partial round as single tiles, longest
+  // first (PrefillPairTail): this CTA's two walk indices past the whole
+  // rounds (whole_tiles + 2 cta and + 1; whole_tiles is even) map to the
+  // grid tiles in tail_plan[0] and [1]'s `tile`, looked up once below (the
+  // mapping inline in the walk made every causal tile's epilogue ~300
+  // cycles slower: device run 277).
+  constexpr bool kPairTail = kWalk == PrefillWalk::kMirroredPair;
+  static_assert(!(kTail && kPairTail), "the tail plan holds one tail's parts");
+  const PrefillPairTail pair_tail =
+      kPairTail ? prefillPairTail(grid_tiles, m_blocks, ctas) : PrefillPairTail{grid_tiles, 0};
+  const int num_tiles = tail_tiles > 0             ? whole_tiles + 2 * ctas
+                        : pair_tail.tail_tiles > 0 ? pair_tail.whole_tiles + 2 * ctas
+                                                   : grid_tiles; // the walk's index space
   const int first_tile = prefillFirstTile(kWalk, cta);
   auto tileAfter = [&](int t) { return prefillTileAfter(kWalk, t, ctas, num_tiles); };
   const KVCacheView &kv = params.kv;
@@ -391,7 +404,18 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
       part = tail_plan[t >= whole_tiles + ctas ? 1 : 0];
       t = whole_tiles + max(part.tile, 0);
     }
+    int pair_tail_tile = 0;
+    if (kPairTail && t >= pair_tail.whole_tiles) {
+      pair_tail_tile = tail_plan[t & 1].tile;
+      t = max(pair_tail_tile, 0);
+    }
     Tile tile = gridTileAt(t);
+    if (kPairTail && pair_tail_tile < 0) {
+      // A tail position past the tail: no query rows and no keys (the
+      // producer's ring walks every tile and skips those without keys).
+      tile.m0 = tile.q_len;
+      tile.n_count = 0;
+    }
     if (kTail && part.count >= 0) {
       tile.n_end -= part.s_begin;
       tile.n_count = part.count;
@@ -443,6 +467,9 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
       tail_plan[0] = prefillTailPart(cta, 0, ctas, tail_tiles, steps);
       tail_plan[1] = prefillTailPart(cta, 1, ctas, tail_tiles, steps);
     }
+    if (kPairTail && pair_tail.tail_tiles > 0)
+      for (int i = 0; i < 2; ++i)
+        tail_plan[i].tile = prefillPairWalkTile(pair_tail.whole_tiles + 2 * cta + i, pair_tail, ctas, m_blocks);
   }
   __syncthreads();
 

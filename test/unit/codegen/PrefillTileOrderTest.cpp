@@ -12,6 +12,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -122,6 +123,62 @@ TEST(PrefillTileOrderTest, StreamKTailRunsEachStepOnceAndMergesItsParts) {
             ASSERT_EQ(waiting_ctas[j][k], owner_cta[j] + 1 + k) << shape << " tile " << j;
         }
       }
+}
+
+// The persistent pairs' walk with its tail (PrefillPairTail): each CTA's
+// grid tiles in walk order.
+std::vector<std::vector<int>> pairTailWalks(int num_tiles, int m_blocks, int ctas) {
+  const PrefillPairTail tail = prefillPairTail(num_tiles, m_blocks, ctas);
+  const int walk_space = tail.tail_tiles > 0 ? tail.whole_tiles + 2 * ctas : num_tiles;
+  std::vector<std::vector<int>> walks(ctas);
+  for (int cta = 0; cta < ctas; ++cta)
+    for (int t = prefillFirstTile(PrefillWalk::kMirroredPair, cta); t < walk_space;
+         t = prefillTileAfter(PrefillWalk::kMirroredPair, t, ctas, walk_space)) {
+      const int tile = prefillPairWalkTile(t, tail, ctas, m_blocks);
+      if (tile >= 0)
+        walks[cta].push_back(tile);
+    }
+  return walks;
+}
+
+TEST(PrefillTileOrderTest, PairTailRunsEachTileOnce) {
+  for (int m_blocks = 1; m_blocks <= 64; ++m_blocks)
+    for (int heads : {1, 3, 32, 256})
+      for (int ctas : {1, 7, 100, 132}) {
+        const int num_tiles = m_blocks * heads;
+        std::vector<int> count(num_tiles, 0);
+        for (const std::vector<int> &walk : pairTailWalks(num_tiles, m_blocks, ctas))
+          for (int tile : walk) {
+            ASSERT_GE(tile, 0);
+            ASSERT_LT(tile, num_tiles);
+            ++count[tile];
+          }
+        for (int t = 0; t < num_tiles; ++t)
+          ASSERT_EQ(count[t], 1) << "m_blocks " << m_blocks << " heads " << heads << " ctas "
+                                 << ctas << " tile " << t;
+      }
+}
+
+TEST(PrefillTileOrderTest, PairTailShortensTheLastRound) {
+  // Causal 16 x 1k at d128 (8 query blocks of 128, 16 heads): 1024 pairs of
+  // 9 key blocks on 132 CTAs, 7 whole rounds and 100 pairs left. As pairs
+  // the slowest CTA runs 8 x 9 = 72 key blocks; with the tail's single tiles
+  // longest first, 7 x 9 + 8 = 71 (the longest tile alone).
+  const int m_blocks = 8, num_tiles = m_blocks * 16 * 16, ctas = 132;
+  const PrefillPairTail tail = prefillPairTail(num_tiles, m_blocks, ctas);
+  EXPECT_EQ(tail.whole_tiles, 2 * 7 * 132);
+  EXPECT_EQ(tail.tail_tiles, 200);
+  int slowest = 0;
+  for (const std::vector<int> &walk : pairTailWalks(num_tiles, m_blocks, ctas)) {
+    int steps = 0;
+    for (int tile : walk)
+      steps += prefillQueryBlock(PrefillWalk::kMirroredPair, tile, m_blocks) + 1;
+    slowest = std::max(slowest, steps);
+  }
+  EXPECT_EQ(slowest, 71);
+  // An odd count of query blocks, or a CTA a pair: no tail.
+  EXPECT_EQ(prefillPairTail(7 * 32, 7, 5).tail_tiles, 0);
+  EXPECT_EQ(prefillPairTail(num_tiles, m_blocks, num_tiles / 2).tail_tiles, 0);
 }
 
 } // namespace

@@ -414,7 +414,9 @@ template <typename T> Status launchPrefillTyped(const AttentionConfig &config, c
         // hardware's longest-first order ends on short tiles where equal
         // pairs leave a half-empty last round: L16384 668-686 against
         // 627-660 TFLOP/s in device runs 45, 47, 48 and 49 (pairs win at
-        // L4096 by 3-6% and at L1024 by 7-18%; 8192 is not measured).
+        // L4096 by 3-6% and at L1024 by 7-18%; 8192 is not measured). With
+        // the pair tail (PrefillPairTail) pairs still lose at L16384 by
+        // 1.5-2.5% (run 279).
         if (config.causal && p.variant.window_left < 0 && p.max_seqlen_q >= kOneTileCausalMinQueries)
           return launch(PrefillOneTileCausalTraits<T, kDim>{});
         return launch(PrefillTraits<T, kDim>{});

@@ -456,6 +456,33 @@ void printLaunchTrace(const std::string &name,
       std::printf(" %s %.2f;", label, sum / n / 1e3);
   }
   std::printf("\n");
+  // Block 0 (split 0 of sequence 0's KV head 0: the oldest keys, so never
+  // the newest key's CTA): SM cycles after its wait, where the kernel
+  // stamps them (decode_mma.cuh's stampBlock0; the merger may be another CTA).
+  const std::pair<const char *, int> block0_points[] = {
+      {"query ready", kBlock0QueryReady},       {"first tile landed", kBlock0FirstTile},
+      {"tiles computed", kBlock0TilesComputed}, {"tiles done", kBlock0TilesDone},
+      {"states stored", kBlock0StatesStored},   {"exit", kBlock0Exit}};
+  bool any_block0 = false;
+  for (const auto &[label, point] : block0_points) {
+    double sum = 0;
+    int n = 0;
+    for (int i = 4; i < kGraphLaunches; ++i) {
+      const unsigned long long *clock = &h[i * kSlots + kTraceBlock0Clock];
+      if (clock[kBlock0WaitRelease] != 0 && clock[point] != 0) {
+        sum += (double)(long long)(clock[point] - clock[kBlock0WaitRelease]);
+        ++n;
+      }
+    }
+    if (n == 0)
+      continue;
+    if (!any_block0)
+      std::printf("  trace %s block 0 (cycles after its wait, mean):", name.c_str());
+    any_block0 = true;
+    std::printf(" %s %.0f;", label, sum / n);
+  }
+  if (any_block0)
+    std::printf("\n");
   // The merger of sequence 0's KV head 0: SM cycles after it knows it merges.
   const std::pair<const char *, int> merger_points[] = {
       {"issued", kMergerIssued}, {"landed", kMergerLanded}, {"merged", kMergerMerged}};

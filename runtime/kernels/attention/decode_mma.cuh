@@ -283,86 +283,6 @@ __device__ __forceinline__ void foldRope(const DecodeParams &params, typename Tr
 // The wide CTA is one block an SM: told so, ptxas stops aiming at two (64
 // registers a thread at 512 threads), which spilled the d64 wide kernels'
 // main loops once the split merge became combineSplits (session 42).
-/// Keys as the MMA's rows: N tiles of the decode (stages sk_addr / sv_addr,
-/// this warp's first key key0 in each), their S^T chains interleaved, one
-/// online-softmax step over the warp's 16 N keys, then their P V. S^T
-/// thread (group, quad) holds keys key0 + group and + 8 (st[e], st[2 + e])
-/// of heads 2 quad + e. K is the A operand: matrix i of the x4 load is keys
-/// + 8 (i % 2), dims + 8 (i / 2) of the k-step. (A function template, not a
-/// generic lambda: NVRTC compiles those as host code.)
-template <int N, class Traits, class Variant, int kOTiles, int kQFrags>
-__device__ __forceinline__ void keysAsRowsTiles(const DecodeParams &params, const unsigned (&sk_addr)[N],
-                                                const unsigned (&sv_addr)[N], const int (&key0)[N], int chunk_end,
-                                                int warp_key0, int lane, const unsigned (&q_frag)[kQFrags][4],
-                                                float (&o_acc)[kOTiles][4], float (&row_max)[2], float (&row_sum)[2]) {
-  using T = typename Traits::DType;
-  constexpr int D = Traits::kHeadDim;
-  const int group = lane / 4;
-  float st[N][4];
-#pragma unroll
-  for (int n = 0; n < N; ++n)
-#pragma unroll
-    for (int e = 0; e < 4; ++e)
-      st[n][e] = 0.f;
-#pragma unroll
-  for (int kk = 0; kk < D / 16; ++kk)
-#pragma unroll
-    for (int n = 0; n < N; ++n) {
-      unsigned a[4];
-      ldmatrixX4(a, sk_addr[n] + 2 * swizzled<D>(warp_key0 + lane % 8 + ((lane / 8) % 2) * 8, kk * 2 + lane / 16));
-      mma16816<T>(st[n], a, q_frag[kk / 2][2 * (kk % 2)], q_frag[kk / 2][2 * (kk % 2) + 1]);
-    }
-  // Per head, the online softmax over the warp's keys: the keys of one
-  // head lie across the 8 lanes of one quad.
-  float p[N][4];
-#pragma unroll
-  for (int e = 0; e < 2; ++e) {
-    float lo[N], hi[N];
-    float block_max = row_max[e];
-#pragma unroll
-    for (int n = 0; n < N; ++n) {
-      const int key_lo = key0[n] + group, key_hi = key_lo + 8;
-      lo[n] = key_lo < chunk_end ? Variant::logit(st[n][e], params.variant) : -INFINITY;
-      hi[n] = key_hi < chunk_end ? Variant::logit(st[n][2 + e], params.variant) : -INFINITY;
-      block_max = fmaxf(block_max, fmaxf(lo[n], hi[n]));
-    }
-    block_max = fmaxf(block_max, __shfl_xor_sync(0xffffffffu, block_max, 4));
-    block_max = fmaxf(block_max, __shfl_xor_sync(0xffffffffu, block_max, 8));
-    block_max = fmaxf(block_max, __shfl_xor_sync(0xffffffffu, block_max, 16));
-    float safe_max;
-    const float rescale = onlineSoftmaxStep(row_max[e], row_sum[e], block_max, safe_max);
-#pragma unroll
-    for (int mt = 0; mt < kOTiles; ++mt) {
-      o_acc[mt][e] *= rescale;
-      o_acc[mt][2 + e] *= rescale;
-    }
-#pragma unroll
-    for (int n = 0; n < N; ++n) {
-      p[n][e] = exp2f(lo[n] - safe_max);
-      p[n][2 + e] = exp2f(hi[n] - safe_max);
-      row_sum[e] += p[n][e] + p[n][2 + e];
-    }
-  }
-  // P^T (16 keys x 8 heads) as the B operand: each 8-key half of the
-  // accumulator, transposed in registers. O^T += V^T P^T: V^T is the A
-  // operand, loaded transposed; matrix i is dims + 8 (i % 2), keys + 8
-  // (i / 2) of the 16-dim tile mt.
-  unsigned p_lo[N], p_hi[N];
-#pragma unroll
-  for (int n = 0; n < N; ++n) {
-    p_lo[n] = movmatrixTrans(ElementOps<T>::fromFloat2(p[n][0], p[n][1]));
-    p_hi[n] = movmatrixTrans(ElementOps<T>::fromFloat2(p[n][2], p[n][3]));
-  }
-#pragma unroll
-  for (int mt = 0; mt < kOTiles; ++mt)
-#pragma unroll
-    for (int n = 0; n < N; ++n) {
-      unsigned a[4];
-      ldmatrixX4Trans(a, sv_addr[n] + 2 * swizzled<D>(warp_key0 + lane % 8 + (lane / 16) * 8, mt * 2 + (lane / 8) % 2));
-      mma16816<T>(o_acc[mt], a, p_lo[n], p_hi[n]);
-    }
-}
-
 template <class Traits, class Variant>
 __global__ void __launch_bounds__(Traits::kThreads, Traits::kWide ? 1 : 0)
     pagedDecodeMmaKernel(const __grid_constant__ DecodeParams params) {
@@ -610,18 +530,6 @@ __global__ void __launch_bounds__(Traits::kThreads, Traits::kWide ? 1 : 0)
   unsigned q_frag[kQFrags][4];
   const unsigned q_addr = smemAddress(smem_q);
 
-  // Two tiles at once where every tile came in the prologue and the first
-  // tile waited for them all (the early path without the fold: b1 L4096's
-  // 128-key chunks): one softmax step and interleaved MMA chains where two
-  // tiles in series took ~2.0K cycles in block 0 (device run 280). Device
-  // run 281 (H100): b1 L4096 in a graph with PDL and early K/V 1824-1825 ->
-  // 1841-1842 GB/s, less than the ~0.4 us predicted: the latest CTA's
-  // tiles took as long (traced, query ready -> tiles done ~1.5 us both).
-  // Not with d256's two stages (one prologue tile; compiled in, the pair
-  // took d256's kernels from 198 to 240 registers).
-  const bool paired = STAGES > 2 && Traits::kKeysAsRows && !Traits::kWide && !single && first_tile_waits_all &&
-                      num_tiles <= prologue_tiles && num_tiles <= STAGES - 1;
-
   for (int tile = 0; tile < num_tiles; ++tile) {
     if (single || (tile == 0 && first_tile_waits_all))
       cpAsyncWait<0>();
@@ -661,15 +569,52 @@ __global__ void __launch_bounds__(Traits::kThreads, Traits::kWide ? 1 : 0)
     // kSpareRegisters: the branch spilled the d256 and group-8 kernels.
     const int key0 = chunk_begin + tile * BN + warp_key0;
     if constexpr (Traits::kKeysAsRows) {
-      if (paired && tile + 1 < num_tiles) {
-        const int next_stage = (tile + 1) % STAGES;
-        keysAsRowsTiles<2, Traits, Variant>(params, {sk_addr, smemAddress(stageK(next_stage))},
-                                            {sv_addr, smemAddress(stageV(next_stage))}, {key0, key0 + BN},
-                                            chunk_end, warp_key0, lane, q_frag, o_acc, row_max, row_sum);
-        ++tile;
-      } else if (!Traits::kSpareRegisters || key0 < chunk_end) {
-        keysAsRowsTiles<1, Traits, Variant>(params, {sk_addr}, {sv_addr}, {key0}, chunk_end, warp_key0, lane, q_frag,
-                                            o_acc, row_max, row_sum);
+      if (!Traits::kSpareRegisters || key0 < chunk_end) {
+        // S^T: thread (group, quad) holds keys key0 + group and + 8 (st[e],
+        // st[2 + e]) of heads 2 quad + e. K is the A operand: matrix i of
+        // the x4 load is keys + 8 (i % 2), dims + 8 (i / 2) of the k-step.
+        float st[4] = {0.f, 0.f, 0.f, 0.f};
+#pragma unroll
+        for (int kk = 0; kk < D / 16; ++kk) {
+          unsigned a[4];
+          ldmatrixX4(a, sk_addr + 2 * swizzled<D>(warp_key0 + lane % 8 + ((lane / 8) % 2) * 8, kk * 2 + lane / 16));
+          mma16816<T>(st, a, q_frag[kk / 2][2 * (kk % 2)], q_frag[kk / 2][2 * (kk % 2) + 1]);
+        }
+        // Per head, the online softmax over the warp's 16 keys: the keys
+        // of one head lie across the 8 lanes of one quad.
+        float p[4];
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          const int key_lo = key0 + group, key_hi = key_lo + 8;
+          const float lo = key_lo < chunk_end ? Variant::logit(st[e], params.variant) : -INFINITY;
+          const float hi = key_hi < chunk_end ? Variant::logit(st[2 + e], params.variant) : -INFINITY;
+          float block_max = fmaxf(row_max[e], fmaxf(lo, hi));
+          block_max = fmaxf(block_max, __shfl_xor_sync(0xffffffffu, block_max, 4));
+          block_max = fmaxf(block_max, __shfl_xor_sync(0xffffffffu, block_max, 8));
+          block_max = fmaxf(block_max, __shfl_xor_sync(0xffffffffu, block_max, 16));
+          float safe_max;
+          const float rescale = onlineSoftmaxStep(row_max[e], row_sum[e], block_max, safe_max);
+#pragma unroll
+          for (int mt = 0; mt < kOTiles; ++mt) {
+            o_acc[mt][e] *= rescale;
+            o_acc[mt][2 + e] *= rescale;
+          }
+          p[e] = exp2f(lo - safe_max);
+          p[2 + e] = exp2f(hi - safe_max);
+          row_sum[e] += p[e] + p[2 + e];
+        }
+        // P^T (16 keys x 8 heads) as the B operand: each 8-key half of the
+        // accumulator, transposed in registers.
+        const unsigned p_lo = movmatrixTrans(ElementOps<T>::fromFloat2(p[0], p[1]));
+        const unsigned p_hi = movmatrixTrans(ElementOps<T>::fromFloat2(p[2], p[3]));
+        // O^T += V^T P^T: V^T is the A operand, loaded transposed; matrix i
+        // is dims + 8 (i % 2), keys + 8 (i / 2) of the 16-dim tile mt.
+#pragma unroll
+        for (int mt = 0; mt < kOTiles; ++mt) {
+          unsigned a[4];
+          ldmatrixX4Trans(a, sv_addr + 2 * swizzled<D>(warp_key0 + lane % 8 + (lane / 16) * 8, mt * 2 + (lane / 8) % 2));
+          mma16816<T>(o_acc[mt], a, p_lo, p_hi);
+        }
       }
     } else if (!Traits::kSpareRegisters || key0 < chunk_end) {
       float s[2][4] = {{0.f, 0.f, 0.f, 0.f}, {0.f, 0.f, 0.f, 0.f}};

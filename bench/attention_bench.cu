@@ -22,6 +22,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <initializer_list>
 #include <numeric>
 #include <random>
 #include <string>
@@ -456,56 +457,44 @@ void printLaunchTrace(const std::string &name,
       std::printf(" %s %.2f;", label, sum / n / 1e3);
   }
   std::printf("\n");
+  // One CTA's SM-clock stamps (slots from `base`) after its stamp `from`,
+  // means over launches 4 on; a line only where the kernel took them.
+  auto printClockPhases = [&](const char *title, int base, int from,
+                              std::initializer_list<std::pair<const char *, int>> points) {
+    bool any = false;
+    for (const auto &[label, point] : points) {
+      double sum = 0;
+      int n = 0;
+      for (int i = 4; i < kGraphLaunches; ++i) {
+        const unsigned long long *clock = &h[i * kSlots + base];
+        if (clock[from] != 0 && clock[point] != 0) {
+          sum += (double)(long long)(clock[point] - clock[from]);
+          ++n;
+        }
+      }
+      if (n == 0)
+        continue;
+      if (!any)
+        std::printf("  trace %s %s:", name.c_str(), title);
+      any = true;
+      std::printf(" %s %.0f;", label, sum / n);
+    }
+    if (any)
+      std::printf("\n");
+  };
   // Block 0 (split 0 of sequence 0's KV head 0: the oldest keys, so never
-  // the newest key's CTA): SM cycles after its wait, where the kernel
-  // stamps them (decode_mma.cuh's stampBlock0; the merger may be another CTA).
-  const std::pair<const char *, int> block0_points[] = {
-      {"query ready", kBlock0QueryReady},       {"first tile landed", kBlock0FirstTile},
-      {"tiles computed", kBlock0TilesComputed}, {"tiles done", kBlock0TilesDone},
-      {"states stored", kBlock0StatesStored},   {"exit", kBlock0Exit}};
-  bool any_block0 = false;
-  for (const auto &[label, point] : block0_points) {
-    double sum = 0;
-    int n = 0;
-    for (int i = 4; i < kGraphLaunches; ++i) {
-      const unsigned long long *clock = &h[i * kSlots + kTraceBlock0Clock];
-      if (clock[kBlock0WaitRelease] != 0 && clock[point] != 0) {
-        sum += (double)(long long)(clock[point] - clock[kBlock0WaitRelease]);
-        ++n;
-      }
-    }
-    if (n == 0)
-      continue;
-    if (!any_block0)
-      std::printf("  trace %s block 0 (cycles after its wait, mean):", name.c_str());
-    any_block0 = true;
-    std::printf(" %s %.0f;", label, sum / n);
-  }
-  if (any_block0)
-    std::printf("\n");
-  // The merger of sequence 0's KV head 0: SM cycles after it knows it merges.
-  const std::pair<const char *, int> merger_points[] = {
-      {"issued", kMergerIssued}, {"landed", kMergerLanded}, {"merged", kMergerMerged}};
-  bool any = false;
-  for (const auto &[label, point] : merger_points) {
-    double sum = 0;
-    int n = 0;
-    for (int i = 4; i < kGraphLaunches; ++i) {
-      const unsigned long long *clock = &h[i * kSlots + kTraceMergerClock];
-      if (clock[kMergerKnows] != 0 && clock[point] != 0) {
-        sum += (double)(long long)(clock[point] - clock[kMergerKnows]);
-        ++n;
-      }
-    }
-    if (n == 0)
-      continue;
-    if (!any)
-      std::printf("  trace %s merger (cycles after it knows, mean):", name.c_str());
-    any = true;
-    std::printf(" %s %.0f;", label, sum / n);
-  }
-  if (any)
-    std::printf("\n");
+  // the newest key's CTA), where the kernel stamps it (decode_mma.cuh's
+  // stampBlock0; the merger may be another CTA).
+  printClockPhases("block 0 (cycles after its wait, mean)", kTraceBlock0Clock, kBlock0WaitRelease,
+                   {{"query ready", kBlock0QueryReady},
+                    {"first tile landed", kBlock0FirstTile},
+                    {"tiles computed", kBlock0TilesComputed},
+                    {"tiles done", kBlock0TilesDone},
+                    {"states stored", kBlock0StatesStored},
+                    {"exit", kBlock0Exit}});
+  // The merger of sequence 0's KV head 0.
+  printClockPhases("merger (cycles after it knows, mean)", kTraceMergerClock, kMergerKnows,
+                   {{"issued", kMergerIssued}, {"landed", kMergerLanded}, {"merged", kMergerMerged}});
 }
 
 /// Every split merge (staged, from global memory, across a cluster, or

@@ -36,19 +36,10 @@
 #include "attention/device_utils.cuh"
 #include "attention/pdl_launch.h"
 #include "attention_reference.cuh"
+#include "cuda_check.h"
 
 using namespace txc::kernels;
 using txc::bench::ReferenceArgs;
-
-#define BENCH_CHECK_CUDA(call)                                                                     \
-  do {                                                                                             \
-    cudaError_t e_ = (call);                                                                       \
-    if (e_ != cudaSuccess) {                                                                       \
-      std::fprintf(stderr, "CUDA error %s at %s:%d in %s\n", cudaGetErrorString(e_), __FILE__,     \
-                   __LINE__, #call);                                                               \
-      std::exit(2);                                                                                \
-    }                                                                                              \
-  } while (0)
 
 #define BENCH_CHECK_STATUS(expr)                                                                   \
   do {                                                                                             \

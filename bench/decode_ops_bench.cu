@@ -31,6 +31,7 @@
 #include "runtime/backends/cuda/Gemv.h"
 #include "runtime/backends/cuda/Launch.cuh"
 #include "runtime/backends/cuda/SkinnyGemm.h"
+#include "cuda_check.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -40,15 +41,6 @@
 #include <vector>
 
 using namespace txc::cuda;
-
-#define CHECK(call)                                                                                \
-  do {                                                                                             \
-    cudaError_t e_ = (call);                                                                       \
-    if (e_ != cudaSuccess) {                                                                       \
-      std::fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__, cudaGetErrorString(e_));             \
-      std::exit(1);                                                                                \
-    }                                                                                              \
-  } while (0)
 
 #define CHECK_OK(expr)                                                                             \
   do {                                                                                             \
@@ -82,36 +74,36 @@ template <typename Enqueue> float timeMs(Enqueue enqueue, cudaStream_t stream, b
   cudaGraphExec_t exec = nullptr;
   if (graph) {
     cudaGraph_t g;
-    CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+    BENCH_CHECK_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
     for (int i = 0; i < kLaunches; ++i)
       enqueue(i);
-    CHECK(cudaStreamEndCapture(stream, &g));
-    CHECK(cudaGraphInstantiate(&exec, g, 0));
-    CHECK(cudaGraphDestroy(g));
+    BENCH_CHECK_CUDA(cudaStreamEndCapture(stream, &g));
+    BENCH_CHECK_CUDA(cudaGraphInstantiate(&exec, g, 0));
+    BENCH_CHECK_CUDA(cudaGraphDestroy(g));
   }
   cudaEvent_t a, b;
-  CHECK(cudaEventCreate(&a));
-  CHECK(cudaEventCreate(&b));
+  BENCH_CHECK_CUDA(cudaEventCreate(&a));
+  BENCH_CHECK_CUDA(cudaEventCreate(&b));
   std::vector<float> ms;
   for (int batch = 0; batch <= kBatches; ++batch) { // batch 0 warms up
-    CHECK(cudaEventRecord(a, stream));
+    BENCH_CHECK_CUDA(cudaEventRecord(a, stream));
     if (graph)
-      CHECK(cudaGraphLaunch(exec, stream));
+      BENCH_CHECK_CUDA(cudaGraphLaunch(exec, stream));
     else
       for (int i = 0; i < kLaunches; ++i)
         enqueue(i);
-    CHECK(cudaEventRecord(b, stream));
-    CHECK(cudaEventSynchronize(b));
+    BENCH_CHECK_CUDA(cudaEventRecord(b, stream));
+    BENCH_CHECK_CUDA(cudaEventSynchronize(b));
     float t = 0;
-    CHECK(cudaEventElapsedTime(&t, a, b));
+    BENCH_CHECK_CUDA(cudaEventElapsedTime(&t, a, b));
     if (batch > 0)
       ms.push_back(t / kLaunches);
   }
   std::sort(ms.begin(), ms.end());
   if (exec)
-    CHECK(cudaGraphExecDestroy(exec));
-  CHECK(cudaEventDestroy(a));
-  CHECK(cudaEventDestroy(b));
+    BENCH_CHECK_CUDA(cudaGraphExecDestroy(exec));
+  BENCH_CHECK_CUDA(cudaEventDestroy(a));
+  BENCH_CHECK_CUDA(cudaEventDestroy(b));
   return ms[ms.size() / 2];
 }
 
@@ -142,24 +134,24 @@ int main(int argc, char **argv) {
     }
   }
   cudaStream_t stream;
-  CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-  CHECK(prepareDecodeGemm());
+  BENCH_CHECK_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  BENCH_CHECK_CUDA(prepareDecodeGemm());
   DecodeGemmWorkspace decode_workspace; // shared tiles' partials and counters
   decode_workspace.partial_floats = int64_t{2} << 20;
   decode_workspace.num_counters = 4096;
-  CHECK(cudaMalloc(&decode_workspace.partials, decode_workspace.partial_floats * sizeof(float)));
-  CHECK(cudaMalloc(&decode_workspace.counters, decode_workspace.num_counters * sizeof(unsigned)));
-  CHECK(cudaMemset(decode_workspace.counters, 0, decode_workspace.num_counters * sizeof(unsigned)));
+  BENCH_CHECK_CUDA(cudaMalloc(&decode_workspace.partials, decode_workspace.partial_floats * sizeof(float)));
+  BENCH_CHECK_CUDA(cudaMalloc(&decode_workspace.counters, decode_workspace.num_counters * sizeof(unsigned)));
+  BENCH_CHECK_CUDA(cudaMemset(decode_workspace.counters, 0, decode_workspace.num_counters * sizeof(unsigned)));
   // cuBLASLt as the executor calls it (CublasGemm.h; SwiGLU as an fp32 GEMM
   // and launchSwiglu), for the rows the executor leaves to it.
   void *cublas_workspace = nullptr;
-  CHECK(cudaMalloc(&cublas_workspace, kCublasWorkspaceBytes));
+  BENCH_CHECK_CUDA(cudaMalloc(&cublas_workspace, kCublasWorkspaceBytes));
   CublasGemm cublas, tuned_cublas; // the heuristic's algorithm; the fastest of its candidates
   CHECK_OK(cublas.init(cublas_workspace, kCublasWorkspaceBytes));
   CHECK_OK(tuned_cublas.init(cublas_workspace, kCublasWorkspaceBytes));
   tuned_cublas.setTuning(true);
   float *swiglu_acc = nullptr; // [64, 2 x 16384] at most
-  CHECK(cudaMalloc(&swiglu_acc, size_t(64) * 32768 * 4));
+  BENCH_CHECK_CUDA(cudaMalloc(&swiglu_acc, size_t(64) * 32768 * 4));
   enum class Kernel { kGemv, kGemvSweepBest, kSkinny, kDecode, kCublas, kCublasTuned };
   // --sweep: the fastest configuration of each (n, k) at m = 1 (with or
   // without the fused norm, whichever was timed faster).
@@ -167,19 +159,19 @@ int main(int argc, char **argv) {
   auto launch = [&](Kernel kernel, const GemvArgs &a) {
     switch (kernel) {
     case Kernel::kGemv:
-      CHECK(launchGemv(a, stream));
+      BENCH_CHECK_CUDA(launchGemv(a, stream));
       return;
     case Kernel::kGemvSweepBest: {
       auto best = sweep_best.find({a.n, a.k});
-      CHECK(launchGemvWithConfig(
+      BENCH_CHECK_CUDA(launchGemvWithConfig(
           a, best != sweep_best.end() ? best->second.second : gemvConfigFor(a.n, a.k), stream));
       return;
     }
     case Kernel::kSkinny:
-      CHECK(launchSkinnyGemm(a, stream));
+      BENCH_CHECK_CUDA(launchSkinnyGemm(a, stream));
       return;
     case Kernel::kDecode:
-      CHECK(launchDecodeGemm(a, decode_workspace, stream));
+      BENCH_CHECK_CUDA(launchDecodeGemm(a, decode_workspace, stream));
       return;
     case Kernel::kCublas:
     case Kernel::kCublasTuned: {
@@ -189,7 +181,7 @@ int main(int argc, char **argv) {
       if (a.epilogue == GemvEpilogue::kSwiglu) {
         CHECK_OK(lt.run(a.m, a.n, a.k, {a.x, in}, {a.w, in}, {}, {}, swiglu_acc, txc::DType::kF32,
                         stream));
-        CHECK(launchSwiglu(swiglu_acc, a.m, a.n / 2, a.out, a.out_type, stream));
+        BENCH_CHECK_CUDA(launchSwiglu(swiglu_acc, a.m, a.n / 2, a.out, a.out_type, stream));
         return;
       }
       const GemmOperand residual = a.residual ? GemmOperand{a.residual, out} : GemmOperand{};
@@ -227,20 +219,20 @@ int main(int argc, char **argv) {
   // The ceiling: a device-to-device copy of 1 GiB (read + write counted).
   size_t copy_bytes = size_t(1) << 30;
   void *src, *dst;
-  CHECK(cudaMalloc(&src, copy_bytes));
-  CHECK(cudaMalloc(&dst, copy_bytes));
+  BENCH_CHECK_CUDA(cudaMalloc(&src, copy_bytes));
+  BENCH_CHECK_CUDA(cudaMalloc(&dst, copy_bytes));
   float copy_ms = timeMs(
-      [&](int) { CHECK(cudaMemcpyAsync(dst, src, copy_bytes, cudaMemcpyDeviceToDevice, stream)); },
+      [&](int) { BENCH_CHECK_CUDA(cudaMemcpyAsync(dst, src, copy_bytes, cudaMemcpyDeviceToDevice, stream)); },
       stream, false);
   row("device copy 1 GiB", 0, "stream", copy_ms * 1000, 2.0 * copy_bytes / (copy_ms * 1e6));
-  CHECK(cudaFree(src));
-  CHECK(cudaFree(dst));
+  BENCH_CHECK_CUDA(cudaFree(src));
+  BENCH_CHECK_CUDA(cudaFree(dst));
 
   for (bool graph : {false, true})
     row("empty kernel", 0, graph ? "graph+pdl" : "stream",
         1000 * timeMs(
                    [&](int) {
-                     CHECK(launchKernel(emptyKernel, dim3(132), dim3(128), 0, stream, graph));
+                     BENCH_CHECK_CUDA(launchKernel(emptyKernel, dim3(132), dim3(128), 0, stream, graph));
                    },
                    stream, graph),
         0);
@@ -269,18 +261,18 @@ int main(int argc, char **argv) {
     copies = std::min(copies, kLaunches);
     std::vector<unsigned short *> w(copies);
     for (auto &p : w) {
-      CHECK(cudaMalloc(&p, weight_bytes));
+      BENCH_CHECK_CUDA(cudaMalloc(&p, weight_bytes));
       fillKernel<<<1024, 256, 0, stream>>>(p, weight_bytes / 2, 7u);
     }
     unsigned short *x, *residual, *gamma;
-    CHECK(cudaMalloc(&gamma, size_t(s.k) * 2));
+    BENCH_CHECK_CUDA(cudaMalloc(&gamma, size_t(s.k) * 2));
     fillKernel<<<64, 256, 0, stream>>>(gamma, size_t(s.k), 9u);
     void *out;
-    CHECK(cudaMalloc(&x, size_t(64) * s.k * 2));
+    BENCH_CHECK_CUDA(cudaMalloc(&x, size_t(64) * s.k * 2));
     fillKernel<<<64, 256, 0, stream>>>(x, size_t(64) * s.k, 3u);
-    CHECK(cudaMalloc(&residual, size_t(64) * s.n * 2));
+    BENCH_CHECK_CUDA(cudaMalloc(&residual, size_t(64) * s.n * 2));
     fillKernel<<<64, 256, 0, stream>>>(residual, size_t(64) * s.n, 5u);
-    CHECK(cudaMalloc(&out, size_t(64) * s.n * 4));
+    BENCH_CHECK_CUDA(cudaMalloc(&out, size_t(64) * s.n * 4));
     // The GEMV at 1 and 4 rows; the tensor-core skinny GEMM at 4 and 8
     // (batch 3-8), the wgmma decode GEMM at 32 and 64 and cuBLASLt at all
     // three sizes (none of those takes the fused norm; cuBLASLt's rows in
@@ -319,7 +311,7 @@ int main(int argc, char **argv) {
             float ms = timeMs(
                 [&](int i) {
                   a.w = w[i % copies];
-                  CHECK(launchGemvWithConfig(a, c, stream));
+                  BENCH_CHECK_CUDA(launchGemvWithConfig(a, c, stream));
                 },
                 stream, true);
             char what[160];
@@ -353,11 +345,11 @@ int main(int argc, char **argv) {
             ms * 1000, weight_bytes / (ms * 1e6));
       }
     for (auto *p : w)
-      CHECK(cudaFree(p));
-    CHECK(cudaFree(x));
-    CHECK(cudaFree(gamma));
-    CHECK(cudaFree(residual));
-    CHECK(cudaFree(out));
+      BENCH_CHECK_CUDA(cudaFree(p));
+    BENCH_CHECK_CUDA(cudaFree(x));
+    BENCH_CHECK_CUDA(cudaFree(gamma));
+    BENCH_CHECK_CUDA(cudaFree(residual));
+    BENCH_CHECK_CUDA(cudaFree(out));
   }
   // A step's GEMVs in order (qkv with the norm, o_proj + residual, gate/up
   // with the norm + SwiGLU, down + residual per layer, then the lm_head)
@@ -391,7 +383,7 @@ int main(int argc, char **argv) {
     std::vector<unsigned short *> weights;
     auto alloc = [&](size_t elems, unsigned seed) {
       unsigned short *p = nullptr;
-      CHECK(cudaMalloc(&p, std::max<size_t>(elems, 8) * 2));
+      BENCH_CHECK_CUDA(cudaMalloc(&p, std::max<size_t>(elems, 8) * 2));
       fillKernel<<<1024, 256, 0, stream>>>(p, elems, seed);
       weights.push_back(p);
       return p;
@@ -408,7 +400,7 @@ int main(int argc, char **argv) {
         alloc(size_t(kStepRows) * (model.qkv + model.q_width), 3u);
     unsigned short *act = alloc(size_t(kStepRows) * model.inter, 3u);
     float *logits = nullptr;
-    CHECK(cudaMalloc(&logits, size_t(kStepRows) * model.vocab * 4));
+    BENCH_CHECK_CUDA(cudaMalloc(&logits, size_t(kStepRows) * model.vocab * 4));
     // One step's GEMMs in the model's order, m rows each, replayed from one
     // graph; the GEMV (m = 1) takes the norms before qkv, gate/up and the
     // lm_head fused. Returns the step's milliseconds.
@@ -443,7 +435,7 @@ int main(int argc, char **argv) {
       };
       if (kernel == Kernel::kCublasTuned) { // tuning waits for an uncaptured call
         step();
-        CHECK(cudaStreamSynchronize(stream));
+        BENCH_CHECK_CUDA(cudaStreamSynchronize(stream));
       }
       // timeMs divides by kLaunches; the graph holds one step.
       return kLaunches * timeMs(
@@ -470,8 +462,8 @@ int main(int argc, char **argv) {
           ms * 1000, step_bytes / (ms * 1e6));
     }
     for (auto *p : weights)
-      CHECK(cudaFree(p));
-    CHECK(cudaFree(logits));
+      BENCH_CHECK_CUDA(cudaFree(p));
+    BENCH_CHECK_CUDA(cudaFree(logits));
   }
 
   json += "\n]}\n";

@@ -32,19 +32,12 @@
 
 #include <cuda_runtime.h>
 
+#include "attention/pdl_launch.h"
 #include "attention/sm90_pipeline.cuh"
 
-using namespace txc::kernels;
+#include "cuda_check.h"
 
-#define CHECK(call)                                                                                \
-  do {                                                                                             \
-    cudaError_t err_ = (call);                                                                     \
-    if (err_ != cudaSuccess) {                                                                     \
-      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call,                           \
-                   cudaGetErrorString(err_));                                                      \
-      std::exit(1);                                                                                \
-    }                                                                                              \
-  } while (0)
+using namespace txc::kernels;
 
 namespace {
 
@@ -159,7 +152,7 @@ int main(int argc, char **argv) {
   const int iterations = argc > 1 ? std::atoi(argv[1]) : 60;
   constexpr int kWarmup = 5;
   cudaDeviceProp prop{};
-  CHECK(cudaGetDeviceProperties(&prop, 0));
+  BENCH_CHECK_CUDA(cudaGetDeviceProperties(&prop, 0));
   std::printf("pdl_release_probe on %s (%d SMs): %d CTAs x %d threads, %d KB early a CTA, "
               "primary %lld ns (+%lld for every %dth CTA)\n",
               prop.name, prop.multiProcessorCount, kCtas, kThreads, kEarlyBytes / 1024, kPrimaryNs,
@@ -171,42 +164,33 @@ int main(int argc, char **argv) {
   unsigned char *kv = nullptr;
   unsigned *query = nullptr;
   unsigned long long *rec = nullptr;
-  CHECK(cudaMalloc(&kv, kRegion * kRegions));
-  CHECK(cudaMemset(kv, 1, kRegion * kRegions));
-  CHECK(cudaMalloc(&query, 32 * sizeof(unsigned) * (kCtas / kMergerEvery)));
+  BENCH_CHECK_CUDA(cudaMalloc(&kv, kRegion * kRegions));
+  BENCH_CHECK_CUDA(cudaMemset(kv, 1, kRegion * kRegions));
+  BENCH_CHECK_CUDA(cudaMalloc(&query, 32 * sizeof(unsigned) * (kCtas / kMergerEvery)));
   const int records = kModes * (iterations + kWarmup);
-  CHECK(cudaMalloc(&rec, sizeof(unsigned long long) * kSlots * records));
-  CHECK(cudaMemset(rec, 0, sizeof(unsigned long long) * kSlots * records));
-  CHECK(
+  BENCH_CHECK_CUDA(cudaMalloc(&rec, sizeof(unsigned long long) * kSlots * records));
+  BENCH_CHECK_CUDA(cudaMemset(rec, 0, sizeof(unsigned long long) * kSlots * records));
+  BENCH_CHECK_CUDA(
       cudaFuncSetAttribute(primaryKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes));
-  CHECK(cudaFuncSetAttribute(dependentKernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+  BENCH_CHECK_CUDA(cudaFuncSetAttribute(dependentKernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                              kSmemBytes));
   cudaStream_t stream;
-  CHECK(cudaStreamCreate(&stream));
+  BENCH_CHECK_CUDA(cudaStreamCreate(&stream));
 
   int record = 0;
   for (int i = 0; i < iterations + kWarmup; ++i) {
     for (int mode = 0; mode < kModes; ++mode, ++record) {
       unsigned long long *r = rec + (size_t)kSlots * record;
       primaryKernel<<<kCtas, kThreads, kSmemBytes, stream>>>(query, r, (unsigned)record + 1);
-      CHECK(cudaGetLastError());
-      cudaLaunchConfig_t config{};
-      config.gridDim = dim3(kCtas);
-      config.blockDim = dim3(kThreads);
-      config.dynamicSmemBytes = kSmemBytes;
-      config.stream = stream;
-      cudaLaunchAttribute attribute{};
-      attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-      attribute.val.programmaticStreamSerializationAllowed = 1;
-      config.attrs = &attribute;
-      config.numAttrs = 1;
+      BENCH_CHECK_CUDA(cudaGetLastError());
       const unsigned char *region = kv + kRegion * (record % kRegions);
-      CHECK(cudaLaunchKernelEx(&config, dependentKernel, region, (const unsigned *)query, r, mode));
+      BENCH_CHECK_CUDA(launchKernel(dependentKernel, dim3(kCtas), dim3(kThreads), kSmemBytes, stream, /*pdl=*/true,
+                                    region, (const unsigned *)query, r, mode));
     }
   }
-  CHECK(cudaStreamSynchronize(stream));
+  BENCH_CHECK_CUDA(cudaStreamSynchronize(stream));
   std::vector<unsigned long long> host((size_t)kSlots * records);
-  CHECK(cudaMemcpy(host.data(), rec, host.size() * sizeof(unsigned long long),
+  BENCH_CHECK_CUDA(cudaMemcpy(host.data(), rec, host.size() * sizeof(unsigned long long),
                    cudaMemcpyDeviceToHost));
 
   std::printf(

@@ -1311,10 +1311,9 @@ int main(int argc, char **argv) {
       AttentionConfig gqa{ElementType::kBf16, 128, false};
       BENCH_CHECK_STATUS(decodeCtasPerSm(gqa, 4, &per_sm));
       const int slots = sms * per_sm;
-      const std::vector<std::pair<int, int>> sweep_shapes = {{2, 8192},  {3, 8192},  {4, 8192},
-                                                             {5, 8192},  {6, 8192},  {8, 4096},
-                                                             {12, 4096}, {16, 2048}, {24, 2048},
-                                                             {34, 4096}, {40, 4096}, {48, 4096}};
+      const std::vector<std::pair<int, int>> sweep_shapes = {
+          {1, 32768}, {1, 16384}, {2, 8192},  {3, 8192},  {4, 8192},  {5, 8192},  {6, 8192},
+          {8, 4096},  {12, 4096}, {16, 2048}, {24, 2048}, {34, 4096}, {40, 4096}, {48, 4096}};
       for (auto [batch, context] : sweep_shapes) {
         const int base = batch * 8;
         int chosen = 0;
@@ -1322,8 +1321,8 @@ int main(int argc, char **argv) {
         std::vector<int> counts = {chosen};
         const std::vector<int> candidates =
             base > slots ? std::vector<int>{1, 2, 3, 4}
-                         : std::vector<int>{slots / base, slots / base + 1, 2 * slots / base,
-                                            2 * slots / base + 1};
+                         : std::vector<int>{slots / base - 1, slots / base, slots / base + 1,
+                                            2 * slots / base, 2 * slots / base + 1};
         for (int s : candidates)
           if (s >= 1 && s <= context / 128 &&
               std::find(counts.begin(), counts.end(), s) == counts.end())

@@ -19,16 +19,17 @@ int chooseDecodeSplits(const DecodeSplitInputs &in) {
   // sweep, run 246: one wave 84-98% of copy at batches 2-24, a spill of 8-120
   // CTAs 57-88%, two waves 65-92%).
   //
-  // One split fewer where that costs at most an eighth of them: a grid that
-  // fills every slot starts its last blocks only as the launch before's
-  // last CTAs leave (each (sequence, kv head)'s merger, ~3 us after the
-  // others), so they end late; one slot left for each merger lets every
-  // block in at once. Device run 285 (H100, b1 L32768, graph + PDL + early
-  // K/V): 33 splits 47.6-48.0 us, 32 splits 45.9 (92.8% -> 96.4% of copy);
-  // the last split's chunk shortened instead reached only 46.8.
+  // One split fewer where the grid would fill every slot: its last blocks
+  // then start only as the launch before's mergers (one a (sequence, kv
+  // head), ~2-3 us after the other CTAs) leave, and end late. The sweep
+  // (device run 286, H100, graph + PDL + early K/V): b1 L32768 33 -> 32
+  // splits 48.7 -> 47.2 us, b1 L16384 27.3 -> 25.3, b3 L8192 11 -> 10 37.3 ->
+  // 36.3; where slots stay free anyway one fewer lost (b2 L8192 16 -> 15 +1.5%,
+  // b4 8 -> 7 +4%). Shortening only the last split's chunk (run 285) gained
+  // half as much.
   int fit = (int)std::max(1LL, resident_ctas / base_ctas);
-  if (fit >= 8)
-    --fit; // (resident - base) / base: a slot left for each merger
+  if (fit >= 8 && fit * base_ctas == resident_ctas)
+    --fit;
   int splits = std::max(std::min(fit, cap), floor);
   // Past a wave unsplit, the same arithmetic: the split of at most
   // kMaxSplitsPastAWave with the fewest waves a chunk, where it cuts them by

@@ -1360,6 +1360,15 @@ int main(int argc, char **argv) {
       c.forced_splits = splits;
       runDecode<__nv_bfloat16>(c, bf16, rng);
     }
+    // Batch 1 at L4096 with fewer splits than the 32 that fit: more slots
+    // free for the next launch's CTAs to start their early K/V beside this
+    // launch's, against more keys a CTA after the wait.
+    for (int splits : {24, 28, 30, 31}) {
+      DecodeCase c = asInTheStep(
+          {"diag b1 L4096 graph+pdl+early-kv splits=" + std::to_string(splits), 1, 32, 8, 128, 16, {}, 4096});
+      c.forced_splits = splits;
+      runDecode<__nv_bfloat16>(c, bf16, rng);
+    }
     // Batch 1 at 16 splits, 128 CTAs at one an SM: the next launch's CTAs
     // fit beside this one's and start their K/V under its tail (the read
     // floor below reads at copy speed with room for the next launch, and

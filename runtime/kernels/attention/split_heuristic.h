@@ -4,8 +4,10 @@
 // kv heads (batch 1, 8 kv heads) that is far fewer CTAs than the GPU holds,
 // and one CTA cannot pull more than a fraction of the memory bandwidth. The
 // split cuts each sequence's keys into chunks so that the grid fills one wave
-// of resident CTAs without spilling into a second, but never below a minimum
-// chunk, because every split costs a partial output write and a merge. Pure
+// of resident CTAs without spilling into a second (and without taking every
+// slot, which the launch before's last CTAs may still hold), but never below
+// a minimum chunk, because every split costs a partial output write and a
+// merge. Pure
 // host code: the compiler calls it when it picks the tactic of a decode
 // launch, and CPU unit tests check it.
 //

@@ -1360,14 +1360,21 @@ int main(int argc, char **argv) {
       c.forced_splits = splits;
       runDecode<__nv_bfloat16>(c, bf16, rng);
     }
-    // Batch 1 at L4096 with fewer splits than the 32 that fit: more slots
-    // free for the next launch's CTAs to start their early K/V beside this
-    // launch's, against more keys a CTA after the wait.
-    for (int splits : {24, 28, 30, 31}) {
-      DecodeCase c = asInTheStep(
-          {"diag b1 L4096 graph+pdl+early-kv splits=" + std::to_string(splits), 1, 32, 8, 128, 16, {}, 4096});
-      c.forced_splits = splits;
-      runDecode<__nv_bfloat16>(c, bf16, rng);
+    // Batch 1 with fewer splits than fit a wave: more slots free for the
+    // next launch's CTAs to start their early K/V beside this launch's,
+    // against more keys a CTA (a third 64-key tile from 22 splits at L4096,
+    // 11 at L2048), beside the counts the heuristic takes at L2048 and L8192
+    // (16, 32). Device run 287 (H100): L4096 at 24 splits 8.8 us
+    // against 32's 9.2, at 28-31 9.3-10.0.
+    for (const auto &[context, counts] : std::vector<std::pair<int, std::vector<int>>>{
+             {4096, {20, 22, 24, 26, 28}}, {2048, {8, 11, 12, 16}}, {8192, {22, 24, 28, 32}}}) {
+      for (int splits : counts) {
+        DecodeCase c = asInTheStep({"diag b1 L" + std::to_string(context) + " graph+pdl+early-kv splits=" +
+                                        std::to_string(splits),
+                                    1, 32, 8, 128, 16, {}, context});
+        c.forced_splits = splits;
+        runDecode<__nv_bfloat16>(c, bf16, rng);
+      }
     }
     // Batch 1 at 16 splits, 128 CTAs at one an SM: the next launch's CTAs
     // fit beside this one's and start their K/V under its tail (the read

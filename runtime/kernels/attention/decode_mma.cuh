@@ -304,7 +304,6 @@ __global__ void __launch_bounds__(Traits::kThreads, Traits::kWide ? 1 : 0)
   // One stage (DecodeParams::single_kv_stage): tiles load and run one after
   // another through stage 0; otherwise a STAGES-deep pipeline.
   const bool single = Traits::kWide || params.single_kv_stage;
-  const int prologue_tiles = single ? 1 : STAGES - 1;
 
   const int split = blockIdx.x, kv_head = blockIdx.y, seq = blockIdx.z;
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
@@ -351,6 +350,11 @@ __global__ void __launch_bounds__(Traits::kThreads, Traits::kWide ? 1 : 0)
   const int chunk_begin = key_begin + split * chunk;
   const int chunk_end = min(kv_len, chunk_begin + chunk);
   const int num_tiles = chunk_end > chunk_begin ? ceilDiv(chunk_end - chunk_begin, BN) : 0;
+  // The tiles loaded before the main loop: STAGES - 1, so the loop always
+  // has a stage to load the next into, except where K/V go before the wait
+  // and the whole chunk fits the stages: then all of it, so that nothing is
+  // left to load after the wait (b1 L4096 at 22-24 splits: three tiles).
+  const int prologue_tiles = single ? 1 : (early && num_tiles <= STAGES ? STAGES : STAGES - 1);
 
   const T *q_base = static_cast<const T *>(params.q) + seq * params.q_batch_stride;
   auto loadQ = [&]() {
@@ -460,8 +464,11 @@ __global__ void __launch_bounds__(Traits::kThreads, Traits::kWide ? 1 : 0)
     // attention's critical path, so every key it can have in flight by then
     // shortens it. Without the fold, one more group after the wait carries
     // the newest key and Q, and the first tile waits for every group.
+    // STAGES groups, the last one empty unless the chunk fits the stages:
+    // the loop's cpAsyncWait<STAGES - 2> then still finds tile t in the
+    // groups it waits for.
 #pragma unroll
-    for (int s = 0; s < STAGES - 1; ++s) {
+    for (int s = 0; s < STAGES; ++s) {
       if (s < num_tiles && s < prologue_tiles)
         loadTile(s, s, newest, pages_ahead && s == 0);
       cpAsyncCommit();
@@ -540,7 +547,7 @@ __global__ void __launch_bounds__(Traits::kThreads, Traits::kWide ? 1 : 0)
     if (tile == 0)
       stampBlock0<Traits>(trace, kBlock0FirstTile);
     __syncthreads();
-    if (!single && tile + STAGES - 1 < num_tiles)
+    if (!single && tile + STAGES - 1 < num_tiles && tile + STAGES - 1 >= prologue_tiles)
       loadTile(tile + STAGES - 1, (tile + STAGES - 1) % STAGES);
     cpAsyncCommit();
     if (!Traits::kWide && !Traits::kKeysAsRows && tile == 0) {

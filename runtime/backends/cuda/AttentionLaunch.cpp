@@ -134,7 +134,7 @@ Status CudaExecutor::State::attention(const LaunchAttributes &attributes, const 
       status = kernels::planDecodeSplits(config, seqs, p.num_qo_heads, p.num_kv_heads,
                                          graph_context > 0 ? graph_context : max_context, &splits,
                                          decode_attention.split_min_tokens, kMaxDecodeSplits,
-                                         options.decode_min_splits);
+                                         options.decode_min_splits, p.kv_before_wait);
       if (status.isOk()) {
         splits = std::max(1, std::min(splits, kMaxDecodeSplits));
         if (seqs > max_num_seqs)

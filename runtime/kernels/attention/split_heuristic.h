@@ -27,6 +27,9 @@ struct DecodeSplitInputs {
   // long, also when the grid already fills a wave (short contexts at larger
   // batches, where each CTA's chain of key tiles is the latency).
   int min_splits = 1;
+  // Keys a CTA loads before its PDL wait where the launch reads K/V early:
+  // the kernel's K/V stages, all of a chunk they hold (0: K/V after the wait).
+  int keys_before_wait = 0;
 };
 
 /// Returns the number of splits (>= 1).

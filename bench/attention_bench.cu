@@ -1330,7 +1330,7 @@ int main(int argc, char **argv) {
         BENCH_CHECK_STATUS(planDecodeSplits(gqa, batch, 32, 8, context, &chosen_late_kv));
         std::vector<int> counts = {chosen};
         if (chosen_late_kv != chosen)
-          counts.push_back(chosen_late_kv), counts.push_back(chosen - 1), counts.push_back(chosen + 2);
+          counts.insert(counts.end(), {chosen_late_kv, chosen - 1, chosen + 2});
         const std::vector<int> candidates =
             base > slots ? std::vector<int>{1, 2, 3, 4}
                          : std::vector<int>{slots / base - 1, slots / base, slots / base + 1,

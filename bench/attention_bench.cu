@@ -1381,9 +1381,9 @@ int main(int argc, char **argv) {
     for (const auto &[context, counts] : std::vector<std::pair<int, std::vector<int>>>{
              {4096, {20, 22, 24, 26, 28}}, {2048, {8, 11, 12, 16}}, {8192, {22, 24, 28, 32}}}) {
       for (int splits : counts) {
-        DecodeCase c = asInTheStep({"diag b1 L" + std::to_string(context) + " graph+pdl+early-kv splits=" +
-                                        std::to_string(splits),
-                                    1, 32, 8, 128, 16, {}, context});
+        const std::string name =
+            "diag b1 L" + std::to_string(context) + " graph+pdl+early-kv splits=" + std::to_string(splits);
+        DecodeCase c = asInTheStep({name, 1, 32, 8, 128, 16, {}, context});
         c.forced_splits = splits;
         runDecode<__nv_bfloat16>(c, bf16, rng);
       }

@@ -1325,8 +1325,9 @@ int main(int argc, char **argv) {
         // The heuristic as the step plans it (K/V before the wait), and
         // without the stages' count (as it planned before session 51).
         int chosen = 0, chosen_late_kv = 0;
-        BENCH_CHECK_STATUS(planDecodeSplits(gqa, batch, 32, 8, context, &chosen, defaults.min_tokens_per_split,
-                                            defaults.max_splits, defaults.min_splits, true));
+        BENCH_CHECK_STATUS(planDecodeSplits(gqa, batch, 32, 8, context, &chosen,
+                                            defaults.min_tokens_per_split, defaults.max_splits,
+                                            defaults.min_splits, true));
         BENCH_CHECK_STATUS(planDecodeSplits(gqa, batch, 32, 8, context, &chosen_late_kv));
         std::vector<int> counts = {chosen};
         if (chosen_late_kv != chosen)
@@ -1381,8 +1382,8 @@ int main(int argc, char **argv) {
     for (const auto &[context, counts] : std::vector<std::pair<int, std::vector<int>>>{
              {4096, {20, 22, 24, 26, 28}}, {2048, {8, 11, 12, 16}}, {8192, {22, 24, 28, 32}}}) {
       for (int splits : counts) {
-        const std::string name =
-            "diag b1 L" + std::to_string(context) + " graph+pdl+early-kv splits=" + std::to_string(splits);
+        const std::string name = "diag b1 L" + std::to_string(context) +
+                                 " graph+pdl+early-kv splits=" + std::to_string(splits);
         DecodeCase c = asInTheStep({name, 1, 32, 8, 128, 16, {}, context});
         c.forced_splits = splits;
         runDecode<__nv_bfloat16>(c, bf16, rng);

@@ -1378,9 +1378,16 @@ int main(int argc, char **argv) {
     // against more keys a CTA (a third 64-key tile from 22 splits at L4096,
     // 11 at L2048), beside the counts the heuristic takes at L2048 and L8192
     // (16, 32). Device run 287 (H100): L4096 at 24 splits 8.8 us
-    // against 32's 9.2, at 28-31 9.3-10.0.
+    // against 32's 9.2, at 28-31 9.3-10.0. At L16384 / L32768 the chunks
+    // are long (two of their tiles before the wait): whether the slots
+    // left free still pay there (16 splits, one CTA an SM, read 81.8% of
+    // copy at L32768 against 32's 94%, run 287).
     for (const auto &[context, counts] : std::vector<std::pair<int, std::vector<int>>>{
-             {4096, {20, 22, 24, 26, 28}}, {2048, {8, 11, 12, 16}}, {8192, {22, 24, 28, 32}}}) {
+             {4096, {20, 22, 24, 26, 28}},
+             {2048, {8, 11, 12, 16}},
+             {8192, {22, 24, 28, 32}},
+             {16384, {24, 28}},
+             {32768, {24, 26, 28, 30}}}) {
       for (int splits : counts) {
         const std::string name = "diag b1 L" + std::to_string(context) +
                                  " graph+pdl+early-kv splits=" + std::to_string(splits);

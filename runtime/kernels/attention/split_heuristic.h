@@ -7,8 +7,11 @@
 // of resident CTAs without spilling into a second (and without taking every
 // slot, which the launch before's last CTAs may still hold), but never below
 // a minimum chunk, because every split costs a partial output write and a
-// merge. Pure host code: the compiler calls it when it picks the tactic of a
-// decode launch, and CPU unit tests check it.
+// merge. Where K/V are read before the PDL wait it takes fewer, longer chunks
+// if the K/V stages hold each whole and every SM still gets a CTA: the slots
+// left free take the next launch's CTAs early. Pure host code: the compiler
+// calls it when it picks the tactic of a decode launch, and CPU unit tests
+// check it.
 //
 //===----------------------------------------------------------------------===//
 #pragma once

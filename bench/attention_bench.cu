@@ -540,12 +540,9 @@ template <typename T> double runDecode(const DecodeCase &c, ElementType dtype, s
   fillRandom<T>(q, q_elems, 1.0f);
 
   int splits = c.forced_splits;
-  if (splits == 0) {
-    const DecodeSplitInputs defaults;
-    BENCH_CHECK_STATUS(planDecodeSplits(config, batch, c.qo_heads, c.kv_heads, max_len, &splits,
-                                        defaults.min_tokens_per_split, defaults.max_splits,
-                                        defaults.min_splits, c.early_kv));
-  }
+  if (splits == 0)
+    BENCH_CHECK_STATUS(
+        planDecodeSplits(config, batch, c.qo_heads, c.kv_heads, max_len, c.early_kv, &splits));
   DecodeWorkspaceLayout ws = decodeWorkspaceLayout(batch, c.qo_heads, c.kv_heads, c.head_dim, splits);
   DeviceBuffer workspace(ws.total_bytes);
   BENCH_CHECK_CUDA(cudaMemset(workspace.ptr, 0, ws.total_bytes));
@@ -1319,16 +1316,13 @@ int main(int argc, char **argv) {
           {1, 32768}, {1, 16384}, {1, 4096},  {1, 2048},  {2, 2048},  {4, 1024},
           {2, 8192},  {3, 8192},  {4, 8192},  {5, 8192},  {6, 8192},  {8, 4096},
           {12, 4096}, {16, 2048}, {24, 2048}, {34, 4096}, {40, 4096}, {48, 4096}};
-      const DecodeSplitInputs defaults;
       for (auto [batch, context] : sweep_shapes) {
         const int base = batch * 8;
         // The heuristic as the step plans it (K/V before the wait), and
         // without the stages' count (as it planned before session 51).
         int chosen = 0, chosen_late_kv = 0;
-        BENCH_CHECK_STATUS(planDecodeSplits(gqa, batch, 32, 8, context, &chosen,
-                                            defaults.min_tokens_per_split, defaults.max_splits,
-                                            defaults.min_splits, true));
-        BENCH_CHECK_STATUS(planDecodeSplits(gqa, batch, 32, 8, context, &chosen_late_kv));
+        BENCH_CHECK_STATUS(planDecodeSplits(gqa, batch, 32, 8, context, true, &chosen));
+        BENCH_CHECK_STATUS(planDecodeSplits(gqa, batch, 32, 8, context, false, &chosen_late_kv));
         std::vector<int> counts = {chosen};
         if (chosen_late_kv != chosen)
           counts.insert(counts.end(), {chosen_late_kv, chosen - 1, chosen + 2});

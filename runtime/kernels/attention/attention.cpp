@@ -31,8 +31,8 @@ Status decodeCtasPerSm(const AttentionConfig &config, int group_size, int *ctas_
 }
 
 Status planDecodeSplits(const AttentionConfig &config, int batch, int num_qo_heads,
-                        int num_kv_heads, int max_kv_len, int *num_splits, int min_tokens_per_split,
-                        int max_splits, int min_splits, bool kv_before_wait) {
+                        int num_kv_heads, int max_kv_len, bool kv_before_wait, int *num_splits,
+                        int min_tokens_per_split, int max_splits, int min_splits) {
   if (num_kv_heads <= 0 || num_qo_heads % num_kv_heads != 0)
     return Status::invalidArgument("decode: bad head counts");
   DecodeSplitInputs in;

@@ -73,11 +73,10 @@ Status decodeCtasPerSm(const AttentionConfig &config, int group_size, int *ctas_
 /// (DecodeParams::kv_before_wait), so the kernel's stages count
 /// (DecodeSplitInputs::keys_before_wait).
 Status planDecodeSplits(const AttentionConfig &config, int batch, int num_qo_heads,
-                        int num_kv_heads, int max_kv_len, int *num_splits,
+                        int num_kv_heads, int max_kv_len, bool kv_before_wait, int *num_splits,
                         int min_tokens_per_split = DecodeSplitInputs{}.min_tokens_per_split,
                         int max_splits = DecodeSplitInputs{}.max_splits,
-                        int min_splits = DecodeSplitInputs{}.min_splits,
-                        bool kv_before_wait = false);
+                        int min_splits = DecodeSplitInputs{}.min_splits);
 
 /// Paged decode. With num_splits > 1, params.maybe_partial_o/lse must be set;
 /// the merge runs in the same launch when params.maybe_split_counters is set,

@@ -5,7 +5,7 @@ ptxas -v, so that a change that costs residency shows before a device call.
 The b1 decode step lives on kernels resident before their predecessor exits
 (programmatic dependent launch): a GEMV block that no longer fits beside the
 blocks before it starts late, and its weights go out after the wait instead
-of before it. Device run 89 (bench/README.md) lost 0.015 ms on Qwen3-0.6B to
+of before it. Device run 89 (bench/RUNLOG.md) lost 0.015 ms on Qwen3-0.6B to
 two changes that each removed an L2 round trip on paper; one of them raised
 the GEMV's registers 56 -> 62 and 72 -> 77, a block an SM fewer.
 

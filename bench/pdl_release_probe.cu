@@ -1,6 +1,6 @@
 //===- pdl_release_probe.cu - When griddepcontrol.wait releases, and why --===//
 //
-// A diagnostic for the decode attention's b1 L4096 chain (bench/README.md,
+// A diagnostic for the decode attention's b1 L4096 chain (bench/RUNLOG.md,
 // runs 242-243): traced, its wait released 2.7 us after the launch before
 // had exited, 0.7 us with half its early K/V loads held back. Is that the
 // waiting thread's own loads in flight (a per-thread cost: a thread that

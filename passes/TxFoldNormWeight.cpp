@@ -2,7 +2,7 @@
 //
 // The decode GEMV that takes a deferred norm reads, after its wait, the
 // norm's input and its weight, as many bytes as its own weight slice (device
-// run 85, bench/README.md). With the weight folded into the GEMV's weights
+// run 85, bench/RUNLOG.md). With the weight folded into the GEMV's weights
 // it reads the input alone: device run 92 measured Llama-3-8B b1 -0.19 ms
 // (gate/up -4.9 us a layer) and Qwen3-0.6B -0.025 ms.
 //

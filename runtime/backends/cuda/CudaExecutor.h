@@ -64,7 +64,7 @@ struct CudaExecutorOptions {
   bool decode_gemm = false;
   /// GEMV configurations by weight shape instead of gemvConfigFor's (one
   /// row, bf16): for ranking them in the model's step, where they can rank
-  /// otherwise than alone (bench/README.md, device run 58).
+  /// otherwise than alone (bench/RUNLOG.md, device run 58).
   std::vector<GemvShapeConfig> gemv_configs;
   /// A cap on the rows a GEMM may have to run on the GEMV (for comparisons);
   /// below it Gemv.h's gemvRowLimit(k) decides (2 rows for k <= 3072, else 1).
@@ -244,7 +244,7 @@ struct CudaExecutorOptions {
   /// empty PDL kernel where the decode attention (and its folded rope)
   /// would run, or nothing at all, so the step's time without it shows
   /// what the attention costs in the step, beside the GEMVs, rather than
-  /// alone (bench/README.md, session 11).
+  /// alone (bench/RUNLOG.md, session 11).
   /// Diagnostics: the GEMV, decode attention and ablation kernels of each
   /// decode step stamp when their first and last blocks start, when the
   /// first passes its PDL wait and when the last finishes (globaltimer);
@@ -255,7 +255,7 @@ struct CudaExecutorOptions {
   /// For measurement only (the outputs are wrong): decode steps skip the
   /// GEMM that reads the decode attention's output (the attention's output
   /// projection), so the step's time without it bounds what folding that
-  /// projection into the attention's CTAs could gain (bench/README.md,
+  /// projection into the attention's CTAs could gain (bench/RUNLOG.md,
   /// session 36).
   bool ablate_decode_out_proj = false;
 };

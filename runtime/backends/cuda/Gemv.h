@@ -29,7 +29,7 @@ constexpr int64_t kGemvMaxRows = 4;
 /// more go to cuBLASLt. Every input row adds a multiply-add (and the bf16
 /// unpacking) per weight element on the CUDA cores and an x read through L1
 /// per weight chunk, so m > 1 pays off only on small matrices.
-/// Measured on the H200 (bench/README.md, run 15), whole decode steps:
+/// Measured on the H200 (bench/RUNLOG.md, run 15), whole decode steps:
 /// Qwen3-0.6B (k <= 3072) b2 1.48 ms on the GEMV vs 1.71 on cuBLASLt, b3/b4
 /// 2.46/2.48 vs 1.61/1.64; Llama-3-8B (k >= 4096) b2 6.69 vs 5.53, b4 12.8
 /// vs 5.42. Batch 1 always takes the GEMV.

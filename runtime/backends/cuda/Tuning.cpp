@@ -1,7 +1,7 @@
 //===- Tuning.cpp - Decode attention set-up timed at startup --------------===//
 //
 // Which decode attention set-up is fastest at batch 1 differs between
-// models in ways not yet explained (bench/README.md, session 6: a group of
+// models in ways not yet explained (bench/RUNLOG.md, session 6: a group of
 // 2 wants the rope folded in, the cluster merge and 4 splits at a 256-token
 // context; a group of 4 wants none of those and 16 splits). With
 // tune_decode_attention the step times each set-up the options leave open

@@ -25,7 +25,7 @@ namespace txc::kernels {
 /// - kPersistent (full masks): one CTA per SM on a fixed stride.
 /// - kOneTile (windowed masks): causal tiles differ in length, and on a
 ///   fixed stride the CTAs drift apart over many heads whose K/V then no
-///   longer share L2 (bench/README.md, runs 38-42); one tile per CTA in the
+///   longer share L2 (bench/RUNLOG.md, runs 38-42); one tile per CTA in the
 ///   hardware's block order is faster.
 /// - kMirroredPair (causal): each CTA runs a query block and its mirror (the
 ///   longest with the shortest, ...), so every pair has the same work and

@@ -137,7 +137,7 @@ TEST(KernelCompiler, CompilesForSm90aAndCaches) {
 // for them later; where an issue and its wait lie in different branches,
 // ptxas waits after every wgmma of the kernel instead (performance note
 // C7518, only with -v) and the prefill ran ~25% slower on the H200
-// (bench/README.md, device run 138). The d128 kernels, causal (pairs) and
+// (bench/RUNLOG.md, device run 138). The d128 kernels, causal (pairs) and
 // full (the persistent walk whose consecutive tiles overlap), compiled as
 // the runtime compiles them, must not carry that note.
 TEST(KernelCompiler, PrefillWgmmasAreNotSerialized) {

@@ -541,8 +541,7 @@ template <typename T> double runDecode(const DecodeCase &c, ElementType dtype, s
 
   int splits = c.forced_splits;
   if (splits == 0)
-    BENCH_CHECK_STATUS(
-        planDecodeSplits(config, batch, c.qo_heads, c.kv_heads, max_len, c.early_kv, &splits));
+    BENCH_CHECK_STATUS(planDecodeSplits(config, batch, c.qo_heads, c.kv_heads, max_len, &splits));
   DecodeWorkspaceLayout ws = decodeWorkspaceLayout(batch, c.qo_heads, c.kv_heads, c.head_dim, splits);
   DeviceBuffer workspace(ws.total_bytes);
   BENCH_CHECK_CUDA(cudaMemset(workspace.ptr, 0, ws.total_bytes));
@@ -1318,14 +1317,9 @@ int main(int argc, char **argv) {
           {12, 4096}, {16, 2048}, {24, 2048}, {34, 4096}, {40, 4096}, {48, 4096}};
       for (auto [batch, context] : sweep_shapes) {
         const int base = batch * 8;
-        // The heuristic as the step plans it (K/V before the wait), and
-        // without the stages' count (as it planned before session 51).
-        int chosen = 0, chosen_late_kv = 0;
-        BENCH_CHECK_STATUS(planDecodeSplits(gqa, batch, 32, 8, context, true, &chosen));
-        BENCH_CHECK_STATUS(planDecodeSplits(gqa, batch, 32, 8, context, false, &chosen_late_kv));
+        int chosen = 0;
+        BENCH_CHECK_STATUS(planDecodeSplits(gqa, batch, 32, 8, context, &chosen));
         std::vector<int> counts = {chosen};
-        if (chosen_late_kv != chosen)
-          counts.insert(counts.end(), {chosen_late_kv, chosen - 1, chosen + 2});
         const std::vector<int> candidates =
             base > slots ? std::vector<int>{1, 2, 3, 4}
                          : std::vector<int>{slots / base - 1, slots / base, slots / base + 1,
@@ -1371,17 +1365,14 @@ int main(int argc, char **argv) {
     // next launch's CTAs to start their early K/V beside this launch's,
     // against more keys a CTA (a third 64-key tile from 22 splits at L4096,
     // 11 at L2048), beside the counts the heuristic takes at L2048 and L8192
-    // (16, 32). Device run 287 (H100): L4096 at 24 splits 8.8 us
-    // against 32's 9.2, at 28-31 9.3-10.0. At L16384 / L32768 the chunks
-    // are long (two of their tiles before the wait): whether the slots
-    // left free still pay there (16 splits, one CTA an SM, read 81.8% of
-    // copy at L32768 against 32's 94%, run 287).
+    // (16, 32). Back to back they read faster (device run 289, H100: L4096
+    // at 22 splits 8.45 us against 32's 9.2), but not in the decode step,
+    // where the launch before is the QKV GEMV (runs 291-292: 1.0-1.3 us a
+    // layer slower), so the heuristic keeps 32. At L16384 / L32768 fewer
+    // splits lost here too (run 290: 24-30 splits 26.3 / 48.7-49.7 us
+    // against 32's 25.3 / 47.2).
     for (const auto &[context, counts] : std::vector<std::pair<int, std::vector<int>>>{
-             {4096, {20, 22, 24, 26, 28}},
-             {2048, {8, 11, 12, 16}},
-             {8192, {22, 24, 28, 32}},
-             {16384, {24, 28}},
-             {32768, {24, 26, 28, 30}}}) {
+             {4096, {20, 22, 24, 26, 28}}, {2048, {8, 11, 12, 16}}, {8192, {22, 24, 28, 32}}}) {
       for (int splits : counts) {
         const std::string name = "diag b1 L" + std::to_string(context) +
                                  " graph+pdl+early-kv splits=" + std::to_string(splits);

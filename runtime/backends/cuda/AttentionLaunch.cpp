@@ -132,9 +132,9 @@ Status CudaExecutor::State::attention(const LaunchAttributes &attributes, const 
       // decode_attention.split_min_tokens, which only matter below 1k tokens of
       // context, where one CTA per KV head would walk the whole context alone.
       status = kernels::planDecodeSplits(config, seqs, p.num_qo_heads, p.num_kv_heads,
-                                         graph_context > 0 ? graph_context : max_context,
-                                         p.kv_before_wait, &splits, decode_attention.split_min_tokens,
-                                         kMaxDecodeSplits, options.decode_min_splits);
+                                         graph_context > 0 ? graph_context : max_context, &splits,
+                                         decode_attention.split_min_tokens, kMaxDecodeSplits,
+                                         options.decode_min_splits);
       if (status.isOk()) {
         splits = std::max(1, std::min(splits, kMaxDecodeSplits));
         if (seqs > max_num_seqs)

@@ -19,20 +19,17 @@ DecodeWorkspaceLayout decodeWorkspaceLayout(int batch, int num_qo_heads, int num
   return w;
 }
 
-Status decodeCtasPerSm(const AttentionConfig &config, int group_size, int *ctas_per_sm,
-                       int *stage_keys) {
+Status decodeCtasPerSm(const AttentionConfig &config, int group_size, int *ctas_per_sm) {
   switch (config.dtype) {
-  case ElementType::kBf16:
-    return decodeCtasPerSmBf16(config, group_size, ctas_per_sm, stage_keys);
-  case ElementType::kFp16:
-    return decodeCtasPerSmFp16(config, group_size, ctas_per_sm, stage_keys);
+  case ElementType::kBf16: return decodeCtasPerSmBf16(config, group_size, ctas_per_sm);
+  case ElementType::kFp16: return decodeCtasPerSmFp16(config, group_size, ctas_per_sm);
   }
   return Status::unsupported("decode: unsupported element type");
 }
 
-Status planDecodeSplits(const AttentionConfig &config, int batch, int num_qo_heads,
-                        int num_kv_heads, int max_kv_len, bool kv_before_wait, int *num_splits,
-                        int min_tokens_per_split, int max_splits, int min_splits) {
+Status planDecodeSplits(const AttentionConfig &config, int batch, int num_qo_heads, int num_kv_heads,
+                        int max_kv_len, int *num_splits, int min_tokens_per_split,
+                        int max_splits, int min_splits) {
   if (num_kv_heads <= 0 || num_qo_heads % num_kv_heads != 0)
     return Status::invalidArgument("decode: bad head counts");
   DecodeSplitInputs in;
@@ -45,10 +42,7 @@ Status planDecodeSplits(const AttentionConfig &config, int batch, int num_qo_hea
   int device = 0;
   TXC_CUDA_CHECK(cudaGetDevice(&device));
   TXC_CUDA_CHECK(cudaDeviceGetAttribute(&in.num_sms, cudaDevAttrMultiProcessorCount, device));
-  int stage_keys = 0;
-  TXC_RETURN_IF_ERROR(
-      decodeCtasPerSm(config, num_qo_heads / num_kv_heads, &in.ctas_per_sm, &stage_keys));
-  in.keys_before_wait = kv_before_wait ? stage_keys : 0;
+  TXC_RETURN_IF_ERROR(decodeCtasPerSm(config, num_qo_heads / num_kv_heads, &in.ctas_per_sm));
   *num_splits = chooseDecodeSplits(in);
   return Status::ok();
 }

@@ -59,21 +59,16 @@ struct DecodeWorkspaceLayout {
 DecodeWorkspaceLayout decodeWorkspaceLayout(int batch, int num_qo_heads, int num_kv_heads, int head_dim,
                                             int num_splits);
 
-/// Resident decode CTAs per SM for this configuration (occupancy API) and,
-/// where stage_keys is given, the keys its K/V stages hold (0: the CUDA-core
-/// kernel of group 1, which has none).
-Status decodeCtasPerSm(const AttentionConfig &config, int group_size, int *ctas_per_sm,
-                       int *stage_keys = nullptr);
+/// Resident decode CTAs per SM for this configuration (occupancy API).
+Status decodeCtasPerSm(const AttentionConfig &config, int group_size, int *ctas_per_sm);
 
 /// chooseDecodeSplits with the occupancy and SM count of the current device.
 /// The chunk floor, split cap and split floor default to DecodeSplitInputs';
 /// a caller that caps the splits lower (a fixed workspace) may lower the
 /// chunk floor with it, so short contexts still spread over several CTAs per
-/// head. kv_before_wait: the launch loads K/V before its PDL wait
-/// (DecodeParams::kv_before_wait), so the kernel's stages count
-/// (DecodeSplitInputs::keys_before_wait).
-Status planDecodeSplits(const AttentionConfig &config, int batch, int num_qo_heads,
-                        int num_kv_heads, int max_kv_len, bool kv_before_wait, int *num_splits,
+/// head.
+Status planDecodeSplits(const AttentionConfig &config, int batch, int num_qo_heads, int num_kv_heads,
+                        int max_kv_len, int *num_splits,
                         int min_tokens_per_split = DecodeSplitInputs{}.min_tokens_per_split,
                         int max_splits = DecodeSplitInputs{}.max_splits,
                         int min_splits = DecodeSplitInputs{}.min_splits);
@@ -98,7 +93,7 @@ Status launchPagedDecodeBf16(const AttentionConfig &, const DecodeParams &, cuda
 Status launchPagedDecodeFp16(const AttentionConfig &, const DecodeParams &, cudaStream_t);
 Status launchPrefillBf16(const AttentionConfig &, const PrefillParams &, cudaStream_t);
 Status launchPrefillFp16(const AttentionConfig &, const PrefillParams &, cudaStream_t);
-Status decodeCtasPerSmBf16(const AttentionConfig &, int, int *, int *);
-Status decodeCtasPerSmFp16(const AttentionConfig &, int, int *, int *);
+Status decodeCtasPerSmBf16(const AttentionConfig &, int, int *);
+Status decodeCtasPerSmFp16(const AttentionConfig &, int, int *);
 
 } // namespace txc::kernels

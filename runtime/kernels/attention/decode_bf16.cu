@@ -5,7 +5,7 @@ namespace txc::kernels {
 Status launchPagedDecodeBf16(const AttentionConfig &c, const DecodeParams &p, cudaStream_t s) {
   return detail::launchPagedDecodeTyped<__nv_bfloat16>(c, p, s);
 }
-Status decodeCtasPerSmBf16(const AttentionConfig &c, int group, int *out, int *stage_keys) {
-  return detail::decodeCtasPerSmTyped<__nv_bfloat16>(c, group, out, stage_keys);
+Status decodeCtasPerSmBf16(const AttentionConfig &c, int group, int *out) {
+  return detail::decodeCtasPerSmTyped<__nv_bfloat16>(c, group, out);
 }
 } // namespace txc::kernels

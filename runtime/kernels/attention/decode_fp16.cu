@@ -5,7 +5,7 @@ namespace txc::kernels {
 Status launchPagedDecodeFp16(const AttentionConfig &c, const DecodeParams &p, cudaStream_t s) {
   return detail::launchPagedDecodeTyped<__half>(c, p, s);
 }
-Status decodeCtasPerSmFp16(const AttentionConfig &c, int group, int *out, int *stage_keys) {
-  return detail::decodeCtasPerSmTyped<__half>(c, group, out, stage_keys);
+Status decodeCtasPerSmFp16(const AttentionConfig &c, int group, int *out) {
+  return detail::decodeCtasPerSmTyped<__half>(c, group, out);
 }
 } // namespace txc::kernels

@@ -254,8 +254,7 @@ template <typename T> Status launchPagedDecodeTyped(const AttentionConfig &confi
   });
 }
 
-template <typename T>
-Status decodeCtasPerSmTyped(const AttentionConfig &config, int group, int *out, int *stage_keys) {
+template <typename T> Status decodeCtasPerSmTyped(const AttentionConfig &config, int group, int *out) {
   return withHeadDim(config.head_dim, [&](auto dim) {
     return withGroupSize(group, [&](auto g) {
       constexpr int kDim = decltype(dim)::value, kGroup = decltype(g)::value;
@@ -266,14 +265,10 @@ Status decodeCtasPerSmTyped(const AttentionConfig &config, int group, int *out, 
                                             Traits::kSmemBytes));
         TXC_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(out, kernel, Traits::kThreads,
                                                                      Traits::kSmemBytes));
-        if (stage_keys != nullptr)
-          *stage_keys = Traits::kStages * Traits::kBlockN;
       } else {
         using Traits = DecodeTraits<T, kDim, kGroup>;
         TXC_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
             out, pagedDecodeKernel<Traits, AttentionVariant<false, false, false>>, Traits::kThreads, 0));
-        if (stage_keys != nullptr)
-          *stage_keys = 0;
       }
       return Status::ok();
     });

@@ -31,20 +31,14 @@ int chooseDecodeSplits(const DecodeSplitInputs &in) {
   if (fit >= 8 && fit * base_ctas == resident_ctas)
     --fit;
   int splits = std::max(std::min(fit, cap), floor);
-  // Where K/V go before the wait: the fewest splits whose chunks the stages
-  // hold whole, if that grid still has a CTA for every SM. Nothing of the
-  // chunk is left to load after the wait, and the slots left free take the
-  // next launch's CTAs, whose early K/V then load under this launch's
-  // chain. The b1 sweep (device run 289, H100, graph + PDL + early K/V,
-  // 192 keys in the stages): L4096 at 22 splits (176 CTAs, chunks of 187
-  // keys) 8.45 us against 32's 9.2 (2 tiles a CTA) and 24-28's 8.7-9.3; at
-  // L2048 11 splits (88 CTAs, some SMs idle) 6.1 us against 16's 5.8.
-  if (in.keys_before_wait > 0 && base_ctas <= resident_ctas) {
-    const int whole_in_stages = (in.max_kv_len + in.keys_before_wait - 1) / in.keys_before_wait;
-    if (whole_in_stages >= floor && whole_in_stages < splits &&
-        whole_in_stages * base_ctas >= std::max(in.num_sms, 1))
-      splits = whole_in_stages;
-  }
+  // Not fewer, longer chunks where K/V go before the PDL wait, though back
+  // to back they read faster: b1 L4096 at 22 splits (three-tile chunks
+  // loaded whole before the wait) 8.45 us against 32's 9.2 (device run 289,
+  // H100, attention launches in a row). In the decode step the launch
+  // before is the short QKV GEMV, and there the same 22 splits cost 1.0-1.3
+  // us a layer (runs 291-292: the wait released 1.6-2.1 us later after the
+  // GEMV's exit; Qwen3-0.6B / Llama-3-8B b1 at 3.5k keys 0.869 / 5.679 ms a
+  // step at 32 splits against 0.901 / 5.704 at 22).
   // Past a wave unsplit, the same arithmetic: the split of at most
   // kMaxSplitsPastAWave with the fewest waves a chunk, where it cuts them by
   // a tenth (a split's merge costs a little). An unsplit grid just past a

@@ -7,11 +7,8 @@
 // of resident CTAs without spilling into a second (and without taking every
 // slot, which the launch before's last CTAs may still hold), but never below
 // a minimum chunk, because every split costs a partial output write and a
-// merge. Where K/V are read before the PDL wait it takes fewer, longer chunks
-// if the K/V stages hold each whole and every SM still gets a CTA: the slots
-// left free take the next launch's CTAs early. Pure host code: the compiler
-// calls it when it picks the tactic of a decode launch, and CPU unit tests
-// check it.
+// merge. Pure host code: the compiler calls it when it picks the tactic of a
+// decode launch, and CPU unit tests check it.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -30,9 +27,6 @@ struct DecodeSplitInputs {
   // long, also when the grid already fills a wave (short contexts at larger
   // batches, where each CTA's chain of key tiles is the latency).
   int min_splits = 1;
-  // Keys a CTA loads before its PDL wait where the launch reads K/V early:
-  // the kernel's K/V stages, all of a chunk they hold (0: K/V after the wait).
-  int keys_before_wait = 0;
 };
 
 /// Returns the number of splits (>= 1).

@@ -95,39 +95,6 @@ __global__ void dependentChainKernel(const uint4 *in, uint4 *out, bool round_tri
   }
 }
 
-/// A stand-in for what the decode step launches before each attention: the
-/// QKV projection's GEMV, which lets the next launch's CTAs in at once and
-/// streams its weights without waiting (they do not depend on the launch
-/// before), up to 8 chunks a thread before its PDL wait and the rest after.
-/// Each CTA reads its `chunks_per_cta` 16-byte chunks of `weights` and folds
-/// them into one word a thread. Only the bytes and the PDL edges are the
-/// GEMV's: in the step the attention's early K/V share the DRAM with them
-/// and its wait is released only after this grid (device runs 291-292: the
-/// split counts that win back to back lost there).
-__global__ void __launch_bounds__(256)
-    stepGemvStandInKernel(const uint4 *weights, int chunks_per_cta, unsigned *out) {
-  txc::kernels::pdlLaunchDependents();
-  const uint4 *w = weights + (long long)blockIdx.x * chunks_per_cta;
-  unsigned fold = 0;
-  bool waited = false;
-  for (int c = threadIdx.x; c < chunks_per_cta; c += 8 * blockDim.x) {
-    uint4 a[8];
-#pragma unroll
-    for (int i = 0; i < 8; ++i)
-      a[i] = __ldcs(w + min(c + i * (int)blockDim.x, chunks_per_cta - 1));
-    if (!waited) { // the loads above stay in flight across it
-      txc::kernels::pdlWait();
-      waited = true;
-    }
-#pragma unroll
-    for (int i = 0; i < 8; ++i)
-      fold ^= a[i].x ^ a[i].y ^ a[i].z ^ a[i].w;
-  }
-  if (!waited)
-    txc::kernels::pdlWait();
-  out[(long long)blockIdx.x * blockDim.x + threadIdx.x] = fold;
-}
-
 /// The floor under batch-1 decode: only the reads. CTA (split, kv head)
 /// reads the K and V pages of its split (pages_per_split of the sequence's
 /// pages, through the page table, one head's 16-byte chunks of each) with 8
@@ -396,10 +363,6 @@ struct DecodeCase {
   // launch stamping its trace slots (DecodeParams::maybe_trace), printed
   // as the phases of a launch against the launch before (printLaunchTrace).
   bool trace = false;
-  // Diagnostic, with cuda_graph and pdl: each launch follows a stand-in for
-  // the step's QKV GEMV reading this many bytes (stepGemvStandInKernel); the
-  // figure is then the pair's time, the bytes counted both kernels'.
-  long long step_gemv_bytes = 0;
 };
 
 constexpr int kGraphLaunches = 20;
@@ -666,37 +629,12 @@ template <typename T> double runDecode(const DecodeCase &c, ElementType dtype, s
     params.back().diagnostic_count_only = c.count_only;
   }
   double ms = 0;
-  // The GEMV stand-in's weights: copies rotated so that they, too, come
-  // from the DRAM (128 MB in all).
-  int gemv_ctas = 0, gemv_chunks_per_cta = 0, gemv_copies = 0;
-  DeviceBuffer gemv_weights, gemv_out;
-  if (c.step_gemv_bytes > 0) {
-    int device = 0;
-    BENCH_CHECK_CUDA(cudaGetDevice(&device));
-    BENCH_CHECK_CUDA(cudaDeviceGetAttribute(&gemv_ctas, cudaDevAttrMultiProcessorCount, device));
-    gemv_chunks_per_cta = (int)((c.step_gemv_bytes / 16 + gemv_ctas - 1) / gemv_ctas);
-    const long long copy_bytes = 16LL * gemv_chunks_per_cta * gemv_ctas;
-    gemv_copies = (int)std::max(1LL, (128LL << 20) / copy_bytes);
-    gemv_weights = DeviceBuffer(copy_bytes * gemv_copies);
-    BENCH_CHECK_CUDA(cudaMemset(gemv_weights.ptr, 1, copy_bytes * gemv_copies));
-    gemv_out = DeviceBuffer(sizeof(unsigned) * 256 * gemv_ctas);
-  }
-  auto launchGemvStandIn = [&](cudaStream_t stream, int i) {
-    if (c.step_gemv_bytes <= 0)
-      return;
-    const uint4 *w =
-        gemv_weights.as<uint4>() + (long long)(i % gemv_copies) * gemv_chunks_per_cta * gemv_ctas;
-    BENCH_CHECK_CUDA(launchKernel(stepGemvStandInKernel, dim3(gemv_ctas), dim3(256), 0, stream,
-                                  c.pdl, w, gemv_chunks_per_cta, gemv_out.as<unsigned>()));
-  };
   if (c.cuda_graph) {
     ms = timeGraphReplayMs([&](cudaStream_t stream, int i) {
-      launchGemvStandIn(stream, i);
       BENCH_CHECK_STATUS(launchPagedDecode(config, params[i % params.size()], stream));
     });
     if (c.trace)
       printLaunchTrace(c.name, [&](cudaStream_t stream, int i, unsigned long long *trace) {
-        launchGemvStandIn(stream, i);
         DecodeParams p = params[i % params.size()];
         p.maybe_trace = trace;
         BENCH_CHECK_STATUS(launchPagedDecode(config, p, stream));
@@ -710,9 +648,7 @@ template <typename T> double runDecode(const DecodeCase &c, ElementType dtype, s
   t.diagnostic = c.l2_resident || c.name.find("diag") != std::string::npos;
   t.ms = ms;
   t.splits = splits;
-  t.gbps = (caches[0].kv_bytes +
-            (c.step_gemv_bytes > 0 ? 16.0 * gemv_chunks_per_cta * gemv_ctas : 0.0)) /
-           (ms * 1e6);
+  t.gbps = caches[0].kv_bytes / (ms * 1e6);
   t.pct_copy = 100.0 * t.gbps / g_copy_gbps;
   t.check = check.pass ? "pass" : "FAIL";
   char shape[256];
@@ -1445,30 +1381,6 @@ int main(int argc, char **argv) {
         runDecode<__nv_bfloat16>(c, bf16, rng);
       }
     }
-    // The same b1 L4096 counts as the decode step sees them: each launch
-    // after a stand-in for the QKV GEMV (stepGemvStandInKernel) of
-    // Qwen3-0.6B (8 MB of weights) or Llama-3-8B (48 MB), whose exit the
-    // attention's wait follows. In the step 22 splits lost 1.0-1.3 us a
-    // layer to 32 (runs 291-292) where back to back they win by 0.7 us;
-    // these rows say whether the bench sees the step's order (their traces
-    // count from the attention before's exit, the stand-in between).
-    for (const long long gemv_mb : {8LL, 48LL})
-      for (int splits :
-           gemv_mb == 8 ? std::vector<int>{16, 22, 24, 28, 32} : std::vector<int>{22, 32}) {
-        DecodeCase c = asInTheStep({"diag b1 L4096 after a " + std::to_string(gemv_mb) +
-                                        " MB gemv splits=" + std::to_string(splits),
-                                    1,
-                                    32,
-                                    8,
-                                    128,
-                                    16,
-                                    {},
-                                    4096});
-        c.forced_splits = splits;
-        c.step_gemv_bytes = gemv_mb << 20;
-        c.trace = gemv_mb == 8 && (splits == 22 || splits == 32);
-        runDecode<__nv_bfloat16>(c, bf16, rng);
-      }
     // Batch 1 at 16 splits, 128 CTAs at one an SM: the next launch's CTAs
     // fit beside this one's and start their K/V under its tail (the read
     // floor below reads at copy speed with room for the next launch, and

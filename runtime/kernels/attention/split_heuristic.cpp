@@ -35,10 +35,10 @@ int chooseDecodeSplits(const DecodeSplitInputs &in) {
   // to back they read faster: b1 L4096 at 22 splits (three-tile chunks
   // loaded whole before the wait) 8.45 us against 32's 9.2 (device run 289,
   // H100, attention launches in a row). In the decode step the launch
-  // before is the short QKV GEMV, and there the same 22 splits cost 1.0-1.3
-  // us a layer (runs 291-292: the wait released 1.6-2.1 us later after the
+  // before is the short QKV GEMV, and there that rule cost 1.0-1.3 us a
+  // layer (runs 291-292: the wait released 1.6-2.1 us later after the
   // GEMV's exit; Qwen3-0.6B / Llama-3-8B b1 at 3.5k keys 0.869 / 5.679 ms a
-  // step at 32 splits against 0.901 / 5.704 at 22).
+  // step at 32 splits against 0.901 / 5.704 at the rule's 19-22).
   // Past a wave unsplit, the same arithmetic: the split of at most
   // kMaxSplitsPastAWave with the fewest waves a chunk, where it cuts them by
   // a tenth (a split's merge costs a little). An unsplit grid just past a

@@ -9,7 +9,7 @@ of before it. Device run 89 (bench/RUNLOG.md) lost 0.015 ms on Qwen3-0.6B to
 two changes that each removed an L2 round trip on paper; one of them raised
 the GEMV's registers 56 -> 62 and 72 -> 77, a block an SM fewer.
 
-  bench/kernel_registers.py [--nvcc PATH] [--filter TEXT]
+  bench/kernel_registers.py [--nvcc PATH] [--filter TEXT] [--against REV]
 
 Compiles runtime/backends/cuda/Gemv.cu and the decode attention's tensor-core
 kernels at Qwen3's and Llama's shapes (page 16, no window or soft-cap; the
@@ -18,8 +18,12 @@ registers, spill stores, how many of its blocks fit an SM by registers
 alone, and its code size (the cubin's .text section): a kernel run once a
 layer on an SM that ran other kernels since fetches its instructions cold,
 each miss an L2 round trip under the GEMVs' weight streams (session 22, runs
-127-130: the wide CTA's ~100 KB). Run it before and after a change (git
-stash) and compare.
+127-130: the wide CTA's ~100 KB). --against REV prints REV's figures beside
+the working tree's (its runtime/ and include/ from `git archive`) and marks
+each kernel whose registers, spills or code grew: run it on every kernel
+branch before it goes to the GPU (session 53: a branch whose second inlined
+loadTile took the d128 decode kernel from 121 to 168 registers with spills
+was bundled for an A/B unnoticed).
 """
 import argparse
 import os
@@ -75,12 +79,13 @@ def text_sizes(cubin):
     return sizes
 
 
-def ptxas_report(nvcc, source):
-    """[(kernel, registers, spill store bytes, code bytes)] of every entry in `source`."""
+def ptxas_report(nvcc, source, root=ROOT):
+    """[(kernel, registers, spill store bytes, code bytes)] of every entry in
+    `source`, with the headers of the tree at `root`."""
     # Compiled as the build compiles it (-c), the cubin kept for its sections.
     with tempfile.TemporaryDirectory() as tmp:
         cmd = [nvcc, "-std=c++17", "-O3", "-DNDEBUG", "-gencode=arch=compute_90a,code=sm_90a",
-               f"-I{ROOT}", f"-I{ROOT}/include", f"-I{ROOT}/runtime/kernels", "-Xptxas", "-v",
+               f"-I{root}", f"-I{root}/include", f"-I{root}/runtime/kernels", "-Xptxas", "-v",
                "--keep", "--keep-dir", tmp, "-c", source, "-o", os.path.join(tmp, "kernels.o")]
         out = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp)
         if out.returncode != 0:
@@ -115,29 +120,66 @@ def threads_of(name):
     return None
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--nvcc", default="/usr/local/cuda/bin/nvcc")
-    ap.add_argument("--filter", default="", help="only kernels whose demangled name contains TEXT")
-    args = ap.parse_args()
-    rows = ptxas_report(args.nvcc, os.path.join(ROOT, "runtime/backends/cuda/Gemv.cu"))
+def tree_report(nvcc, root):
+    """{kernel: (registers, spill bytes, code bytes)} of the GEMVs and the
+    decode instances, from the sources under `root`."""
+    rows = ptxas_report(nvcc, os.path.join(root, "runtime/backends/cuda/Gemv.cu"), root)
     with tempfile.NamedTemporaryFile("w", suffix=".cu", delete=False) as f:
         f.write(DECODE_INSTANCES)
     try:
-        rows += ptxas_report(args.nvcc, f.name)
+        rows += ptxas_report(nvcc, f.name, root)
     finally:
         os.unlink(f.name)
-    names = demangle([kernel for kernel, _, _, _ in rows])
-    print(f"{'registers':>9} {'spill B':>7} {'blocks/SM':>9} {'code KB':>7}  kernel")
-    for name, (_, registers, spill, code) in sorted(zip(names, rows)):
-        if args.filter not in name:
+    return {kernel: figures for kernel, *figures in rows}
+
+
+def archived_tree(rev, into):
+    """REV's runtime/ and include/ unpacked under `into` (git archive)."""
+    archive = subprocess.run(["git", "-C", ROOT, "archive", rev, "runtime", "include"], capture_output=True)
+    if archive.returncode != 0:
+        sys.exit(f"kernel_registers: git archive {rev}: {archive.stderr.decode().strip()}")
+    subprocess.run(["tar", "-x", "-C", into], input=archive.stdout, check=True)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--nvcc", default="/usr/local/cuda/bin/nvcc")
+    ap.add_argument("--filter", default="", help="only kernels whose demangled name contains TEXT (any case)")
+    ap.add_argument("--against", metavar="REV", help="a commit to compare with (e.g. main)")
+    args = ap.parse_args()
+    here = tree_report(args.nvcc, ROOT)
+    base = {}
+    if args.against:
+        with tempfile.TemporaryDirectory() as tmp:
+            archived_tree(args.against, tmp)
+            base = tree_report(args.nvcc, tmp)
+    kernels = sorted(here)
+    names = demangle(kernels)
+    before = f" {args.against + ':':>22}" if args.against else ""
+    print(f"{'registers':>9} {'spill B':>7} {'blocks/SM':>9} {'code KB':>7}{before}  kernel")
+    grew = 0
+    for name, kernel in sorted(zip(names, kernels)):
+        if args.filter.lower() not in name.lower():
             continue
+        registers, spill, code = here[kernel]
         threads = threads_of(name)
         # Registers are allocated 8 a thread at a time (256 a warp).
         blocks = REGISTERS_PER_SM // (threads * ((registers + 7) // 8 * 8)) if threads else "?"
         short = re.sub(r"\(txc::kernels::DecodeParams\)|\(txc::cuda::GemvArgs, int\)", "", name)
         short = re.sub(r"txc::(cuda::\(anonymous namespace\)|kernels)::", "", short)
-        print(f"{registers:>9} {spill:>7} {blocks:>9} {code / 1024:>7.1f}  {short}")
+        then = ""
+        if args.against:
+            if kernel in base:
+                r0, s0, c0 = base[kernel]
+                # Code a few percent larger is noise of layout; registers and spills are not.
+                worse = registers > r0 or spill > s0 or code > c0 * 1.05
+                grew += worse
+                then = f" {r0:>4} {s0:>4} {c0 / 1024:>7.1f} {'GREW' if worse else '':>4}"
+            else:
+                then = f" {'(not in ' + args.against + ')':>22}"
+        print(f"{registers:>9} {spill:>7} {blocks:>9} {code / 1024:>7.1f}{then}  {short}")
+    if args.against:
+        print(f"{grew} kernel(s) with more registers, spills or >5% more code than {args.against}")
     return 0
 
 

@@ -1071,32 +1071,21 @@ void writeJson(const char *path) {
   std::fclose(f);
 }
 
-} // namespace
+/// Timed as the decode step launches attention: replayed from a graph,
+/// with PDL and the older keys read before the wait.
+DecodeCase asInTheStep(DecodeCase c) {
+  c.timed = true;
+  c.cuda_graph = true;
+  c.pdl = true;
+  c.early_kv = true;
+  return c;
+}
 
-int main(int argc, char **argv) {
-  // Line by line into a log: a kernel that hangs (the A/B scripts kill it on
-  // a timeout) leaves the checks before it, not an empty file.
-  std::setvbuf(stdout, nullptr, _IOLBF, 0);
-  const char *json_path = nullptr;
-  bool timing = true, prefill = true, decode = true;
-  for (int i = 1; i < argc; ++i) {
-    if (!std::strcmp(argv[i], "--json") && i + 1 < argc)
-      json_path = argv[++i];
-    else if (!std::strcmp(argv[i], "--skip-timing"))
-      timing = false;
-    else if (!std::strcmp(argv[i], "--decode-only"))
-      prefill = false;
-    else if (!std::strcmp(argv[i], "--prefill-only"))
-      decode = false;
-    else if (!std::strcmp(argv[i], "--prefill-compare"))
-      g_prefill_compare = true;
-  }
-  std::mt19937 rng(20261130);
+/// Every decode kernel path against the fp64 reference: the GQA, MHA, MQA,
+/// window and soft-cap cases, with early K/V, cluster merges, one K/V stage
+/// and the wide CTA.
+void checkDecodeKernels(std::mt19937 &rng) {
   const auto bf16 = ElementType::kBf16, fp16 = ElementType::kFp16;
-  if (timing && decode)
-    measureCopyBandwidth();
-
-  std::printf("== decode correctness\n");
   // Named, as the loops below pick cases by name.
   const DecodeCase gqa = {"gqa32/8 d128 odd lens p16", 0, 32, 8, 128, 16, {1, 17, 1000, 4097, 333}};
   DecodeCase gqa_combine_kernel = gqa; // 7 splits merged by the combine kernel
@@ -1118,75 +1107,77 @@ int main(int argc, char **argv) {
   const std::vector<DecodeCase> decode_checks = {
       gqa,     gqa_combine_kernel, gqa_one_split, mha_d64, gqa64_p64, gqa_d256, mqa, window,
       softcap, mha_d64_3_splits};
-  if (decode) {
-    for (const auto &c : decode_checks)
-      runDecode<__nv_bfloat16>(c, bf16, rng);
-    // The same with the older keys read before the (here no-op) wait: the
-    // newest key must still be the one loaded after it.
-    for (DecodeCase c : decode_checks) {
-      c.name += " early-kv";
-      c.early_kv = true;
-      runDecode<__nv_bfloat16>(c, bf16, rng);
-    }
-    // The splits merged through distributed shared memory, at 2 to 8 splits
-    // (a cluster each), including the early path.
-    for (int splits : {2, 5, 8})
-      for (DecodeCase c : {gqa, gqa_combine_kernel, mha_d64, gqa64_p64, gqa_d256, mqa}) {
-        c.name += " cluster";
-        c.cluster_combine = true;
-        c.forced_splits = splits;
-        c.early_kv = splits == 5;
-        runDecode<__nv_bfloat16>(c, bf16, rng);
-      }
-    runDecode<__half>(gqa, fp16, rng);
-    runDecode<__half>(gqa_d256, fp16, rng);
-    // A kernel set-up on every GQA case, plain, then with early K/V and the
-    // splits merged in a cluster.
-    auto checkGqaCases = [&](const std::string &suffix, auto setUp) {
-      for (DecodeCase c : {gqa, gqa_combine_kernel, gqa64_p64, gqa_d256, window, softcap}) {
-        c.name += suffix;
-        setUp(c);
-        runDecode<__nv_bfloat16>(c, bf16, rng);
-        c.name += " early-kv cluster";
-        c.early_kv = true;
-        c.cluster_combine = true;
-        c.forced_splits = 5;
-        runDecode<__nv_bfloat16>(c, bf16, rng);
-      }
-    };
-    // One K/V stage (tiles one after another through it, ~45 KB at d128):
-    // chunks of several tiles included.
-    checkGqaCases(" single-stage", [](DecodeCase &c) { c.single_kv_stage = true; });
-    // The wide CTA (16 warps, a 256-key tile, one split) where it is built
-    // (head_dim <= 128, no window or soft-cap): short contexts as in the
-    // decode step, and long ones, whose tiles run one after another.
-    const DecodeCase gqa16_short = {"gqa16/8 d128 short p16", 0, 16, 8, 128, 16, {1, 64, 150, 256}};
-    const DecodeCase gqa8_d64_short = {"gqa8/2 d64 short p16", 0, 8, 2, 64, 16, {7, 200}};
-    for (DecodeCase c : {gqa, gqa64_p64, mqa, gqa16_short, gqa8_d64_short}) {
-      c.name += " wide";
-      c.wide_cta = true;
-      c.forced_splits = 1;
-      runDecode<__nv_bfloat16>(c, bf16, rng);
-      c.name += " early-kv";
-      c.early_kv = true;
+  for (const auto &c : decode_checks)
+    runDecode<__nv_bfloat16>(c, bf16, rng);
+  // The same with the older keys read before the (here no-op) wait: the
+  // newest key must still be the one loaded after it.
+  for (DecodeCase c : decode_checks) {
+    c.name += " early-kv";
+    c.early_kv = true;
+    runDecode<__nv_bfloat16>(c, bf16, rng);
+  }
+  // The splits merged through distributed shared memory, at 2 to 8 splits
+  // (a cluster each), including the early path.
+  for (int splits : {2, 5, 8})
+    for (DecodeCase c : {gqa, gqa_combine_kernel, mha_d64, gqa64_p64, gqa_d256, mqa}) {
+      c.name += " cluster";
+      c.cluster_combine = true;
+      c.forced_splits = splits;
+      c.early_kv = splits == 5;
       runDecode<__nv_bfloat16>(c, bf16, rng);
     }
-    DecodeCase wide_fp16 = gqa16_short;
-    wide_fp16.name += " wide";
-    wide_fp16.wide_cta = true;
-    wide_fp16.forced_splits = 1;
-    runDecode<__half>(wide_fp16, fp16, rng);
-    // Wide CTAs as splits (a 256-key tile each, or several in a row), merged
-    // through global memory by the staged combine.
-    for (DecodeCase c : {gqa, gqa64_p64, mqa}) {
-      c.name += " wide";
-      c.wide_cta = true;
+  runDecode<__half>(gqa, fp16, rng);
+  runDecode<__half>(gqa_d256, fp16, rng);
+  // A kernel set-up on every GQA case, plain, then with early K/V and the
+  // splits merged in a cluster.
+  auto checkGqaCases = [&](const std::string &suffix, auto setUp) {
+    for (DecodeCase c : {gqa, gqa_combine_kernel, gqa64_p64, gqa_d256, window, softcap}) {
+      c.name += suffix;
+      setUp(c);
+      runDecode<__nv_bfloat16>(c, bf16, rng);
+      c.name += " early-kv cluster";
+      c.early_kv = true;
+      c.cluster_combine = true;
       c.forced_splits = 5;
       runDecode<__nv_bfloat16>(c, bf16, rng);
     }
+  };
+  // One K/V stage (tiles one after another through it, ~45 KB at d128):
+  // chunks of several tiles included.
+  checkGqaCases(" single-stage", [](DecodeCase &c) { c.single_kv_stage = true; });
+  // The wide CTA (16 warps, a 256-key tile, one split) where it is built
+  // (head_dim <= 128, no window or soft-cap): short contexts as in the
+  // decode step, and long ones, whose tiles run one after another.
+  const DecodeCase gqa16_short = {"gqa16/8 d128 short p16", 0, 16, 8, 128, 16, {1, 64, 150, 256}};
+  const DecodeCase gqa8_d64_short = {"gqa8/2 d64 short p16", 0, 8, 2, 64, 16, {7, 200}};
+  for (DecodeCase c : {gqa, gqa64_p64, mqa, gqa16_short, gqa8_d64_short}) {
+    c.name += " wide";
+    c.wide_cta = true;
+    c.forced_splits = 1;
+    runDecode<__nv_bfloat16>(c, bf16, rng);
+    c.name += " early-kv";
+    c.early_kv = true;
+    runDecode<__nv_bfloat16>(c, bf16, rng);
   }
+  DecodeCase wide_fp16 = gqa16_short;
+  wide_fp16.name += " wide";
+  wide_fp16.wide_cta = true;
+  wide_fp16.forced_splits = 1;
+  runDecode<__half>(wide_fp16, fp16, rng);
+  // Wide CTAs as splits (a 256-key tile each, or several in a row), merged
+  // through global memory by the staged combine.
+  for (DecodeCase c : {gqa, gqa64_p64, mqa}) {
+    c.name += " wide";
+    c.wide_cta = true;
+    c.forced_splits = 5;
+    runDecode<__nv_bfloat16>(c, bf16, rng);
+  }
+}
 
-  std::printf("== prefill correctness\n");
+/// Every prefill kernel path against the fp64 reference: varlen, paged
+/// prefixes, windows, soft-cap, the stream-K tail, both element types.
+void checkPrefillKernels(std::mt19937 &rng) {
+  const auto bf16 = ElementType::kBf16, fp16 = ElementType::kFp16;
   std::vector<PrefillCase> prefill_checks = {
       {"varlen causal gqa32/8 d128", 32, 8, 128, {1, 77, 300, 1025}, {}, true},
       {"varlen full gqa32/8 d128", 32, 8, 128, {1, 77, 300, 1025}, {}, false},
@@ -1215,407 +1206,456 @@ int main(int argc, char **argv) {
       {"full gqa32/8 d128 empty keys", 32, 8, 128, {300, 200, 129}, {300, 0, 129}, false},
   };
   for (const auto &c : prefill_checks)
-    if (prefill)
-      runPrefillKernels<__nv_bfloat16>(c, bf16, rng);
-  if (prefill) {
-    runPrefillKernels<__half>(prefill_checks[0], fp16, rng);
-    runPrefillKernels<__half>(prefill_checks[1], fp16, rng);
-    runPrefillKernels<__half>(prefill_checks[4], fp16, rng);
-    runPrefillKernels<__half>(prefill_checks[12], fp16, rng);
-  }
+    runPrefillKernels<__nv_bfloat16>(c, bf16, rng);
+  runPrefillKernels<__half>(prefill_checks[0], fp16, rng);
+  runPrefillKernels<__half>(prefill_checks[1], fp16, rng);
+  runPrefillKernels<__half>(prefill_checks[4], fp16, rng);
+  runPrefillKernels<__half>(prefill_checks[12], fp16, rng);
+}
 
-  if (timing && decode) {
-    std::printf("== decode timing (GQA 32/8, d128, bf16, page 16)\n");
-    const std::vector<std::pair<int, int>> decode_shapes = {{64, 4096}, {64, 16384}, {256, 2048}, {1, 32768}, {1, 4096}};
-    for (auto [batch, ctx] : decode_shapes) {
-      DecodeCase c{"b" + std::to_string(batch) + " L" + std::to_string(ctx), batch, 32, 8, 128, 16, {}, ctx};
-      c.timed = true;
-      runDecode<__nv_bfloat16>(c, bf16, rng);
-    }
-    // What bounds batch 1: the same path with the merge as a second launch,
-    // with the KV cache left in L2, and with almost no keys (fixed cost), plus
-    // the back-to-back interval of an empty kernel (launch floor).
-    for (int splits : {8, 16, 64, 128}) {
-      DecodeCase c{"diag b1 L4096 splits=" + std::to_string(splits), 1, 32, 8, 128, 16, {}, 4096};
-      c.timed = true;
-      c.forced_splits = splits;
-      runDecode<__nv_bfloat16>(c, bf16, rng);
-    }
-    for (int ctx : {4096, 32768})
-      for (int mode = 0; mode < 3; ++mode) {
-        // With PDL each launch's CTAs start while the previous one drains:
-        // how the decode step runs attention (CudaExecutorOptions::attention_pdl),
-        // and with the older keys read before the wait (attention_early_kv).
-        const char *suffix[] = {" cuda-graph", " cuda-graph+pdl", " cuda-graph+pdl+early-kv"};
-        DecodeCase c{"diag b1 L" + std::to_string(ctx) + suffix[mode], 1, 32, 8, 128, 16, {}, ctx};
-        c.timed = true;
-        c.cuda_graph = true;
-        c.pdl = mode >= 1;
-        c.early_kv = mode == 2;
-        runDecode<__nv_bfloat16>(c, bf16, rng);
-      }
-    // Timed as the decode step launches attention: replayed from a graph,
-    // with PDL and the older keys read before the wait.
-    auto asInTheStep = [](DecodeCase c) {
+/// The issue's decode rows (GQA 32/8, d128, bf16, page 16).
+void timeDecodeTargets(std::mt19937 &rng) {
+  const auto bf16 = ElementType::kBf16;
+  const std::vector<std::pair<int, int>> decode_shapes = {{64, 4096}, {64, 16384}, {256, 2048}, {1, 32768}, {1, 4096}};
+  for (auto [batch, ctx] : decode_shapes) {
+    DecodeCase c{"b" + std::to_string(batch) + " L" + std::to_string(ctx), batch, 32, 8, 128, 16, {}, ctx};
+    c.timed = true;
+    runDecode<__nv_bfloat16>(c, bf16, rng);
+  }
+}
+
+/// Diagnostic decode rows: the launch set-ups and split counts the runtime
+/// chooses between (graph, PDL, early K/V, clusters, one stage, wide CTAs,
+/// the split sweep), each against the others on the same shapes.
+void timeDecodeLaunchChoices(std::mt19937 &rng) {
+  const auto bf16 = ElementType::kBf16;
+  // Batch 1 at 4k at other split counts than the runtime's, launched on a
+  // stream.
+  for (int splits : {8, 16, 64, 128}) {
+    DecodeCase c{"diag b1 L4096 splits=" + std::to_string(splits), 1, 32, 8, 128, 16, {}, 4096};
+    c.timed = true;
+    c.forced_splits = splits;
+    runDecode<__nv_bfloat16>(c, bf16, rng);
+  }
+  for (int ctx : {4096, 32768})
+    for (int mode = 0; mode < 3; ++mode) {
+      // With PDL each launch's CTAs start while the previous one drains:
+      // how the decode step runs attention (CudaExecutorOptions::attention_pdl),
+      // and with the older keys read before the wait (attention_early_kv).
+      const char *suffix[] = {" cuda-graph", " cuda-graph+pdl", " cuda-graph+pdl+early-kv"};
+      DecodeCase c{"diag b1 L" + std::to_string(ctx) + suffix[mode], 1, 32, 8, 128, 16, {}, ctx};
       c.timed = true;
       c.cuda_graph = true;
-      c.pdl = true;
-      c.early_kv = true;
-      return c;
-    };
-    // The contexts of the model benchmarks' decode steps (128-token prompt,
-    // up to 128 new tokens), launched as the step launches them, at each
-    // split count: Llama-3-8B's GQA 32/8 and Qwen3-0.6B's 16/8.
-    for (int heads : {32, 16})
-      for (int splits : {1, 2, 4, 8, 16})
-        for (bool cluster : {false, true}) {
-          if (cluster && splits == 1)
-            continue;
-          DecodeCase c = asInTheStep({"diag b1 L256 h" + std::to_string(heads) + "/8 graph+pdl+early-kv splits=" +
-                                          std::to_string(splits) + (cluster ? " cluster" : ""),
-                                      1, heads, 8, 128, 16, {}, 256});
-          c.cluster_combine = cluster;
-          c.cluster_max_splits = kMaxClusterSplits;
-          c.forced_splits = splits;
-          runDecode<__nv_bfloat16>(c, bf16, rng);
-        }
-    // Batch 32 at the model checks' contexts (Llama-3-8B's GQA 32/8): the
-    // split heuristic gives one split here (256 CTAs fill a wave), so each
-    // CTA walks the whole context alone; 2 and 4 splits against it.
-    for (int splits : {1, 2, 4}) {
-      DecodeCase c = asInTheStep(
-          {"diag b32 L256 h32/8 graph+pdl+early-kv splits=" + std::to_string(splits), 32, 32, 8, 128, 16, {}, 256});
-      c.forced_splits = splits;
+      c.pdl = mode >= 1;
+      c.early_kv = mode == 2;
       runDecode<__nv_bfloat16>(c, bf16, rng);
     }
-    // Batch 1 at 4k with 8 splits merged in a cluster, and 16 in a
-    // non-portable cluster of 16, against the 32-split fused merge above.
-    for (int splits : {8, 16}) {
-      DecodeCase c = asInTheStep(
-          {"diag b1 L4096 graph+pdl+early-kv splits=" + std::to_string(splits) + " cluster", 1, 32, 8, 128, 16, {}, 4096});
-      c.cluster_combine = true;
-      c.cluster_max_splits = splits;
-      c.forced_splits = splits;
-      runDecode<__nv_bfloat16>(c, bf16, rng);
-    }
-    // The split heuristic at medium batches (below a wave without splits),
-    // where the grid's wave count depends on the split: each shape at the
-    // heuristic's choice and at the counts that end one or two waves exactly
-    // or spill a few CTAs past them; past a wave unsplit (the last three
-    // shapes: 1.03, 1.21 and 1.45 waves), at 1-4 splits. Then the
-    // heuristic's time over the best measured.
-    {
-      int device = 0, sms = 0, per_sm = 0;
-      BENCH_CHECK_CUDA(cudaGetDevice(&device));
-      BENCH_CHECK_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-      AttentionConfig gqa{ElementType::kBf16, 128, false};
-      BENCH_CHECK_STATUS(decodeCtasPerSm(gqa, 4, &per_sm));
-      const int slots = sms * per_sm;
-      const std::vector<std::pair<int, int>> sweep_shapes = {
-          {1, 32768}, {1, 16384}, {1, 4096},  {1, 2048},  {2, 2048},  {4, 1024},
-          {2, 8192},  {3, 8192},  {4, 8192},  {5, 8192},  {6, 8192},  {8, 4096},
-          {12, 4096}, {16, 2048}, {24, 2048}, {34, 4096}, {40, 4096}, {48, 4096}};
-      for (auto [batch, context] : sweep_shapes) {
-        const int base = batch * 8;
-        int chosen = 0;
-        BENCH_CHECK_STATUS(planDecodeSplits(gqa, batch, 32, 8, context, &chosen));
-        std::vector<int> counts = {chosen};
-        const std::vector<int> candidates =
-            base > slots ? std::vector<int>{1, 2, 3, 4}
-                         : std::vector<int>{slots / base - 1, slots / base, slots / base + 1,
-                                            2 * slots / base, 2 * slots / base + 1};
-        for (int s : candidates)
-          if (s >= 1 && s <= context / 128 &&
-              std::find(counts.begin(), counts.end(), s) == counts.end())
-            counts.push_back(s);
-        double chosen_ms = 0, best_ms = 0;
-        int best = 0;
-        for (int s : counts) {
-          const std::string name = "diag split sweep b" + std::to_string(batch) + " L" +
-                                   std::to_string(context) + " splits=" + std::to_string(s) +
-                                   (s == chosen ? " (heuristic)" : "");
-          DecodeCase c = asInTheStep({name, batch, 32, 8, 128, 16, {}, context});
-          c.forced_splits = s;
-          const double ms = runDecode<__nv_bfloat16>(c, bf16, rng);
-          if (s == chosen)
-            chosen_ms = ms;
-          if (best == 0 || ms < best_ms)
-            best = s, best_ms = ms;
-        }
-        std::printf("  sweep b%d L%d on %d slots: heuristic %d splits %.4f ms, best %d splits %.4f "
-                    "ms (%.2fx)\n",
-                    batch, context, slots, chosen, chosen_ms, best, best_ms, chosen_ms / best_ms);
-      }
-    }
-    // Qwen3-0.6B's group of 2 at batch 4 (the split heuristic's 8 splits,
-    // and 9 as before 2026-12-06), merged in 8-CTA clusters as its decode
-    // step asks (the launcher merges through global memory where the
-    // clusters do not fit one wave) and by the fused merge.
-    for (const auto &[splits, cluster] :
-         std::vector<std::pair<int, bool>>{{8, true}, {8, false}, {9, false}}) {
-      const std::string name =
-          "diag b4 L4096 h16/8 graph+pdl+early-kv splits=" + std::to_string(splits) +
-          (cluster ? " cluster asked" : "");
-      DecodeCase c = asInTheStep({name, 4, 16, 8, 128, 16, {}, 4096});
-      c.cluster_combine = cluster;
-      c.forced_splits = splits;
-      runDecode<__nv_bfloat16>(c, bf16, rng);
-    }
-    // Batch 1 with fewer splits than fit a wave: more slots free for the
-    // next launch's CTAs to start their early K/V beside this launch's,
-    // against more keys a CTA (a third 64-key tile from 22 splits at L4096,
-    // 11 at L2048), beside the counts the heuristic takes at L2048 and L8192
-    // (16, 32). Back to back they read faster (device run 289, H100: L4096
-    // at 22 splits 8.45 us against 32's 9.2), but not in the decode step,
-    // where the launch before is the QKV GEMV (runs 291-292: 1.0-1.3 us a
-    // layer slower), so the heuristic keeps 32. At L16384 / L32768 fewer
-    // splits lost here too (run 290: 24-30 splits 26.3 / 48.7-49.7 us
-    // against 32's 25.3 / 47.2).
-    for (const auto &[context, counts] : std::vector<std::pair<int, std::vector<int>>>{
-             {4096, {20, 22, 24, 26, 28}}, {2048, {8, 11, 12, 16}}, {8192, {22, 24, 28, 32}}}) {
-      for (int splits : counts) {
-        const std::string name = "diag b1 L" + std::to_string(context) +
-                                 " graph+pdl+early-kv splits=" + std::to_string(splits);
-        DecodeCase c = asInTheStep({name, 1, 32, 8, 128, 16, {}, context});
+  // The contexts of the model benchmarks' decode steps (128-token prompt,
+  // up to 128 new tokens), launched as the step launches them, at each
+  // split count: Llama-3-8B's GQA 32/8 and Qwen3-0.6B's 16/8.
+  for (int heads : {32, 16})
+    for (int splits : {1, 2, 4, 8, 16})
+      for (bool cluster : {false, true}) {
+        if (cluster && splits == 1)
+          continue;
+        DecodeCase c = asInTheStep({"diag b1 L256 h" + std::to_string(heads) + "/8 graph+pdl+early-kv splits=" +
+                                        std::to_string(splits) + (cluster ? " cluster" : ""),
+                                    1, heads, 8, 128, 16, {}, 256});
+        c.cluster_combine = cluster;
+        c.cluster_max_splits = kMaxClusterSplits;
         c.forced_splits = splits;
         runDecode<__nv_bfloat16>(c, bf16, rng);
       }
-    }
-    // Batch 1 at 16 splits, 128 CTAs at one an SM: the next launch's CTAs
-    // fit beside this one's and start their K/V under its tail (the read
-    // floor below reads at copy speed with room for the next launch, and
-    // 8-15 points below it without).
-    for (int context : {32768, 4096}) {
-      DecodeCase c = asInTheStep(
-          {"diag b1 L" + std::to_string(context) + " graph+pdl+early-kv splits=16", 1, 32, 8, 128, 16, {}, context});
-      c.forced_splits = 16;
-      runDecode<__nv_bfloat16>(c, bf16, rng);
-    }
-    // One K/V stage at the carveout of one CTA, as the step launches it at
-    // short contexts (Llama-3-8B's 16 splits, Qwen3-0.6B's 4 of 64 tokens),
-    // and at 4k, where each chunk is two tiles run one after the other.
-    for (const auto &[name, heads, splits, context] :
-         std::vector<std::tuple<std::string, int, int, int>>{{"diag b1 L256 h32/8 graph+pdl+early-kv splits=16", 32, 16, 256},
-                                                             {"diag b1 L256 h16/8 graph+pdl+early-kv splits=4", 16, 4, 256},
-                                                             {"diag b1 L4096 graph+pdl+early-kv splits=32", 32, 32, 4096}}) {
-      DecodeCase c = asInTheStep({name + " single-stage", 1, heads, 8, 128, 16, {}, context});
-      c.forced_splits = splits;
-      c.single_kv_stage = true;
-      runDecode<__nv_bfloat16>(c, bf16, rng);
-    }
-    // One K/V stage (~41 KB) at the whole carveout: five CTAs fit an SM, so
-    // at the pipelined kernel's splits (two an SM) the next launch's CTAs
-    // start their K/V beside this one's, as the read floor's four-an-SM
-    // rows do; at twice the splits, four an SM of this launch's own. Slower
-    // than the pipeline on an H100 (runs 167-169): each tile then waits a
-    // DRAM round trip, which costs more than the room gains.
-    for (auto [context, splits] : {std::pair{32768, 33}, std::pair{32768, 66}, std::pair{4096, 32}, std::pair{4096, 64}}) {
-      DecodeCase c = asInTheStep({"diag b1 L" + std::to_string(context) + " graph+pdl+early-kv splits=" +
-                                      std::to_string(splits) + " single-stage carveout 100",
-                                  1, 32, 8, 128, 16, {}, context});
-      c.forced_splits = splits;
-      c.single_kv_stage = true;
-      c.carveout_percent = 100;
-      runDecode<__nv_bfloat16>(c, bf16, rng);
-    }
-    // Batch 1 at 4k as wide CTAs: 16 splits of one 256-key tile, all of a
-    // CTA's keys in flight at once and 16 partials to merge (against the 32
-    // pipelined splits of two 64-key tiles above), and 8 of two tiles.
-    for (int splits : {16, 8}) {
-      DecodeCase c = asInTheStep(
-          {"diag b1 L4096 graph+pdl+early-kv wide splits=" + std::to_string(splits), 1, 32, 8, 128, 16, {}, 4096});
-      c.forced_splits = splits;
-      c.wide_cta = true;
-      runDecode<__nv_bfloat16>(c, bf16, rng);
-    }
-    // The wide CTA at the step's short contexts: one 256-key tile a KV head,
-    // nothing to merge (against the split rows above).
-    for (int heads : {32, 16}) {
-      DecodeCase c = asInTheStep(
-          {"diag b1 L256 h" + std::to_string(heads) + "/8 graph+pdl+early-kv wide", 1, heads, 8, 128, 16, {}, 256});
-      c.forced_splits = 1;
-      c.wide_cta = true;
-      runDecode<__nv_bfloat16>(c, bf16, rng);
-    }
-    for (int variant = 0; variant < 4; ++variant) {
-      DecodeCase c{"", 1, 32, 8, 128, 16, {}, 4096};
-      c.timed = true;
-      if (variant == 0) {
-        c.name = "diag b1 L4096 combine-kernel";
-        c.fused_combine = false;
-      } else if (variant == 1) {
-        c.name = "diag b1 L4096 L2-resident";
-        c.l2_resident = true;
-      } else if (variant == 2) {
-        c.name = "diag b1 L64 fixed cost";
-        c.context = 64;
-      } else {
-        c.name = "diag b1 L32768 combine-kernel";
-        c.context = 32768;
-        c.fused_combine = false;
+  // Batch 32 at the model checks' contexts (Llama-3-8B's GQA 32/8): the
+  // split heuristic gives one split here (256 CTAs fill a wave), so each
+  // CTA walks the whole context alone; 2 and 4 splits against it.
+  for (int splits : {1, 2, 4}) {
+    DecodeCase c = asInTheStep(
+        {"diag b32 L256 h32/8 graph+pdl+early-kv splits=" + std::to_string(splits), 32, 32, 8, 128, 16, {}, 256});
+    c.forced_splits = splits;
+    runDecode<__nv_bfloat16>(c, bf16, rng);
+  }
+  // Batch 1 at 4k with 8 splits merged in a cluster, and 16 in a
+  // non-portable cluster of 16, against the 32-split fused merge above.
+  for (int splits : {8, 16}) {
+    DecodeCase c = asInTheStep(
+        {"diag b1 L4096 graph+pdl+early-kv splits=" + std::to_string(splits) + " cluster", 1, 32, 8, 128, 16, {}, 4096});
+    c.cluster_combine = true;
+    c.cluster_max_splits = splits;
+    c.forced_splits = splits;
+    runDecode<__nv_bfloat16>(c, bf16, rng);
+  }
+  // The split heuristic at medium batches (below a wave without splits),
+  // where the grid's wave count depends on the split: each shape at the
+  // heuristic's choice and at the counts that end one or two waves exactly
+  // or spill a few CTAs past them; past a wave unsplit (the last three
+  // shapes: 1.03, 1.21 and 1.45 waves), at 1-4 splits. Then the
+  // heuristic's time over the best measured.
+  {
+    int device = 0, sms = 0, per_sm = 0;
+    BENCH_CHECK_CUDA(cudaGetDevice(&device));
+    BENCH_CHECK_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+    AttentionConfig gqa{ElementType::kBf16, 128, false};
+    BENCH_CHECK_STATUS(decodeCtasPerSm(gqa, 4, &per_sm));
+    const int slots = sms * per_sm;
+    const std::vector<std::pair<int, int>> sweep_shapes = {
+        {1, 32768}, {1, 16384}, {1, 4096},  {1, 2048},  {2, 2048},  {4, 1024},
+        {2, 8192},  {3, 8192},  {4, 8192},  {5, 8192},  {6, 8192},  {8, 4096},
+        {12, 4096}, {16, 2048}, {24, 2048}, {34, 4096}, {40, 4096}, {48, 4096}};
+    for (auto [batch, context] : sweep_shapes) {
+      const int base = batch * 8;
+      int chosen = 0;
+      BENCH_CHECK_STATUS(planDecodeSplits(gqa, batch, 32, 8, context, &chosen));
+      std::vector<int> counts = {chosen};
+      const std::vector<int> candidates =
+          base > slots ? std::vector<int>{1, 2, 3, 4}
+                       : std::vector<int>{slots / base - 1, slots / base, slots / base + 1,
+                                          2 * slots / base, 2 * slots / base + 1};
+      for (int s : candidates)
+        if (s >= 1 && s <= context / 128 &&
+            std::find(counts.begin(), counts.end(), s) == counts.end())
+          counts.push_back(s);
+      double chosen_ms = 0, best_ms = 0;
+      int best = 0;
+      for (int s : counts) {
+        const std::string name = "diag split sweep b" + std::to_string(batch) + " L" +
+                                 std::to_string(context) + " splits=" + std::to_string(s) +
+                                 (s == chosen ? " (heuristic)" : "");
+        DecodeCase c = asInTheStep({name, batch, 32, 8, 128, 16, {}, context});
+        c.forced_splits = s;
+        const double ms = runDecode<__nv_bfloat16>(c, bf16, rng);
+        if (s == chosen)
+          chosen_ms = ms;
+        if (best == 0 || ms < best_ms)
+          best = s, best_ms = ms;
       }
+      std::printf("  sweep b%d L%d on %d slots: heuristic %d splits %.4f ms, best %d splits %.4f "
+                  "ms (%.2fx)\n",
+                  batch, context, slots, chosen, chosen_ms, best, best_ms, chosen_ms / best_ms);
+    }
+  }
+  // Qwen3-0.6B's group of 2 at batch 4 (the split heuristic's 8 splits,
+  // and 9 as before 2026-12-06), merged in 8-CTA clusters as its decode
+  // step asks (the launcher merges through global memory where the
+  // clusters do not fit one wave) and by the fused merge.
+  for (const auto &[splits, cluster] :
+       std::vector<std::pair<int, bool>>{{8, true}, {8, false}, {9, false}}) {
+    const std::string name =
+        "diag b4 L4096 h16/8 graph+pdl+early-kv splits=" + std::to_string(splits) +
+        (cluster ? " cluster asked" : "");
+    DecodeCase c = asInTheStep({name, 4, 16, 8, 128, 16, {}, 4096});
+    c.cluster_combine = cluster;
+    c.forced_splits = splits;
+    runDecode<__nv_bfloat16>(c, bf16, rng);
+  }
+  // Batch 1 with fewer splits than fit a wave: more slots free for the
+  // next launch's CTAs to start their early K/V beside this launch's,
+  // against more keys a CTA (a third 64-key tile from 22 splits at L4096,
+  // 11 at L2048), beside the counts the heuristic takes at L2048 and L8192
+  // (16, 32). Back to back they read faster (device run 289, H100: L4096
+  // at 22 splits 8.45 us against 32's 9.2), but not in the decode step,
+  // where the launch before is the QKV GEMV (runs 291-292: 1.0-1.3 us a
+  // layer slower), so the heuristic keeps 32. At L16384 / L32768 fewer
+  // splits lost here too (run 290: 24-30 splits 26.3 / 48.7-49.7 us
+  // against 32's 25.3 / 47.2).
+  for (const auto &[context, counts] : std::vector<std::pair<int, std::vector<int>>>{
+           {4096, {20, 22, 24, 26, 28}}, {2048, {8, 11, 12, 16}}, {8192, {22, 24, 28, 32}}}) {
+    for (int splits : counts) {
+      const std::string name = "diag b1 L" + std::to_string(context) +
+                               " graph+pdl+early-kv splits=" + std::to_string(splits);
+      DecodeCase c = asInTheStep({name, 1, 32, 8, 128, 16, {}, context});
+      c.forced_splits = splits;
       runDecode<__nv_bfloat16>(c, bf16, rng);
     }
-    // What a launch that only reads batch 1's K/V takes, in the decode
-    // kernel's splits and at its residency (two CTAs an SM), at three and
-    // at four an SM: the floor under the b1 rows' % of copy. (At three, 73
-    // KB, the floor reads 97% of copy on an H200, but the kernel with two
-    // K/V stages to fit it read 65%: device run 226.)
-    for (auto [context, splits] : {std::pair{32768, 33}, std::pair{4096, 32}})
-      for (int smem_kb : {105, 73, 50})
-        for (bool pdl : {false, true})
-          runReadFloor(context, splits, smem_kb * 1024, pdl, rng);
-    for (int context : {32768, 4096}) // 16 splits: 128 CTAs, one an SM
-      runReadFloor(context, 16, 105 * 1024, true, rng);
-    // The chain alone, at b1 L4096's grid (32 splits, 8 KV heads, 128
-    // threads): the wait's release and exit, then with one L2 round trip
-    // and a store.
-    for (bool round_trip : {false, true})
-      for (int smem_kb : {105, 73}) {
-        constexpr int kCtas = 32 * 8, kThreads = 128;
-        DeviceBuffer in(sizeof(uint4) * kCtas * kThreads), out(sizeof(uint4) * kCtas * kThreads);
-        BENCH_CHECK_CUDA(cudaMemset(in.ptr, 0, sizeof(uint4) * kCtas * kThreads));
-        BENCH_CHECK_CUDA(
-            cudaFuncSetAttribute(dependentChainKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_kb * 1024));
-        const double ms = timeGraphReplayMs([&](cudaStream_t stream, int) {
-          BENCH_CHECK_CUDA(launchKernel(dependentChainKernel, dim3(kCtas), dim3(kThreads), smem_kb * 1024, stream,
-                                        true, in.as<const uint4>(), out.as<uint4>(), round_trip));
-        });
-        recordLaunchTiming(std::string("diag b1 L4096 grid, wait") +
-                               (round_trip ? " + L2 round trip + store" : " only") + ", " +
-                               std::to_string(smem_kb) + " KB a CTA, graph+pdl",
-                           ms, "{\"ctas\": 256, \"threads\": 128}");
-      }
-    // The attention at b1 L4096 (32 splits) without its merge: the partials
-    // written, the combine kernel not launched; and with the merge as a
-    // launch of its own (combineSplitsKernel, with PDL) at both lengths.
-    {
-      DecodeCase c = asInTheStep({"diag b1 L4096 graph+pdl+early-kv partials only", 1, 32, 8, 128, 16, {}, 4096});
+  }
+  // Batch 1 at 16 splits, 128 CTAs at one an SM: the next launch's CTAs
+  // fit beside this one's and start their K/V under its tail (the read
+  // floor below reads at copy speed with room for the next launch, and
+  // 8-15 points below it without).
+  for (int context : {32768, 4096}) {
+    DecodeCase c = asInTheStep(
+        {"diag b1 L" + std::to_string(context) + " graph+pdl+early-kv splits=16", 1, 32, 8, 128, 16, {}, context});
+    c.forced_splits = 16;
+    runDecode<__nv_bfloat16>(c, bf16, rng);
+  }
+  // One K/V stage at the carveout of one CTA, as the step launches it at
+  // short contexts (Llama-3-8B's 16 splits, Qwen3-0.6B's 4 of 64 tokens),
+  // and at 4k, where each chunk is two tiles run one after the other.
+  for (const auto &[name, heads, splits, context] :
+       std::vector<std::tuple<std::string, int, int, int>>{{"diag b1 L256 h32/8 graph+pdl+early-kv splits=16", 32, 16, 256},
+                                                           {"diag b1 L256 h16/8 graph+pdl+early-kv splits=4", 16, 4, 256},
+                                                           {"diag b1 L4096 graph+pdl+early-kv splits=32", 32, 32, 4096}}) {
+    DecodeCase c = asInTheStep({name + " single-stage", 1, heads, 8, 128, 16, {}, context});
+    c.forced_splits = splits;
+    c.single_kv_stage = true;
+    runDecode<__nv_bfloat16>(c, bf16, rng);
+  }
+  // One K/V stage (~41 KB) at the whole carveout: five CTAs fit an SM, so
+  // at the pipelined kernel's splits (two an SM) the next launch's CTAs
+  // start their K/V beside this one's, as the read floor's four-an-SM
+  // rows do; at twice the splits, four an SM of this launch's own. Slower
+  // than the pipeline on an H100 (runs 167-169): each tile then waits a
+  // DRAM round trip, which costs more than the room gains.
+  for (auto [context, splits] : {std::pair{32768, 33}, std::pair{32768, 66}, std::pair{4096, 32}, std::pair{4096, 64}}) {
+    DecodeCase c = asInTheStep({"diag b1 L" + std::to_string(context) + " graph+pdl+early-kv splits=" +
+                                    std::to_string(splits) + " single-stage carveout 100",
+                                1, 32, 8, 128, 16, {}, context});
+    c.forced_splits = splits;
+    c.single_kv_stage = true;
+    c.carveout_percent = 100;
+    runDecode<__nv_bfloat16>(c, bf16, rng);
+  }
+  // Batch 1 at 4k as wide CTAs: 16 splits of one 256-key tile, all of a
+  // CTA's keys in flight at once and 16 partials to merge (against the 32
+  // pipelined splits of two 64-key tiles above), and 8 of two tiles.
+  for (int splits : {16, 8}) {
+    DecodeCase c = asInTheStep(
+        {"diag b1 L4096 graph+pdl+early-kv wide splits=" + std::to_string(splits), 1, 32, 8, 128, 16, {}, 4096});
+    c.forced_splits = splits;
+    c.wide_cta = true;
+    runDecode<__nv_bfloat16>(c, bf16, rng);
+  }
+  // The wide CTA at the step's short contexts: one 256-key tile a KV head,
+  // nothing to merge (against the split rows above).
+  for (int heads : {32, 16}) {
+    DecodeCase c = asInTheStep(
+        {"diag b1 L256 h" + std::to_string(heads) + "/8 graph+pdl+early-kv wide", 1, heads, 8, 128, 16, {}, 256});
+    c.forced_splits = 1;
+    c.wide_cta = true;
+    runDecode<__nv_bfloat16>(c, bf16, rng);
+  }
+}
+
+/// What bounds batch 1: the merge as a second launch, the KV cache left in
+/// L2, almost no keys (fixed cost), read-only floors, the chain alone, the
+/// attention without its merge, traced launches and the back-to-back
+/// interval of an empty kernel (launch floor); and the fused merge checked
+/// across split counts and GQA groups.
+void timeDecodeLatencyDiagnostics(std::mt19937 &rng) {
+  const auto bf16 = ElementType::kBf16;
+  for (int variant = 0; variant < 4; ++variant) {
+    DecodeCase c{"", 1, 32, 8, 128, 16, {}, 4096};
+    c.timed = true;
+    if (variant == 0) {
+      c.name = "diag b1 L4096 combine-kernel";
       c.fused_combine = false;
-      c.skip_combine = true;
-      runDecode<__nv_bfloat16>(c, bf16, rng);
+    } else if (variant == 1) {
+      c.name = "diag b1 L4096 L2-resident";
+      c.l2_resident = true;
+    } else if (variant == 2) {
+      c.name = "diag b1 L64 fixed cost";
+      c.context = 64;
+    } else {
+      c.name = "diag b1 L32768 combine-kernel";
+      c.context = 32768;
+      c.fused_combine = false;
     }
-    {
-      DecodeCase c = asInTheStep({"diag b1 L4096 graph+pdl+early-kv count only", 1, 32, 8, 128, 16, {}, 4096});
-      c.count_only = true;
-      runDecode<__nv_bfloat16>(c, bf16, rng);
+    runDecode<__nv_bfloat16>(c, bf16, rng);
+  }
+  // What a launch that only reads batch 1's K/V takes, in the decode
+  // kernel's splits and at its residency (two CTAs an SM), at three and
+  // at four an SM: the floor under the b1 rows' % of copy. (At three, 73
+  // KB, the floor reads 97% of copy on an H200, but the kernel with two
+  // K/V stages to fit it read 65%: device run 226.)
+  for (auto [context, splits] : {std::pair{32768, 33}, std::pair{4096, 32}})
+    for (int smem_kb : {105, 73, 50})
+      for (bool pdl : {false, true})
+        runReadFloor(context, splits, smem_kb * 1024, pdl, rng);
+  for (int context : {32768, 4096}) // 16 splits: 128 CTAs, one an SM
+    runReadFloor(context, 16, 105 * 1024, true, rng);
+  // The chain alone, at b1 L4096's grid (32 splits, 8 KV heads, 128
+  // threads): the wait's release and exit, then with one L2 round trip
+  // and a store.
+  for (bool round_trip : {false, true})
+    for (int smem_kb : {105, 73}) {
+      constexpr int kCtas = 32 * 8, kThreads = 128;
+      DeviceBuffer in(sizeof(uint4) * kCtas * kThreads), out(sizeof(uint4) * kCtas * kThreads);
+      BENCH_CHECK_CUDA(cudaMemset(in.ptr, 0, sizeof(uint4) * kCtas * kThreads));
+      BENCH_CHECK_CUDA(
+          cudaFuncSetAttribute(dependentChainKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_kb * 1024));
+      const double ms = timeGraphReplayMs([&](cudaStream_t stream, int) {
+        BENCH_CHECK_CUDA(launchKernel(dependentChainKernel, dim3(kCtas), dim3(kThreads), smem_kb * 1024, stream,
+                                      true, in.as<const uint4>(), out.as<uint4>(), round_trip));
+      });
+      recordLaunchTiming(std::string("diag b1 L4096 grid, wait") +
+                             (round_trip ? " + L2 round trip + store" : " only") + ", " +
+                             std::to_string(smem_kb) + " KB a CTA, graph+pdl",
+                         ms, "{\"ctas\": 256, \"threads\": 128}");
     }
-    // The fused merge checked across split counts (2 to its 128) and GQA
-    // groups (2, 4, 8 query heads a KV head), batch 3: the stage holds 33
-    // splits at groups 2 and 4 (32: b1 L4096's count); group 8's 33 and
-    // every 128 merge from global memory.
-    for (int qo_heads : {16, 32, 64})
-      for (int splits : {2, 32, 33, 128}) {
-        DecodeCase c{"fused merge h" + std::to_string(qo_heads) +
-                         "/8 splits=" + std::to_string(splits),
-                     3,
-                     qo_heads,
-                     8,
-                     128,
-                     16,
-                     {4096, 1000, 2049}};
-        c.forced_splits = splits;
-        runDecode<__nv_bfloat16>(c, bf16, rng);
-      }
-    // The merge as a launch of its own at each head dim (d64's 16 quads of
-    // output a head run on a warp: the weights' shuffles take one).
-    for (int head_dim : {64, 128, 256}) {
-      DecodeCase c{"combine-kernel d" + std::to_string(head_dim) + " h32/8 splits=33",
+  // The attention at b1 L4096 (32 splits) without its merge: the partials
+  // written, the combine kernel not launched; and with the merge as a
+  // launch of its own (combineSplitsKernel, with PDL) at both lengths.
+  {
+    DecodeCase c = asInTheStep({"diag b1 L4096 graph+pdl+early-kv partials only", 1, 32, 8, 128, 16, {}, 4096});
+    c.fused_combine = false;
+    c.skip_combine = true;
+    runDecode<__nv_bfloat16>(c, bf16, rng);
+  }
+  {
+    DecodeCase c = asInTheStep({"diag b1 L4096 graph+pdl+early-kv count only", 1, 32, 8, 128, 16, {}, 4096});
+    c.count_only = true;
+    runDecode<__nv_bfloat16>(c, bf16, rng);
+  }
+  // The fused merge checked across split counts (2 to its 128) and GQA
+  // groups (2, 4, 8 query heads a KV head), batch 3: the stage holds 33
+  // splits at groups 2 and 4 (32: b1 L4096's count); group 8's 33 and
+  // every 128 merge from global memory.
+  for (int qo_heads : {16, 32, 64})
+    for (int splits : {2, 32, 33, 128}) {
+      DecodeCase c{"fused merge h" + std::to_string(qo_heads) +
+                       "/8 splits=" + std::to_string(splits),
                    3,
-                   32,
+                   qo_heads,
                    8,
-                   head_dim,
+                   128,
                    16,
                    {4096, 1000, 2049}};
-      c.forced_splits = 33;
-      c.fused_combine = false;
+      c.forced_splits = splits;
       runDecode<__nv_bfloat16>(c, bf16, rng);
     }
-    // The issue's two b1 rows again, each followed by a traced replay.
-    for (int context : {4096, 32768}) {
-      DecodeCase c = asInTheStep(
-          {"diag b1 L" + std::to_string(context) + " graph+pdl+early-kv traced", 1, 32, 8, 128, 16, {}, context});
-      c.trace = true;
-      runDecode<__nv_bfloat16>(c, bf16, rng);
-      // Is the merger slowed by the next launch's CTAs beside it (their
-      // early K/V streaming in while it merges)? The same launch with the
-      // next one let in only after this one's tiles, and with no PDL at all.
-      c.name = "diag b1 L" + std::to_string(context) +
-               " graph+pdl+early-kv traced, dependents after tiles";
-      c.dependents = DecodeParams::Dependents::kAfterTiles;
-      runDecode<__nv_bfloat16>(c, bf16, rng);
-      c.name = "diag b1 L" + std::to_string(context) + " graph traced, no pdl";
-      c.dependents = DecodeParams::Dependents::kAtStart;
-      c.pdl = false;
-      c.early_kv = false;
-      runDecode<__nv_bfloat16>(c, bf16, rng);
+  // The merge as a launch of its own at each head dim (d64's 16 quads of
+  // output a head run on a warp: the weights' shuffles take one).
+  for (int head_dim : {64, 128, 256}) {
+    DecodeCase c{"combine-kernel d" + std::to_string(head_dim) + " h32/8 splits=33",
+                 3,
+                 32,
+                 8,
+                 head_dim,
+                 16,
+                 {4096, 1000, 2049}};
+    c.forced_splits = 33;
+    c.fused_combine = false;
+    runDecode<__nv_bfloat16>(c, bf16, rng);
+  }
+  // The issue's two b1 rows again, each followed by a traced replay.
+  for (int context : {4096, 32768}) {
+    DecodeCase c = asInTheStep(
+        {"diag b1 L" + std::to_string(context) + " graph+pdl+early-kv traced", 1, 32, 8, 128, 16, {}, context});
+    c.trace = true;
+    runDecode<__nv_bfloat16>(c, bf16, rng);
+    // Is the merger slowed by the next launch's CTAs beside it (their
+    // early K/V streaming in while it merges)? The same launch with the
+    // next one let in only after this one's tiles, and with no PDL at all.
+    c.name = "diag b1 L" + std::to_string(context) +
+             " graph+pdl+early-kv traced, dependents after tiles";
+    c.dependents = DecodeParams::Dependents::kAfterTiles;
+    runDecode<__nv_bfloat16>(c, bf16, rng);
+    c.name = "diag b1 L" + std::to_string(context) + " graph traced, no pdl";
+    c.dependents = DecodeParams::Dependents::kAtStart;
+    c.pdl = false;
+    c.early_kv = false;
+    runDecode<__nv_bfloat16>(c, bf16, rng);
+  }
+  for (int context : {4096, 32768}) {
+    DecodeCase c = asInTheStep(
+        {"diag b1 L" + std::to_string(context) + " graph+pdl+early-kv combine-kernel", 1, 32, 8, 128, 16, {}, context});
+    c.fused_combine = false;
+    runDecode<__nv_bfloat16>(c, bf16, rng);
+  }
+  // The floor under the attention's dependency: a CTA reads only its
+  // first 64 KB before the launch before it has ended (as the attention's
+  // early K/V), the rest after. The floors above let the next launch's
+  // CTAs read all of their pages under this launch's tail, which the
+  // attention cannot.
+  for (auto [context, splits] : {std::pair{32768, 33}, std::pair{4096, 32}})
+    for (int smem_kb : {105, 73, 50})
+      runReadFloor(context, splits, smem_kb * 1024, true, rng, true);
+  {
+    const double ms = timeMedianMs([](int) { emptyKernel<<<1, 32>>>(); BENCH_CHECK_CUDA(cudaGetLastError()); });
+    recordLaunchTiming("diag empty kernel back-to-back", ms, "{}");
+  }
+}
+
+/// The issue's prefill rows (bf16, 16k tokens per batch, H*d = 2048) and
+/// diagnostics of the 1k rows.
+void timePrefill(std::mt19937 &rng) {
+  const auto bf16 = ElementType::kBf16;
+  struct Shape { int d, seqlen; };
+  const std::vector<Shape> shapes = {{128, 1024}, {128, 4096}, {128, 16384}, {64, 4096}, {256, 4096}};
+  for (auto s : shapes)
+    for (bool causal : {true, false}) {
+      const int heads = 2048 / s.d, batch = 16384 / s.seqlen;
+      PrefillCase c{std::string(causal ? "causal" : "full") + " d" + std::to_string(s.d) + " L" +
+                        std::to_string(s.seqlen),
+                    heads, heads, s.d, std::vector<int>(batch, s.seqlen), {}, causal};
+      c.timed = true;
+      runPrefillKernels<__nv_bfloat16>(c, bf16, rng);
     }
-    for (int context : {4096, 32768}) {
-      DecodeCase c = asInTheStep(
-          {"diag b1 L" + std::to_string(context) + " graph+pdl+early-kv combine-kernel", 1, 32, 8, 128, 16, {}, context});
-      c.fused_combine = false;
-      runDecode<__nv_bfloat16>(c, bf16, rng);
+  PrefillCase paged{"causal d128 L4096 paged p16", 16, 16, 128, std::vector<int>(4, 4096), {}, true, 16};
+  paged.timed = true;
+  runPrefillKernels<__nv_bfloat16>(paged, bf16, rng);
+  // The decode step's prefill of a 2048-token prompt (Qwen3-0.6B's heads,
+  // GQA 16/8, the cache's 16-token pages): 128 causal pairs, one a CTA,
+  // each running the kernel's code once, cold. The batched shapes above
+  // run several tiles a CTA and warm it up; this one showed the tile
+  // overlap's code growing the attention 41.0 -> 47.7 us a launch (device
+  // runs 143-144).
+  PrefillCase prompt{"diag causal d128 L2048 b1 h16/8 paged p16 (a prompt's prefill)", 16, 8, 128, {2048}, {},
+                     true, 16};
+  prompt.timed = true;
+  runPrefill<__nv_bfloat16>(prompt, bf16, rng);
+  // What the persistent walk's last round costs at 1k: 16 sequences make
+  // 2048 tiles (1024 causal pairs), 15.5 (7.8) rounds on 132 SMs; 33 make
+  // 4224 tiles (2112 pairs), whole rounds. The default kernel only.
+  for (bool causal : {true, false}) {
+    PrefillCase whole{std::string("diag ") + (causal ? "causal" : "full") + " d128 L1024 b33 (whole rounds)", 16,
+                      16, 128, std::vector<int>(33, 1024), {}, causal};
+    whole.timed = true;
+    runPrefill<__nv_bfloat16>(whole, bf16, rng);
+  }
+  // Where a tile's time goes at 1k (the rows that miss cuDNN) against
+  // 16k: the default kernel with its consumers' phases stamped.
+  for (int len : {1024, 16384})
+    for (bool causal : {false, true}) {
+      PrefillCase traced{std::string("diag phases ") + (causal ? "causal" : "full") + " d128 L" + std::to_string(len),
+                         16, 16, 128, std::vector<int>(16384 / len, len), {}, causal};
+      traced.timed = true;
+      traced.phase_trace = true;
+      runPrefill<__nv_bfloat16>(traced, bf16, rng);
+      if (!causal) // where the stream-K tail's time goes
+        runPrefill<__nv_bfloat16>(traced, bf16, rng, PrefillKernel::kAuto, " [stream-k tail]", true, true);
     }
-    // The floor under the attention's dependency: a CTA reads only its
-    // first 64 KB before the launch before it has ended (as the attention's
-    // early K/V), the rest after. The floors above let the next launch's
-    // CTAs read all of their pages under this launch's tail, which the
-    // attention cannot.
-    for (auto [context, splits] : {std::pair{32768, 33}, std::pair{4096, 32}})
-      for (int smem_kb : {105, 73, 50})
-        runReadFloor(context, splits, smem_kb * 1024, true, rng, true);
-    {
-      const double ms = timeMedianMs([](int) { emptyKernel<<<1, 32>>>(); BENCH_CHECK_CUDA(cudaGetLastError()); });
-      recordLaunchTiming("diag empty kernel back-to-back", ms, "{}");
-    }
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  // Line by line into a log: a kernel that hangs (the A/B scripts kill it on
+  // a timeout) leaves the checks before it, not an empty file.
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);
+  const char *json_path = nullptr;
+  bool timing = true, prefill = true, decode = true;
+  for (int i = 1; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--json") && i + 1 < argc)
+      json_path = argv[++i];
+    else if (!std::strcmp(argv[i], "--skip-timing"))
+      timing = false;
+    else if (!std::strcmp(argv[i], "--decode-only"))
+      prefill = false;
+    else if (!std::strcmp(argv[i], "--prefill-only"))
+      decode = false;
+    else if (!std::strcmp(argv[i], "--prefill-compare"))
+      g_prefill_compare = true;
+  }
+  std::mt19937 rng(20261130);
+  if (timing && decode)
+    measureCopyBandwidth();
+
+  std::printf("== decode correctness\n");
+  if (decode)
+    checkDecodeKernels(rng);
+  std::printf("== prefill correctness\n");
+  if (prefill)
+    checkPrefillKernels(rng);
+  if (timing && decode) {
+    std::printf("== decode timing (GQA 32/8, d128, bf16, page 16)\n");
+    timeDecodeTargets(rng);
+    timeDecodeLaunchChoices(rng);
+    timeDecodeLatencyDiagnostics(rng);
   }
   if (timing && prefill) {
     std::printf("== prefill timing (bf16, 16k tokens per batch, H*d = 2048)\n");
-    struct Shape { int d, seqlen; };
-    const std::vector<Shape> shapes = {{128, 1024}, {128, 4096}, {128, 16384}, {64, 4096}, {256, 4096}};
-    for (auto s : shapes)
-      for (bool causal : {true, false}) {
-        const int heads = 2048 / s.d, batch = 16384 / s.seqlen;
-        PrefillCase c{std::string(causal ? "causal" : "full") + " d" + std::to_string(s.d) + " L" +
-                          std::to_string(s.seqlen),
-                      heads, heads, s.d, std::vector<int>(batch, s.seqlen), {}, causal};
-        c.timed = true;
-        runPrefillKernels<__nv_bfloat16>(c, bf16, rng);
-      }
-    PrefillCase paged{"causal d128 L4096 paged p16", 16, 16, 128, std::vector<int>(4, 4096), {}, true, 16};
-    paged.timed = true;
-    runPrefillKernels<__nv_bfloat16>(paged, bf16, rng);
-    // The decode step's prefill of a 2048-token prompt (Qwen3-0.6B's heads,
-    // GQA 16/8, the cache's 16-token pages): 128 causal pairs, one a CTA,
-    // each running the kernel's code once, cold. The batched shapes above
-    // run several tiles a CTA and warm it up; this one showed the tile
-    // overlap's code growing the attention 41.0 -> 47.7 us a launch (device
-    // runs 143-144).
-    PrefillCase prompt{"diag causal d128 L2048 b1 h16/8 paged p16 (a prompt's prefill)", 16, 8, 128, {2048}, {},
-                       true, 16};
-    prompt.timed = true;
-    runPrefill<__nv_bfloat16>(prompt, bf16, rng);
-    // What the persistent walk's last round costs at 1k: 16 sequences make
-    // 2048 tiles (1024 causal pairs), 15.5 (7.8) rounds on 132 SMs; 33 make
-    // 4224 tiles (2112 pairs), whole rounds. The default kernel only.
-    for (bool causal : {true, false}) {
-      PrefillCase whole{std::string("diag ") + (causal ? "causal" : "full") + " d128 L1024 b33 (whole rounds)", 16,
-                        16, 128, std::vector<int>(33, 1024), {}, causal};
-      whole.timed = true;
-      runPrefill<__nv_bfloat16>(whole, bf16, rng);
-    }
-    // Where a tile's time goes at 1k (the rows that miss cuDNN) against
-    // 16k: the default kernel with its consumers' phases stamped.
-    for (int len : {1024, 16384})
-      for (bool causal : {false, true}) {
-        PrefillCase traced{std::string("diag phases ") + (causal ? "causal" : "full") + " d128 L" + std::to_string(len),
-                           16, 16, 128, std::vector<int>(16384 / len, len), {}, causal};
-        traced.timed = true;
-        traced.phase_trace = true;
-        runPrefill<__nv_bfloat16>(traced, bf16, rng);
-        if (!causal) // where the stream-K tail's time goes
-          runPrefill<__nv_bfloat16>(traced, bf16, rng, PrefillKernel::kAuto, " [stream-k tail]", true, true);
-      }
+    timePrefill(rng);
   }
 
   int failed = 0;

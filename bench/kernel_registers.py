@@ -113,7 +113,7 @@ def demangle(names):
 def threads_of(name):
     """Threads a block from the kernel's template arguments (GEMV: warps
     a block is the 4th argument; decode: the traits' 5th)."""
-    if m := re.search(r"gemvKernel<[^,]+, [^,]+, \d+, (\d+), \d+>", name):
+    if m := re.search(r"gemvKernel<[^,]+, [^,]+, \d+, (\d+), \d+[,>]", name):
         return 32 * int(m.group(1))
     if m := re.search(r"DecodeMmaTraits<[^,]+, \d+, \d+, \d+, (\d+)>", name):
         return 32 * int(m.group(1))
@@ -130,7 +130,11 @@ def tree_report(nvcc, root):
         rows += ptxas_report(nvcc, f.name, root)
     finally:
         os.unlink(f.name)
-    return {kernel: figures for kernel, *figures in rows}
+    # Keyed by the demangled name: an anonymous namespace's mangled name
+    # carries a hash of the source's path (the GEMVs'), which differs
+    # between this tree and an archived one.
+    names = demangle([kernel for kernel, *_ in rows])
+    return {name: tuple(figures) for name, (_, *figures) in zip(names, rows)}
 
 
 def archived_tree(rev, into):
@@ -153,15 +157,13 @@ def main():
         with tempfile.TemporaryDirectory() as tmp:
             archived_tree(args.against, tmp)
             base = tree_report(args.nvcc, tmp)
-    kernels = sorted(here)
-    names = demangle(kernels)
     before = f" {args.against + ':':>22}" if args.against else ""
     print(f"{'registers':>9} {'spill B':>7} {'blocks/SM':>9} {'code KB':>7}{before}  kernel")
     grew = 0
-    for name, kernel in sorted(zip(names, kernels)):
+    for name in sorted(here):
         if args.filter.lower() not in name.lower():
             continue
-        registers, spill, code = here[kernel]
+        registers, spill, code = here[name]
         threads = threads_of(name)
         # Registers are allocated 8 a thread at a time (256 a warp).
         blocks = REGISTERS_PER_SM // (threads * ((registers + 7) // 8 * 8)) if threads else "?"
@@ -169,8 +171,8 @@ def main():
         short = re.sub(r"txc::(cuda::\(anonymous namespace\)|kernels)::", "", short)
         then = ""
         if args.against:
-            if kernel in base:
-                r0, s0, c0 = base[kernel]
+            if name in base:
+                r0, s0, c0 = base[name]
                 # Code a few percent larger is noise of layout; registers and spills are not.
                 worse = registers > r0 or spill > s0 or code > c0 * 1.05
                 grew += worse

@@ -1071,6 +1071,9 @@ void writeJson(const char *path) {
   std::fclose(f);
 }
 
+// The element types the cases below run in.
+constexpr ElementType bf16 = ElementType::kBf16, fp16 = ElementType::kFp16;
+
 /// Timed as the decode step launches attention: replayed from a graph,
 /// with PDL and the older keys read before the wait.
 DecodeCase asInTheStep(DecodeCase c) {
@@ -1085,7 +1088,6 @@ DecodeCase asInTheStep(DecodeCase c) {
 /// window and soft-cap cases, with early K/V, cluster merges, one K/V stage
 /// and the wide CTA.
 void checkDecodeKernels(std::mt19937 &rng) {
-  const auto bf16 = ElementType::kBf16, fp16 = ElementType::kFp16;
   // Named, as the loops below pick cases by name.
   const DecodeCase gqa = {"gqa32/8 d128 odd lens p16", 0, 32, 8, 128, 16, {1, 17, 1000, 4097, 333}};
   DecodeCase gqa_combine_kernel = gqa; // 7 splits merged by the combine kernel
@@ -1177,7 +1179,6 @@ void checkDecodeKernels(std::mt19937 &rng) {
 /// Every prefill kernel path against the fp64 reference: varlen, paged
 /// prefixes, windows, soft-cap, the stream-K tail, both element types.
 void checkPrefillKernels(std::mt19937 &rng) {
-  const auto bf16 = ElementType::kBf16, fp16 = ElementType::kFp16;
   std::vector<PrefillCase> prefill_checks = {
       {"varlen causal gqa32/8 d128", 32, 8, 128, {1, 77, 300, 1025}, {}, true},
       {"varlen full gqa32/8 d128", 32, 8, 128, {1, 77, 300, 1025}, {}, false},
@@ -1215,7 +1216,6 @@ void checkPrefillKernels(std::mt19937 &rng) {
 
 /// The issue's decode rows (GQA 32/8, d128, bf16, page 16).
 void timeDecodeTargets(std::mt19937 &rng) {
-  const auto bf16 = ElementType::kBf16;
   const std::vector<std::pair<int, int>> decode_shapes = {{64, 4096}, {64, 16384}, {256, 2048}, {1, 32768}, {1, 4096}};
   for (auto [batch, ctx] : decode_shapes) {
     DecodeCase c{"b" + std::to_string(batch) + " L" + std::to_string(ctx), batch, 32, 8, 128, 16, {}, ctx};
@@ -1228,7 +1228,6 @@ void timeDecodeTargets(std::mt19937 &rng) {
 /// chooses between (graph, PDL, early K/V, clusters, one stage, wide CTAs,
 /// the split sweep), each against the others on the same shapes.
 void timeDecodeLaunchChoices(std::mt19937 &rng) {
-  const auto bf16 = ElementType::kBf16;
   // Batch 1 at 4k at other split counts than the runtime's, launched on a
   // stream.
   for (int splits : {8, 16, 64, 128}) {
@@ -1432,7 +1431,6 @@ void timeDecodeLaunchChoices(std::mt19937 &rng) {
 /// interval of an empty kernel (launch floor); and the fused merge checked
 /// across split counts and GQA groups.
 void timeDecodeLatencyDiagnostics(std::mt19937 &rng) {
-  const auto bf16 = ElementType::kBf16;
   for (int variant = 0; variant < 4; ++variant) {
     DecodeCase c{"", 1, 32, 8, 128, 16, {}, 4096};
     c.timed = true;
@@ -1569,7 +1567,6 @@ void timeDecodeLatencyDiagnostics(std::mt19937 &rng) {
 /// The issue's prefill rows (bf16, 16k tokens per batch, H*d = 2048) and
 /// diagnostics of the 1k rows.
 void timePrefill(std::mt19937 &rng) {
-  const auto bf16 = ElementType::kBf16;
   struct Shape { int d, seqlen; };
   const std::vector<Shape> shapes = {{128, 1024}, {128, 4096}, {128, 16384}, {64, 4096}, {256, 4096}};
   for (auto s : shapes)

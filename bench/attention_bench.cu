@@ -744,7 +744,8 @@ struct PrefillCase {
 void printTailTrace(const std::string &name, const std::vector<long long> &trace, int ctas, int tiles, int consumer) {
   double waiter_blocks = 0, waiter_store = 0, owner_blocks = 0, owner_merges = 0, owner_merge = 0, owner_finish = 0;
   double span = 0, span_max = 0, whole = 0;
-  long long waiters = 0, owners = 0, spans = 0;
+  long long waiters = 0, owners = 0, spans = 0, slowest_start = 0;
+  int slowest = -1;
   for (int cta = 0; cta < ctas; ++cta) {
     long long last_whole_end = 0, last_whole_span = 0, tail_end = 0;
     for (int tile = 0; tile < tiles; ++tile) {
@@ -772,7 +773,11 @@ void printTailTrace(const std::string &name, const std::vector<long long> &trace
     }
     if (tail_end != 0 && last_whole_end != 0) {
       span += tail_end - last_whole_end;
-      span_max = std::max(span_max, double(tail_end - last_whole_end));
+      if (tail_end - last_whole_end > span_max) {
+        span_max = double(tail_end - last_whole_end);
+        slowest = cta;
+        slowest_start = last_whole_end;
+      }
       whole += last_whole_span;
       ++spans;
     }
@@ -787,6 +792,25 @@ void printTailTrace(const std::string &name, const std::vector<long long> &trace
               owners ? owner_merges / owners : 0.0, owners ? owner_merge / owners : 0.0,
               owners ? owner_finish / owners : 0.0, spans ? span / spans : 0.0, span_max,
               spans ? whole / spans : 0.0);
+  // The slowest CTA's tail, part by part (cycles from its last whole
+  // tile's end): what sets the launch's end.
+  for (int tile = 0; slowest >= 0 && tile < tiles; ++tile) {
+    const long long *row =
+        &trace[((size_t(slowest) * tiles + tile) * kMaxPrefillConsumers + consumer) *
+               kPrefillTraceSlots];
+    if (row[kPhaseEpilogue] == 0 || row[kPhaseTailRole] == 0)
+      continue;
+    auto at = [&](int phase) { return row[phase] != 0 ? row[phase] - slowest_start : -1; };
+    std::printf(
+        "  phases %s consumer %d slowest tail (CTA %d) part: %s, %lld key blocks, %lld merges; "
+        "start %lld, "
+        "Q ready %lld, first step %lld, steps done %lld, last P V %lld, %s %lld, end %lld\n",
+        name.c_str(), consumer, slowest, row[kPhaseTailRole] == 1 ? "without step 0" : "owner",
+        row[kPhaseKeyBlocks], row[kPhaseTailRole] >= 2 ? row[kPhaseTailRole] - 2 : 0,
+        at(kPhaseTileStart), at(kPhaseQReady), at(kPhaseFirstStep), at(kPhaseMainLoop),
+        at(kPhaseLastPV), row[kPhaseTailRole] == 1 ? "stored and counted" : "merged",
+        at(kPhaseTailMerged), at(kPhaseEpilogue));
+  }
 }
 
 /// Where a consumer's tile time goes (PrefillKernel::kWarpSpecializedPhaseTrace,
@@ -801,7 +825,8 @@ void printTailTrace(const std::string &name, const std::vector<long long> &trace
 /// Stream-K tail parts apart (printTailTrace).
 void printPhaseTrace(const std::string &name, const std::vector<long long> &trace, int ctas, int tiles) {
   for (int consumer = 0; consumer < kMaxPrefillConsumers; ++consumer) {
-    double sum[7] = {}, gap = 0, first = 0, lookup = 0, middle = 0, last_step = 0, o_store = 0;
+    double sum[7] = {}, first_sum[5] = {}, gap = 0, first = 0, lookup = 0, middle = 0,
+           last_step = 0, o_store = 0;
     long long count = 0, steps = 0, gaps = 0, firsts = 0, split = 0, middle_steps = 0, o_stores = 0;
     for (int cta = 0; cta < ctas; ++cta)
       for (int tile = 0; tile < tiles; ++tile) {
@@ -814,6 +839,11 @@ void printPhaseTrace(const std::string &name, const std::vector<long long> &trac
           continue;
         if (tile == 0) {
           first += row[kPhaseEpilogue] - row[kPhaseTileStart];
+          first_sum[0] += row[kPhaseQReady] - row[kPhaseTileStart];
+          first_sum[1] += row[kPhaseFirstStep] - row[kPhaseQReady];
+          first_sum[2] += row[kPhaseMainLoop] - row[kPhaseFirstStep];
+          first_sum[3] += row[kPhaseLastPV] - row[kPhaseMainLoop];
+          first_sum[4] += row[kPhaseEpilogue] - row[kPhaseLastPV];
           ++firsts;
           continue;
         }
@@ -852,6 +882,14 @@ void printPhaseTrace(const std::string &name, const std::vector<long long> &trac
                 steps ? sum[2] / steps : 0.0, sum[3] / count, sum[4] / count, sum[6] / count,
                 (sum[4] - sum[6]) / count, sum[5] / count,
                 gaps ? gap / gaps : 0.0, firsts ? first / firsts : 0.0);
+    // The first tile apart: what a launch's start costs over a later tile
+    // (~9K cycles at every length in run 293).
+    if (firsts > 0)
+      std::printf("  phases %s consumer %d first tile: Q wait %.0f, first step %.0f, later steps "
+                  "%.0f, last P V "
+                  "%.0f, epilogue %.0f\n",
+                  name.c_str(), consumer, first_sum[0] / firsts, first_sum[1] / firsts,
+                  first_sum[2] / firsts, first_sum[3] / firsts, first_sum[4] / firsts);
     if (split > 0)
       std::printf("  phases %s consumer %d later steps: the next tile's lookup %.0f, steps 1 to n-2 %.0f a step, "
                   "the last step %.0f\n",
@@ -1599,6 +1637,35 @@ void timePrefill(std::mt19937 &rng) {
                       16, 128, std::vector<int>(33, 1024), {}, causal};
     whole.timed = true;
     runPrefill<__nv_bfloat16>(whole, bf16, rng);
+  }
+  // What a launch costs besides its rounds at 1k: 33 heads of 8 query
+  // blocks make 264 tiles a sequence, two whole rounds on 132 SMs, so the
+  // time against the rounds (2, 4, 8) is a line whose intercept is the
+  // launch's fixed cost (launch gap, setup, first tiles' fill, drain).
+  {
+    std::vector<double> rounds, ms;
+    for (int seqs : {1, 2, 4}) {
+      PrefillCase line{"diag full d128 L1024 h33 b" + std::to_string(seqs) + " (" +
+                           std::to_string(2 * seqs) + " rounds)",
+                       33,
+                       33,
+                       128,
+                       std::vector<int>(seqs, 1024),
+                       {},
+                       false};
+      line.timed = true;
+      runPrefill<__nv_bfloat16>(line, bf16, rng);
+      rounds.push_back(2.0 * seqs);
+      ms.push_back(g_timings.back().ms);
+    }
+    const double n = rounds.size(), sx = rounds[0] + rounds[1] + rounds[2],
+                 sy = ms[0] + ms[1] + ms[2];
+    const double sxx = rounds[0] * rounds[0] + rounds[1] * rounds[1] + rounds[2] * rounds[2];
+    const double sxy = rounds[0] * ms[0] + rounds[1] * ms[1] + rounds[2] * ms[2];
+    const double slope = (n * sxy - sx * sy) / (n * sxx - sx * sx),
+                 intercept = (sy - slope * sx) / n;
+    std::printf("  rounds full d128 L1024: %.2f us a round, %.2f us a launch besides its rounds\n",
+                slope * 1e3, intercept * 1e3);
   }
   // Where a tile's time goes at 1k (the rows that miss cuDNN) against
   // 16k: the default kernel with its consumers' phases stamped.

@@ -244,6 +244,11 @@ struct PrefillParams {
   // prefetch of Q (prefillPrefetchesQ; attention_bench's "[no q prefetch]"
   // rows measure it).
   bool q_l2_prefetch = true;
+  // Set by callers (an experiment, off until measured: session 56 built it
+  // and got no GPU): the warp-specialized kernel's second producer warp asks
+  // the L2 for the CTA's first tile's Q and first K block as it starts
+  // (attention_bench's "[first prefetch]" rows measure it).
+  bool first_tile_l2_prefetch = false;
 
   // Stream-K tail (the warp-specialized kernel's persistent full-mask walk):
   // where the tiles leave a last partial round, its key blocks are shared

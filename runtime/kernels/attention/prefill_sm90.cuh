@@ -448,6 +448,38 @@ template <class Traits, class Variant> __device__ __forceinline__ void prefillSm
   const bool q_by_producer = kOverlapTiles && params.q_by_tma && params.kv_by_tma;
   const int tid = threadIdx.x;
   const int warpgroup = tid / 128;
+  // With PrefillParams::first_tile_l2_prefetch (off until measured), the
+  // first tile's Q and first K block, asked of the L2 as the CTA
+  // starts by a warp the set-up below does not hold (the producer's
+  // second): the TMA loads of them go out only after that set-up, the
+  // __syncthreads and the producer's tile lookup, and a CTA's first step
+  // waited ~7.8K cycles for them where later tiles' wait ~0.2K (run 296,
+  // d128 full 1k and 16k alike: a launch's fixed cost). Contiguous K/V
+  // only (a paged block's page is one more lookup); the kernels that use Q's
+  // descriptor (d64, d128: at d256 the code made ptxas spill 16 bytes more).
+  constexpr bool kPrefetchFirstTile =
+      prefillOverlapsTiles<Traits, Variant>() || prefillPrefetchesQ<Traits, Variant>();
+  if (kPrefetchFirstTile && tid == 32 && params.first_tile_l2_prefetch && params.kv_by_tma &&
+      kv.page_table == nullptr && first_tile < whole_tiles &&
+      (!kPairTail || first_tile < pair_tail.whole_tiles)) {
+    const Tile first = gridTileAt(first_tile);
+    if (first.m0 < first.q_len && first.n_count > 0) {
+      if (params.q_by_tma) {
+        tmaPrefetchDescriptor(&params.tma_q);
+#pragma unroll
+        for (int c = 0; c < Traits::kConsumerWarpgroups; ++c)
+#pragma unroll
+          for (int blk = 0; blk < D / 64; ++blk)
+            tmaPrefetchL2_4d(&params.tma_q, blk * 64, first.q_start + first.m0 + c * WM, first.head,
+                             0);
+      }
+      tmaPrefetchDescriptor(&params.tma_k);
+      const int k_row = kv.maybe_cu_seqlens_k[first.seq] + (first.n_end - 1) * BN;
+#pragma unroll
+      for (int blk = 0; blk < D / 64; ++blk)
+        tmaPrefetchL2_4d(&params.tma_k, blk * 64, k_row, first.kv_head, 0);
+    }
+  }
   if (tid == 0) {
     // A stage fills with one expect-tx arrival (TMA) or one cp.async arrival
     // per producer thread.

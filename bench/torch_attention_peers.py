@@ -43,15 +43,17 @@ def prefill(results):
     # whole-round diagnostic (33 sequences of 1k: 4224 tiles of 128 rows, 32
     # on each of 132 SMs), so the 1k rows' last partial round can be told
     # apart from the per-tile rate.
-    shapes = [(d, seqlen, 16384 // seqlen, 2048 // d, "", "")
+    both = (True, False)
+    shapes = [(d, seqlen, 16384 // seqlen, 2048 // d, "", "", both)
               for d, seqlen in [(128, 1024), (128, 4096), (128, 16384), (64, 4096), (256, 4096)]]
-    shapes.append((128, 1024, 33, 16, "diag ", " b33 (whole rounds)"))
+    shapes.append((128, 1024, 33, 16, "diag ", " b33 (whole rounds)", both))
     # attention_bench's line of 2, 4 and 8 rounds (33 heads of 8 query
-    # blocks: 264 tiles a sequence), whose intercept is a launch's fixed cost.
-    shapes += [(128, 1024, b, 33, "diag ", f" h33 b{b} ({2 * b} rounds)") for b in (1, 2, 4)]
-    for d, seqlen, batch, heads, prefix, suffix in shapes:
+    # blocks: 264 tiles a sequence, full masks only), whose intercept is a
+    # launch's fixed cost.
+    shapes += [(128, 1024, b, 33, "diag ", f" h33 b{b} ({2 * b} rounds)", (False,)) for b in (1, 2, 4)]
+    for d, seqlen, batch, heads, prefix, suffix, masks in shapes:
         q, k, v = (torch.randn(batch, heads, seqlen, d, device="cuda", dtype=torch.bfloat16) for _ in range(3))
-        for causal in (True, False):
+        for causal in masks:
             flops = 4 * batch * heads * seqlen * seqlen * d / (2 if causal else 1)
             for name, backend in (("flash", SDPBackend.FLASH_ATTENTION), ("cudnn", SDPBackend.CUDNN_ATTENTION)):
                 key = f"{prefix}{'causal' if causal else 'full'} d{d} L{seqlen}{suffix} {name}"

@@ -125,13 +125,16 @@ void printPhaseTrace(const std::string &name, const std::vector<long long> &trac
           complete = complete && row[ph] != 0;
         if (!complete)
           continue;
+        // Q wait, first step, later steps, last P V, epilogue.
+        const long long phases[5] = {
+            row[kPhaseQReady] - row[kPhaseTileStart], row[kPhaseFirstStep] - row[kPhaseQReady],
+            row[kPhaseMainLoop] - row[kPhaseFirstStep], row[kPhaseLastPV] - row[kPhaseMainLoop],
+            row[kPhaseEpilogue] - row[kPhaseLastPV]};
+        double *into = tile == 0 ? first_sum : sum;
+        for (int ph = 0; ph < 5; ++ph)
+          into[ph] += phases[ph];
         if (tile == 0) {
           first += row[kPhaseEpilogue] - row[kPhaseTileStart];
-          first_sum[0] += row[kPhaseQReady] - row[kPhaseTileStart];
-          first_sum[1] += row[kPhaseFirstStep] - row[kPhaseQReady];
-          first_sum[2] += row[kPhaseMainLoop] - row[kPhaseFirstStep];
-          first_sum[3] += row[kPhaseLastPV] - row[kPhaseMainLoop];
-          first_sum[4] += row[kPhaseEpilogue] - row[kPhaseLastPV];
           ++firsts;
           continue;
         }
@@ -140,11 +143,6 @@ void printPhaseTrace(const std::string &name, const std::vector<long long> &trac
           gap += row[kPhaseTileStart] - before[kPhaseEpilogue];
           ++gaps;
         }
-        sum[0] += row[kPhaseQReady] - row[kPhaseTileStart];
-        sum[1] += row[kPhaseFirstStep] - row[kPhaseQReady];
-        sum[2] += row[kPhaseMainLoop] - row[kPhaseFirstStep];
-        sum[3] += row[kPhaseLastPV] - row[kPhaseMainLoop];
-        sum[4] += row[kPhaseEpilogue] - row[kPhaseLastPV];
         sum[5] += row[kPhaseEpilogue] - row[kPhaseTileStart];
         sum[6] += row[kPhaseNextQIssued] - row[kPhaseLastPV];
         steps += blocks - 1;
@@ -452,8 +450,9 @@ void timePrefill(std::mt19937 &rng) {
   // time against the rounds (2, 4, 8) is a line whose intercept is the
   // launch's fixed cost (launch gap, setup, first tiles' fill, drain).
   {
-    std::vector<double> rounds, ms;
+    double n = 0, sx = 0, sy = 0, sxx = 0, sxy = 0; // least squares of ms against rounds
     for (int seqs : {1, 2, 4}) {
+      const double rounds = 2.0 * seqs;
       PrefillCase line{"diag full d128 L1024 h33 b" + std::to_string(seqs) + " (" +
                            std::to_string(2 * seqs) + " rounds)",
                        33,
@@ -464,15 +463,12 @@ void timePrefill(std::mt19937 &rng) {
                        false};
       line.timed = true;
       runPrefill<__nv_bfloat16>(line, bf16, rng);
-      rounds.push_back(2.0 * seqs);
-      ms.push_back(g_timings.back().ms);
+      const double ms = g_timings.back().ms;
+      n += 1, sx += rounds, sy += ms, sxx += rounds * rounds, sxy += rounds * ms;
       runPrefill<__nv_bfloat16>(line, bf16, rng, PrefillKernel::kAuto, " [first prefetch]", true,
-                                false, true, /*first_tile_l2_prefetch=*/true);
+                                false, true,
+                                /*first_tile_l2_prefetch=*/true);
     }
-    const double n = rounds.size(), sx = rounds[0] + rounds[1] + rounds[2],
-                 sy = ms[0] + ms[1] + ms[2];
-    const double sxx = rounds[0] * rounds[0] + rounds[1] * rounds[1] + rounds[2] * rounds[2];
-    const double sxy = rounds[0] * ms[0] + rounds[1] * ms[1] + rounds[2] * ms[2];
     const double slope = (n * sxy - sx * sy) / (n * sxx - sx * sx),
                  intercept = (sy - slope * sx) / n;
     std::printf("  rounds full d128 L1024: %.2f us a round, %.2f us a launch besides its rounds\n",
